@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dom0 half of the split driver, as vrdmad sees it.  A node is every
+ * guest this dom0 serves.  The backend watches VRDMA_XS_BACK_ROOT through
+ * the platform seam, runs the xenbus handshake for each guest that
+ * appears, maps its rings and buffers, checks and executes its requests,
+ * and tears it down when it goes away or misbehaves.
+ *
+ * Single-threaded: every call comes from vrdmad's event loop.
+ */
+#ifndef VRDMA_BACKEND_H
+#define VRDMA_BACKEND_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct vplat;
+struct vbe_node;
+
+/* vrdmad polls these fds; the backend says when the set changes. */
+typedef void vbe_fd_fn(void *arg, int fd, int add);
+
+struct vbe_node_cfg {
+	struct vplat *plat;		/* dom0 role, opened by vrdmad */
+	const char *node_name;		/* what guests connect() to */
+	vbe_fd_fn *fd_cb;		/* add/remove a guest channel fd */
+	void *fd_arg;
+};
+
+int  vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out);
+void vbe_node_free(struct vbe_node *n);	/* tears down every guest */
+
+/* A guest channel fd became readable: ack it and mark the guest busy. */
+void vbe_node_fd_ready(struct vbe_node *n, int fd);
+
+/*
+ * Process every connected guest's rings once: pull requests, execute,
+ * write completions (one notification per guest per call).  Returns the
+ * number of requests handled; 0 means idle.
+ */
+int  vbe_node_poll(struct vbe_node *n);
+
+/*
+ * About to sleep: arm every guest's request ring (event index) and
+ * re-check.  Returns 1 if work arrived meanwhile (poll again, do not sleep).
+ */
+int  vbe_node_arm(struct vbe_node *n);
+/* Busy-polling: suppress guest notifications. */
+void vbe_node_disarm(struct vbe_node *n);
+
+/* Housekeeping: connection-request timeouts, retries.  Call every ~100 ms. */
+void vbe_node_tick(struct vbe_node *n, int64_t now_ms);
+
+/* `vrdmactl list`: guests, QPs, MRs, counters; JSON if json != 0. */
+void vbe_node_dump(struct vbe_node *n, FILE *out, int json);
+
+/* Number of live guests / mappings / channels (leak checks in tests). */
+struct vbe_census {
+	unsigned guests, maps, chans, qps, mrs, cqs, pds, bufs, listeners;
+};
+void vbe_node_census(struct vbe_node *n, struct vbe_census *c);
+
+#endif /* VRDMA_BACKEND_H */

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Logging for vrdmad and the tools: one line per event, to stderr. */
+#ifndef VRDMA_LOG_H
+#define VRDMA_LOG_H
+
+enum { VLOG_ERR = 0, VLOG_WARN = 1, VLOG_INFO = 2, VLOG_DEBUG = 3 };
+
+/* Messages above this level are dropped (default VLOG_INFO, env VRDMA_LOG). */
+extern int vlog_level;
+
+void vlog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define vlog_err(...)	vlog(VLOG_ERR, __VA_ARGS__)
+#define vlog_warn(...)	vlog(VLOG_WARN, __VA_ARGS__)
+#define vlog_info(...)	vlog(VLOG_INFO, __VA_ARGS__)
+#define vlog_dbg(...)	do { if (vlog_level >= VLOG_DEBUG) vlog(VLOG_DEBUG, __VA_ARGS__); } while (0)
+
+#endif /* VRDMA_LOG_H */

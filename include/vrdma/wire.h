@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vrdma wire contract: everything the guest frontend and the dom0 backend
+ * agree on.  Nothing else crosses the boundary.  docs/wire.md is the prose
+ * version of this header (xenstore keys, state diagram, byte layouts).
+ *
+ * Rules (see docs/wire.md):
+ *  - shared memory is 4 KiB pages named by 32-bit grant references;
+ *    nothing in shared memory is a pointer;
+ *  - fixed-width fields only, explicit reserved fields (must be zero),
+ *    64-bit fields 8-byte aligned, power-of-two entry sizes;
+ *  - indexes are free-running uint32_t, masked on access; the producer
+ *    release-stores its index, the consumer acquire-loads it;
+ *  - each side copies an entry out of shared memory before checking it and
+ *    never trusts the other side's indexes (see common/vring.h).
+ *
+ * Shared areas:
+ *  - the device area (granted by the frontend at connect, refs in xenstore):
+ *      page 0          struct vrdma_sring: magic, version, ring controls
+ *      pages 1..       request ring, 2^req-ring-order x struct vrdma_req
+ *      following page  event ring, 2^evt-ring-order x struct vrdma_evt
+ *  - one CQ area per completion queue (inside an attached buffer):
+ *      page 0          struct vrdma_cq_hdr
+ *      pages 1..       2^order x struct vrdma_cqe
+ *  - attached buffers: guest data pages the backend maps once and then
+ *    addresses by (buffer handle, offset) through memory regions.
+ */
+#ifndef VRDMA_WIRE_H
+#define VRDMA_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VRDMA_WIRE_VERSION	1u
+#define VRDMA_WIRE_MAGIC	0x414d4456u	/* "VDMA" little-endian */
+#define VRDMA_PAGE_SHIFT	12
+#define VRDMA_PAGE_SIZE		(1u << VRDMA_PAGE_SHIFT)
+
+/* Ring geometry limits (the backend publishes max-*; see docs/wire.md). */
+#define VRDMA_REQ_RING_ORDER_DEF	8	/* 256 x 128 B = 8 pages */
+#define VRDMA_REQ_RING_ORDER_MAX	10
+#define VRDMA_EVT_RING_ORDER_DEF	6	/* 64 x 64 B = 1 page */
+#define VRDMA_EVT_RING_ORDER_MAX	8
+#define VRDMA_CQ_ORDER_MAX		14	/* 16384 CQEs */
+#define VRDMA_MAX_SGE			4
+#define VRDMA_BUF_LIST_REFS		16	/* list pages per buffer */
+#define VRDMA_REFS_PER_PAGE		(VRDMA_PAGE_SIZE / 4)
+#define VRDMA_BUF_MAX_PAGES		(VRDMA_BUF_LIST_REFS * VRDMA_REFS_PER_PAGE)
+#define VRDMA_NAME_MAX			32	/* node / service names, NUL padded */
+#define VRDMA_PDATA_MAX			32	/* connection private data */
+#define VRDMA_MAX_WR			4096	/* per queue */
+
+/*
+ * Handshake through xenstore (docs/wire.md has a table per key).
+ * Frontend dir: /local/domain/<domid>/device/vrdma/<devid>
+ * Backend dir:  /local/domain/0/backend/vrdma/<domid>/<devid>
+ * Both carry `state` (XenbusState below); absent key = default.
+ *   backend writes:  protocol-version, max-req-ring-order,
+ *                    max-evt-ring-order, feature-*, node-name
+ *   frontend writes: protocol-version, req-ring-order, evt-ring-order,
+ *                    ring-pages, ring-ref<N>, event-channel
+ */
+enum vrdma_xb_state {
+	VRDMA_XB_UNKNOWN	= 0,
+	VRDMA_XB_INITIALISING	= 1,
+	VRDMA_XB_INITWAIT	= 2,
+	VRDMA_XB_INITIALISED	= 3,
+	VRDMA_XB_CONNECTED	= 4,
+	VRDMA_XB_CLOSING	= 5,
+	VRDMA_XB_CLOSED		= 6,
+};
+
+#define VRDMA_XS_FRONT_FMT	"/local/domain/%u/device/vrdma/%u"
+#define VRDMA_XS_BACK_ROOT	"/local/domain/0/backend/vrdma"
+#define VRDMA_XS_BACK_FMT	VRDMA_XS_BACK_ROOT "/%u/%u"
+
+/*
+ * Ring control: one per ring.  Producer and consumer fields live on
+ * separate cache lines so the two sides never write the same line.
+ *  prod:  entries produced (written by the producer only)
+ *  cons:  entries consumed (written by the consumer only)
+ *  event: consumer asks "notify me when prod passes event" (Xen's
+ *         req_event/rsp_event); the producer notifies iff the batch it
+ *         just pushed crossed it.
+ */
+struct vrdma_ring_ctl {
+	uint32_t prod;
+	uint32_t prod_pad[15];
+	uint32_t cons;
+	uint32_t event;
+	uint32_t cons_pad[14];
+};
+
+/* Page 0 of the device area.  magic/version/orders are written by the
+ * frontend before granting and re-checked by the backend at connect. */
+struct vrdma_sring {
+	uint32_t magic;
+	uint16_t version;
+	uint8_t  req_order;
+	uint8_t  evt_order;
+	uint32_t reserved[14];
+	struct vrdma_ring_ctl req;	/* guest produces, dom0 consumes */
+	struct vrdma_ring_ctl evt;	/* dom0 produces, guest consumes */
+};
+
+/* Request opcodes (guest -> dom0).  Work requests first, then commands. */
+enum {
+	VRDMA_OP_SEND		= 0x01,
+	VRDMA_OP_SEND_IMM	= 0x02,
+	VRDMA_OP_WRITE		= 0x03,
+	VRDMA_OP_WRITE_IMM	= 0x04,
+	VRDMA_OP_READ		= 0x05,
+	VRDMA_OP_CMP_SWAP	= 0x06,
+	VRDMA_OP_FETCH_ADD	= 0x07,
+	VRDMA_OP_RECV		= 0x08,
+
+	VRDMA_CMD_ATTACH_BUF	= 0x40,	/* map guest pages; -> buffer handle */
+	VRDMA_CMD_DETACH_BUF	= 0x41,
+	VRDMA_CMD_ALLOC_PD	= 0x42,
+	VRDMA_CMD_DEALLOC_PD	= 0x43,
+	VRDMA_CMD_REG_MR	= 0x44,	/* -> mr handle, lkey, rkey */
+	VRDMA_CMD_DEREG_MR	= 0x45,
+	VRDMA_CMD_CREATE_CQ	= 0x46,
+	VRDMA_CMD_DESTROY_CQ	= 0x47,
+	VRDMA_CMD_CREATE_QP	= 0x48,	/* -> qp handle, qp_num */
+	VRDMA_CMD_DESTROY_QP	= 0x49,
+	VRDMA_CMD_LISTEN	= 0x4a,	/* -> listener handle */
+	VRDMA_CMD_UNLISTEN	= 0x4b,
+	VRDMA_CMD_CONNECT	= 0x4c,	/* async: VRDMA_EVT_CONNECTED/REJECTED */
+	VRDMA_CMD_ACCEPT	= 0x4d,
+	VRDMA_CMD_REJECT	= 0x4e,
+};
+
+/* Work request flags: bit numbers and masks. */
+#define _VRDMA_WR_F_SIGNALED	0	/* completion wanted on success */
+#define VRDMA_WR_F_SIGNALED	(1u << _VRDMA_WR_F_SIGNALED)
+#define _VRDMA_WR_F_FENCE	1	/* wait for earlier READ/atomics */
+#define VRDMA_WR_F_FENCE	(1u << _VRDMA_WR_F_FENCE)
+#define VRDMA_WR_F_ALL		(VRDMA_WR_F_SIGNALED | VRDMA_WR_F_FENCE)
+
+/* Memory access bits (REG_MR). */
+#define VRDMA_ACC_LOCAL_WRITE	(1u << 0)
+#define VRDMA_ACC_REMOTE_WRITE	(1u << 1)
+#define VRDMA_ACC_REMOTE_READ	(1u << 2)
+#define VRDMA_ACC_REMOTE_ATOMIC	(1u << 3)
+#define VRDMA_ACC_ALL		0xfu
+
+struct vrdma_sge {
+	uint64_t addr;		/* guest virtual address inside the MR */
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* Body of a work request (opcodes 0x01..0x08). */
+struct vrdma_wr {
+	uint64_t remote_addr;	/* WRITE/READ/atomics */
+	uint64_t compare_add;	/* CMP_SWAP compare, FETCH_ADD addend */
+	uint64_t swap;		/* CMP_SWAP swap */
+	uint32_t rkey;
+	uint32_t imm_data;	/* *_IMM, network order as in verbs */
+	uint8_t  reserved[16];
+	struct vrdma_sge sge[VRDMA_MAX_SGE];
+};
+
+/* Command bodies (opcodes 0x40..).  Object handles come from earlier
+ * command results; the request's `handle` names the object acted on. */
+struct vrdma_cmd_attach_buf {
+	uint32_t npages;	/* data pages, <= VRDMA_BUF_MAX_PAGES */
+	uint16_t nlist;		/* list pages = ceil(npages / 1024) */
+	uint16_t writable;	/* 1 if dom0 may write the pages */
+	uint32_t list_ref[VRDMA_BUF_LIST_REFS];	/* pages of uint32 refs */
+};
+
+struct vrdma_cmd_reg_mr {
+	uint32_t pd;
+	uint32_t buf;		/* buffer handle */
+	uint64_t offset;	/* byte offset into the buffer */
+	uint64_t length;
+	uint64_t iova;		/* guest address the MR is known by */
+	uint32_t access;	/* VRDMA_ACC_* */
+	uint32_t reserved;
+};
+
+struct vrdma_cmd_create_cq {
+	uint32_t buf;		/* CQ area lives in this attached buffer */
+	uint32_t page;		/* page offset of the area in the buffer */
+	uint32_t order;		/* 2^order CQEs */
+	uint32_t reserved;
+};
+
+struct vrdma_cmd_create_qp {
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t max_send_wr;	/* <= VRDMA_MAX_WR */
+	uint32_t max_recv_wr;
+	uint32_t max_sge;	/* <= VRDMA_MAX_SGE */
+};
+
+struct vrdma_cmd_listen {
+	char     service[VRDMA_NAME_MAX];
+};
+
+/* CONNECT: `handle` is the QP. */
+struct vrdma_cmd_connect {
+	char     node[VRDMA_NAME_MAX];	/* "" = this node */
+	char     service[VRDMA_NAME_MAX];
+	uint8_t  pdata[VRDMA_PDATA_MAX];
+	uint32_t pdata_len;
+	uint32_t reserved;
+};
+
+/* ACCEPT: `handle` is the QP; REJECT: `handle` is the listener. */
+struct vrdma_cmd_accept {
+	uint64_t conn_id;	/* from VRDMA_EVT_CONN_REQUEST */
+	uint8_t  pdata[VRDMA_PDATA_MAX];
+	uint32_t pdata_len;
+	uint32_t reserved;
+};
+
+/* One request ring entry: 128 bytes. */
+struct vrdma_req {
+	uint8_t  opcode;	/* VRDMA_OP_* / VRDMA_CMD_* */
+	uint8_t  num_sge;	/* work requests only */
+	uint16_t flags;		/* VRDMA_WR_F_* */
+	uint32_t handle;	/* QP for work requests; object for commands */
+	uint64_t id;		/* wr_id, or command id echoed in CMD_DONE */
+	union {
+		struct vrdma_wr wr;
+		struct vrdma_cmd_attach_buf attach_buf;
+		struct vrdma_cmd_reg_mr reg_mr;
+		struct vrdma_cmd_create_cq create_cq;
+		struct vrdma_cmd_create_qp create_qp;
+		struct vrdma_cmd_listen listen;
+		struct vrdma_cmd_connect connect;
+		struct vrdma_cmd_accept accept;
+		uint8_t raw[112];
+	} u;
+};
+
+/* Event types (dom0 -> guest). */
+enum {
+	VRDMA_EVT_CMD_DONE	= 1,	/* status, out[] */
+	VRDMA_EVT_CONN_REQUEST	= 2,	/* handle=listener, id=conn_id */
+	VRDMA_EVT_CONNECTED	= 3,	/* handle=qp, peer pdata */
+	VRDMA_EVT_REJECTED	= 4,	/* handle=qp, status says why */
+	VRDMA_EVT_QP_ERROR	= 5,	/* handle=qp: peer gone, fatal error */
+};
+
+/* Command status: protocol constants, mapped to errno by libvrdma. */
+enum {
+	VRDMA_CS_OK		= 0,
+	VRDMA_CS_INVAL		= 1,	/* bad argument */
+	VRDMA_CS_NOMEM		= 2,	/* out of memory or quota */
+	VRDMA_CS_NOENT		= 3,	/* no such object / listener */
+	VRDMA_CS_BUSY		= 4,	/* object in use */
+	VRDMA_CS_ACCESS		= 5,	/* not allowed */
+	VRDMA_CS_EXIST		= 6,	/* name already taken */
+	VRDMA_CS_REFUSED	= 7,	/* peer rejected */
+	VRDMA_CS_TIMEDOUT	= 8,
+	VRDMA_CS_UNREACH	= 9,	/* no such node */
+	VRDMA_CS_FAULT		= 10,	/* bad grant / mapping failed */
+	VRDMA_CS_MAX
+};
+
+struct vrdma_evt {
+	uint8_t  type;		/* VRDMA_EVT_* */
+	uint8_t  reserved0;
+	uint16_t status;	/* VRDMA_CS_* */
+	uint32_t handle;
+	uint64_t id;
+	union {
+		uint32_t out[4];	/* CMD_DONE results */
+		struct {
+			uint32_t peer_qpn;
+			uint32_t pdata_len;
+			uint8_t  pdata[VRDMA_PDATA_MAX];
+		} conn;
+		uint8_t raw[48];
+	} u;
+};
+
+/* Completion opcodes and statuses (protocol constants). */
+enum {
+	VRDMA_WC_SEND		= 1,
+	VRDMA_WC_WRITE		= 2,
+	VRDMA_WC_READ		= 3,
+	VRDMA_WC_CMP_SWAP	= 4,
+	VRDMA_WC_FETCH_ADD	= 5,
+	VRDMA_WC_RECV		= 6,
+	VRDMA_WC_RECV_IMM	= 7,	/* WRITE_IMM landed: no data in RQ buffer */
+};
+
+enum {
+	VRDMA_WS_SUCCESS	= 0,
+	VRDMA_WS_LOC_LEN_ERR	= 1,	/* receive buffer too small */
+	VRDMA_WS_LOC_QP_OP_ERR	= 2,	/* QP not connected / bad state */
+	VRDMA_WS_LOC_PROT_ERR	= 3,	/* bad lkey, bounds or access */
+	VRDMA_WS_WR_FLUSH_ERR	= 4,	/* QP in error; WR not executed */
+	VRDMA_WS_REM_INV_REQ_ERR = 5,	/* remote: bad request (alignment) */
+	VRDMA_WS_REM_ACCESS_ERR	= 6,	/* remote: bad rkey, bounds or rights */
+	VRDMA_WS_REM_OP_ERR	= 7,	/* remote: could not complete */
+	VRDMA_WS_RETRY_EXC_ERR	= 8,	/* peer gone / unreachable */
+	VRDMA_WS_RNR_RETRY_EXC_ERR = 9,	/* peer posted no receive in time */
+	VRDMA_WS_FATAL_ERR	= 10,
+	VRDMA_WS_MAX
+};
+
+#define _VRDMA_CQE_F_IMM	0
+#define VRDMA_CQE_F_IMM		(1u << _VRDMA_CQE_F_IMM)
+
+/* One completion: 64 bytes. */
+struct vrdma_cqe {
+	uint64_t wr_id;
+	uint32_t qp;		/* QP handle (the guest's own) */
+	uint8_t  opcode;	/* VRDMA_WC_* */
+	uint8_t  status;	/* VRDMA_WS_* */
+	uint16_t flags;		/* VRDMA_CQE_F_* */
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t src_qpn;
+	uint32_t sq_retired;	/* send WRs retired on qp so far (mod 2^32) */
+	uint32_t vendor_err;
+	uint32_t reserved[7];
+};
+
+/* Page 0 of a CQ area. */
+struct vrdma_cq_hdr {
+	uint32_t magic;		/* VRDMA_WIRE_MAGIC, written by the guest */
+	uint32_t order;
+	uint32_t reserved[14];
+	struct vrdma_ring_ctl ring;	/* dom0 produces, guest consumes */
+};
+
+/* Layout checks: any change here is a protocol change. */
+_Static_assert(sizeof(struct vrdma_ring_ctl) == 128, "ring ctl");
+_Static_assert(offsetof(struct vrdma_ring_ctl, cons) == 64, "ring cons line");
+_Static_assert(sizeof(struct vrdma_sring) == 320, "sring");
+_Static_assert(offsetof(struct vrdma_sring, req) == 64, "sring req");
+_Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
+_Static_assert(sizeof(struct vrdma_sge) == 16, "sge");
+_Static_assert(sizeof(struct vrdma_wr) == 112, "wr");
+_Static_assert(offsetof(struct vrdma_wr, sge) == 48, "wr sge");
+_Static_assert(sizeof(struct vrdma_cmd_attach_buf) <= 112, "attach_buf");
+_Static_assert(sizeof(struct vrdma_cmd_reg_mr) == 40, "reg_mr");
+_Static_assert(sizeof(struct vrdma_cmd_create_cq) == 16, "create_cq");
+_Static_assert(sizeof(struct vrdma_cmd_create_qp) == 24, "create_qp");
+_Static_assert(sizeof(struct vrdma_cmd_connect) == 104, "connect");
+_Static_assert(sizeof(struct vrdma_cmd_accept) == 48, "accept");
+_Static_assert(sizeof(struct vrdma_req) == 128, "req");
+_Static_assert(offsetof(struct vrdma_req, id) == 8, "req id");
+_Static_assert(offsetof(struct vrdma_req, u) == 16, "req body");
+_Static_assert(sizeof(struct vrdma_evt) == 64, "evt");
+_Static_assert(offsetof(struct vrdma_evt, u) == 16, "evt body");
+_Static_assert(sizeof(struct vrdma_cqe) == 64, "cqe");
+_Static_assert(offsetof(struct vrdma_cqe, qp) == 8, "cqe qp");
+_Static_assert(sizeof(struct vrdma_cq_hdr) == 192, "cq hdr");
+
+/* Device area size in pages for the given ring orders. */
+static inline uint32_t vrdma_sring_pages(unsigned req_order, unsigned evt_order)
+{
+	uint32_t req = ((uint32_t)sizeof(struct vrdma_req) << req_order) >> VRDMA_PAGE_SHIFT;
+	uint32_t evt = ((uint32_t)sizeof(struct vrdma_evt) << evt_order) >> VRDMA_PAGE_SHIFT;
+
+	return 1 + (req ? req : 1) + (evt ? evt : 1);
+}
+
+/* CQ area size in pages for 2^order CQEs. */
+static inline uint32_t vrdma_cq_pages(unsigned order)
+{
+	uint32_t n = ((uint32_t)sizeof(struct vrdma_cqe) << order) >> VRDMA_PAGE_SHIFT;
+
+	return 1 + (n ? n : 1);
+}
+
+#endif /* VRDMA_WIRE_H */

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The platform seam: the only place that knows whether vrdma runs on Xen
+ * or on a plain Linux host.  Everything above it (frontend, backend,
+ * vrdmad) speaks Xen's vocabulary: domains, grant references, event
+ * channels, xenstore keys.
+ *
+ *   Xen (platform/xen_*.c, next step)   plain host (platform/host_*.c)
+ *   gntshr/gntalloc grants              memfd pages sent over a Unix socket
+ *   gnttab/gntdev mappings              mmap of the received memfd
+ *   event channels                      a pair of eventfds
+ *   xenstore                            a key store served by vrdmad
+ *
+ * Calls return 0 or -errno.  Nothing here blocks without a time limit.
+ * Not thread-safe: one handle per thread, or the caller serialises.
+ */
+#ifndef VRDMA_VPLAT_H
+#define VRDMA_VPLAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VPLAT_DOM0		0u
+#define VPLAT_KEY_MAX		256	/* path length */
+#define VPLAT_VAL_MAX		1024	/* value length */
+
+enum vplat_role {
+	VPLAT_GUEST = 1,	/* frontend: grants pages, allocates channels */
+	VPLAT_DOM0_ROLE = 2,	/* backend: maps grants, binds channels */
+};
+
+struct vplat;			/* one open platform instance */
+struct vplat_share;		/* pages this side granted */
+struct vplat_map;		/* peer pages this side mapped */
+struct vplat_chan;		/* notification channel */
+
+struct vplat_cfg {
+	enum vplat_role role;
+	const char *kind;	/* "host", "xen" or NULL = auto (env VRDMA_PLATFORM) */
+	const char *run_dir;	/* host: socket dir; NULL = env VRDMA_RUN_DIR or /run/vrdma */
+};
+
+/* Open / close.  A guest's open connects to its dom0 (host: vrdmad). */
+int  vplat_open(const struct vplat_cfg *cfg, struct vplat **out);
+void vplat_close(struct vplat *p);
+const char *vplat_kind(const struct vplat *p);
+uint32_t vplat_domid(const struct vplat *p);	/* own domain id */
+
+/*
+ * One pollable fd for key watches and (dom0) guest arrivals/departures;
+ * when readable, call vplat_process(), which runs watch callbacks.
+ */
+int  vplat_fd(const struct vplat *p);
+int  vplat_process(struct vplat *p);
+
+/* ---- grants (guest side) ---- */
+/* Allocate npages zeroed pages shared with domain `peer`; refs[i] names
+ * page i.  Refs are usable by the peer when this returns. */
+int  vplat_share(struct vplat *p, uint32_t peer, uint32_t npages, int writable,
+		 struct vplat_share **out);
+void *vplat_share_addr(const struct vplat_share *s);
+const uint32_t *vplat_share_refs(const struct vplat_share *s);
+uint32_t vplat_share_npages(const struct vplat_share *s);
+void vplat_unshare(struct vplat_share *s);
+
+/* ---- mappings (dom0 side) ---- */
+/* Map the peer's pages refs[0..n) contiguously.  Fails whole (-EFAULT for
+ * a bad ref, -ENOMEM past limits); never a partial mapping. */
+int  vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+	       int writable, struct vplat_map **out);
+void *vplat_map_addr(const struct vplat_map *m);
+void vplat_unmap(struct vplat_map *m);
+
+/* ---- notification channels ---- */
+/* Guest: allocate an unbound channel to `peer`, *port to publish. */
+int  vplat_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
+		      uint32_t *port);
+/* dom0: bind to the guest's published port. */
+int  vplat_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+		     struct vplat_chan **out);
+int  vplat_notify(struct vplat_chan *c);
+int  vplat_chan_fd(const struct vplat_chan *c);	/* readable when notified */
+/* Consume pending notifications; 1 if there were any, 0 if none. */
+int  vplat_chan_ack(struct vplat_chan *c);
+/* Wait up to timeout_ms (-1 is not allowed) for a notification: 0 when
+ * notified (and acked), -ETIMEDOUT, or -EPIPE if the peer is gone. */
+int  vplat_chan_wait(struct vplat_chan *c, int timeout_ms);
+void vplat_chan_close(struct vplat_chan *c);
+
+/* ---- control keys (xenstore) ----
+ * Paths not starting with '/' are relative to the own domain's home,
+ * /local/domain/<domid>.  A guest may write only below its home and read
+ * its home and its backend directory. */
+int  vplat_key_write(struct vplat *p, const char *path, const char *val);
+int  vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Read into buf (NUL-terminated); -ENOENT if absent. */
+int  vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len);
+int  vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val);
+int  vplat_key_rm(struct vplat *p, const char *path);	/* subtree */
+/* Child names of path as one buffer "a\0b\0\0"; *count set. */
+int  vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
+		    unsigned *count);
+
+/* Watch path and its subtree: cb runs from vplat_process() once after
+ * registration and after every change (like xenstore watches). */
+typedef void vplat_watch_fn(struct vplat *p, const char *path, void *arg);
+int  vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg);
+void vplat_unwatch(struct vplat *p, const char *path, void *arg);
+
+/* Wait until key == want (or until it holds one of the "stop" values if
+ * stop != NULL, returned as -ECONNRESET), up to timeout_ms. */
+int  vplat_key_wait(struct vplat *p, const char *path, const char *want,
+		    const char *const *stop, int timeout_ms);
+
+/* Monotonic milliseconds, for deadlines. */
+int64_t vplat_now_ms(void);
+
+#endif /* VRDMA_VPLAT_H */
