@@ -84,6 +84,7 @@ BENCH_BINS   := $(B)/bin/vrdma-refbench
 
 # tests/*.mk append to CHECK_BINS (Check suites run by check-unit).
 CHECK_BINS   :=
+ITEST_BINS   :=
 
 .PHONY: all clean install check check-unit demo demo-host bench deps
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(BENCH_BINS) $(B)/vrdma.pc
@@ -129,7 +130,7 @@ $(B)/vrdma.pc: libvrdma/vrdma.pc.in Makefile
 -include $(wildcard tests/*.mk)
 
 # ---- tests ----
-check-unit: all $(CHECK_BINS)
+check-unit: all $(CHECK_BINS) $(ITEST_BINS)
 	$(Q)scripts/run-unit-tests.sh $(B) $(CHECK_BINS)
 
 check: check-unit
@@ -149,7 +150,8 @@ deps:
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(INCDIR)/vrdma $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libvrdma.so.$(SO_VER) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(SO_MAJOR)
 	ln -sf libvrdma.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
@@ -157,7 +159,9 @@ install: all
 	install -m 755 $(GT_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 include/vrdma/vrdma.h include/vrdma/wire.h $(DESTDIR)$(INCDIR)/vrdma/
 	install -m 644 $(B)/vrdma.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(wildcard docs/man/*.3) $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
 
 clean:

@@ -206,71 +206,210 @@ struct vrdma_qp {
 
 /* ---- device ---- */
 
-/* Open the guest's vrdma device.  spec: NULL or "" for the default;
- * "host" or "xen" to force a platform (else env VRDMA_PLATFORM, then
- * auto-detect).  Connect handshake limited to timeout_ms. */
+/*
+ * vrdma_open - open the guest's vrdma device (connect handshake with dom0).
+ * @spec: NULL or "" for the default platform; "host" or "xen" to force one
+ *        (else env VRDMA_PLATFORM, then auto-detect).  On the plain host
+ *        vrdmad is found through env VRDMA_RUN_DIR (default /run/vrdma).
+ * @timeout_ms: limit for the whole handshake, >= 0.
+ * Returns the device, or NULL with errno: EINVAL (bad spec or timeout),
+ * ENOENT/ECONNREFUSED (no dom0 daemon), ETIMEDOUT (no answer in time),
+ * ECONNREFUSED (backend closed the device), EPROTONOSUPPORT (platform not
+ * available or protocol version mismatch), ENOMEM.
+ */
 struct vrdma_device *vrdma_open(const char *spec, int timeout_ms);
+
+/*
+ * vrdma_close - destroy every object still open on @dev (listeners, QPs,
+ * MRs, CQs, PDs, buffers, in that order), then disconnect from dom0.
+ * Waits at most about a second for dom0 to acknowledge.
+ * Returns 0, or EINVAL if @dev is NULL.
+ */
 int vrdma_close(struct vrdma_device *dev);
-/* The node name this device's dom0 answers to (for vrdma_connect). */
+
+/*
+ * vrdma_node_name - the node name this device's dom0 answers to (for
+ * vrdma_connect() from other nodes); "" if dom0 did not publish one.
+ * NULL with errno EINVAL if @dev is NULL.
+ */
 const char *vrdma_node_name(const struct vrdma_device *dev);
 
 /* ---- memory ---- */
 
-/* Page-aligned, zeroed, shareable memory; length rounded up to pages. */
+/*
+ * vrdma_alloc_buf - page-aligned, zeroed memory shared with dom0, the only
+ * memory vrdma_reg_mr() accepts.  @length is rounded up to whole pages and
+ * may be at most VRDMA_BUF_MAX_PAGES pages (64 MiB).
+ * Returns the address, or NULL with errno: EINVAL (NULL @dev, @length 0 or
+ * too large), ENOMEM, EIO (device broken), or a dom0 refusal (ENOMEM,
+ * EFAULT).
+ */
 void *vrdma_alloc_buf(struct vrdma_device *dev, size_t length);
+
+/*
+ * vrdma_free_buf - release a buffer from vrdma_alloc_buf() (@addr must be
+ * the address it returned).
+ * Returns 0, EINVAL (NULL argument or not such a buffer), EBUSY (an MR
+ * still covers part of it).
+ */
 int vrdma_free_buf(struct vrdma_device *dev, void *addr);
 
+/*
+ * vrdma_alloc_pd - allocate a protection domain.
+ * NULL with errno: EINVAL (NULL @dev), ENOMEM, EIO (device broken).
+ */
 struct vrdma_pd *vrdma_alloc_pd(struct vrdma_device *dev);
+
+/*
+ * vrdma_dealloc_pd - returns 0, EINVAL (NULL) or EBUSY (MRs or QPs use
+ * it).  On a broken device (EIO elsewhere) destroy calls just free the
+ * object and return 0; this holds for every vrdma_dereg/destroy/free call.
+ */
 int vrdma_dealloc_pd(struct vrdma_pd *pd);
 
-/* Register [addr, addr+length) which must lie within one vrdma_alloc_buf()
- * buffer (EFAULT otherwise).  access: enum vrdma_access_flags. */
+/*
+ * vrdma_reg_mr - register [addr, addr+length), which must lie within one
+ * vrdma_alloc_buf() buffer.  @access: enum vrdma_access_flags.  The MR's
+ * addresses are the guest's virtual addresses (sge.addr, remote_addr).
+ * NULL with errno: EINVAL (NULL @pd or @addr, @length 0, unknown access
+ * bits), EFAULT (memory not from vrdma_alloc_buf() or range crossing the
+ * end of the buffer), ENOMEM, EIO.
+ */
 struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length,
 			      int access);
+
+/* vrdma_dereg_mr - returns 0 or EINVAL (NULL). */
 int vrdma_dereg_mr(struct vrdma_mr *mr);
 
 /* ---- completion queues ---- */
 
-/* Capacity is rounded up to a power of two.  A CQ must be large enough
- * for every WR that can be outstanding on the QPs that use it
- * (vrdma_create_qp() checks: EINVAL). */
+/*
+ * vrdma_create_cq - a completion queue for at least @cqe completions
+ * (1..16384), rounded up to a power of two (the cqe field says how many).
+ * Capacity rule: a CQ must hold every WR that can be outstanding on the QPs
+ * using it, i.e. the sum of cap.max_send_wr of the QPs whose send_cq it is
+ * plus cap.max_recv_wr of the QPs whose recv_cq it is; vrdma_create_qp()
+ * refuses a QP that would break this (EINVAL), so a CQ never overflows.
+ * NULL with errno: EINVAL, ENOMEM, EIO.
+ */
 struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_context);
+
+/* vrdma_destroy_cq - returns 0, EINVAL (NULL), EBUSY (a QP still uses it). */
 int vrdma_destroy_cq(struct vrdma_cq *cq);
-/* Returns the number of completions (0..num_entries), or -1 with errno. */
+
+/*
+ * vrdma_poll_cq - take up to @num_entries completions into @wc.
+ * Returns the number taken (0..num_entries), or -1 with errno EINVAL (NULL
+ * @cq, negative @num_entries, NULL @wc) or EIO (device broken: dom0 wrote
+ * something invalid; the completion that showed it is returned once with
+ * status VRDMA_WC_GENERAL_ERR).  An error completion moves its QP to
+ * VRDMA_QPS_ERR, as in RC verbs.
+ */
 int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc);
-/* Block until the CQ has a completion: polls briefly, then sleeps on the
- * device's notification.  0, or ETIMEDOUT, or EIO (device broken). */
+
+/*
+ * vrdma_wait_cq - block until the CQ has a completion: polls briefly, then
+ * sleeps on the device's notification.  @timeout_ms >= 0.
+ * Returns 0 (poll now), ETIMEDOUT, EINVAL, or EIO (device broken).
+ */
 int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
 
 /* ---- queue pairs (reliable connected) ---- */
 
+/*
+ * vrdma_create_qp - a reliable-connected QP in state VRDMA_QPS_RESET.
+ * attr->cap: max_send_wr and max_recv_wr 1..4096, max_send_sge and
+ * max_recv_sge 1..VRDMA_MAX_SGE_PER_WR; send_cq and recv_cq of the same
+ * device (they may be the same CQ) with room for the new WRs (see
+ * vrdma_create_cq()).  attr->sq_sig_all: every send WR is signaled.
+ * NULL with errno: EINVAL (NULL argument, caps out of range, CQ too
+ * small), ENOMEM, EIO.
+ */
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr);
+
+/*
+ * vrdma_destroy_qp - returns 0 or EINVAL (NULL).  Its completions still in
+ * the CQs are discarded.
+ */
 int vrdma_destroy_qp(struct vrdma_qp *qp);
+
+/*
+ * vrdma_post_send - post a chain of send WRs (one notification to dom0 per
+ * call).  The QP must be VRDMA_QPS_RTS.  Unsignaled WRs complete silently
+ * on success; their send-queue slots are freed by a later completion of
+ * the same QP (so signal at least every max_send_wr-th WR).
+ * Atomics need one 8-byte sge.  Returns 0, or EINVAL (NULL argument, QP not
+ * connected, bad opcode, flags or sge list), ENOMEM (send queue full),
+ * EAGAIN (dom0 did not drain the request ring for 2 s), EIO (device
+ * broken).  On error *bad_wr names the first WR not posted; the WRs before
+ * it were posted.
+ */
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr);
+
+/*
+ * vrdma_post_recv - post a chain of receive WRs; allowed in any state but
+ * VRDMA_QPS_ERR (so receives can be ready before connecting).  Returns as
+ * vrdma_post_send() (ENOMEM: receive queue full).
+ */
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		    struct vrdma_recv_wr **bad_wr);
 
 /* ---- connections ---- */
 
-/* Connect qp to the service listening on node (NULL/"" = this node).
- * Private data goes both ways (<= VRDMA_MAX_PRIVATE_DATA bytes).
- * ECONNREFUSED if rejected or nobody listens, ETIMEDOUT, EHOSTUNREACH. */
+/*
+ * vrdma_connect - connect @qp (state RESET) to the service listening on
+ * @node (NULL or "" = this node).  Names are at most VRDMA_MAX_NAME
+ * characters.  @private_data (<= VRDMA_MAX_PRIVATE_DATA bytes) goes to the
+ * listener; the acceptor's private data is copied to @peer_data, at most
+ * *@peer_data_len bytes, and *@peer_data_len is set to the length copied
+ * (both may be NULL).  Blocks up to @timeout_ms (>= 0).
+ * Returns 0 (QP now VRDMA_QPS_RTS), EINVAL (NULL qp or service, names or
+ * private data too long, QP not in RESET), ECONNREFUSED (nobody listens,
+ * or rejected; the QP is back in RESET and may retry), EHOSTUNREACH (no
+ * such node), ETIMEDOUT (no answer in time; the QP is then in ERR and
+ * should be destroyed), ECONNRESET, EIO.
+ */
 int vrdma_connect(struct vrdma_qp *qp, const char *node, const char *service,
 		  const void *private_data, size_t private_data_len,
 		  void *peer_data, size_t *peer_data_len, int timeout_ms);
 
+/*
+ * vrdma_listen - accept connection requests for @service (1..VRDMA_MAX_NAME
+ * characters) on this node.  Up to 64 requests are queued; more are
+ * dropped (the connecting side times out).
+ * NULL with errno: EINVAL, EEXIST (name taken), ENOMEM, EIO.
+ */
 struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *service);
+
+/* vrdma_close_listener - returns 0 or EINVAL; pending requests are refused. */
 int vrdma_close_listener(struct vrdma_listener *l);
-/* Wait for the next connection request (ETIMEDOUT). */
+
+/*
+ * vrdma_get_request - wait up to @timeout_ms for the next connection
+ * request.  Returns 0, ETIMEDOUT, EAGAIN (another thread took it), EINVAL,
+ * EIO.
+ */
 int vrdma_get_request(struct vrdma_listener *l, struct vrdma_conn_req *req,
 		      int timeout_ms);
+
+/*
+ * vrdma_accept - connect @qp (state RESET, same device) to the requester,
+ * sending @private_data (<= VRDMA_MAX_PRIVATE_DATA bytes).  On return 0 the
+ * QP is VRDMA_QPS_RTS.  EINVAL (bad argument or QP state), ECONNABORTED
+ * (the requester gave up or went away), EIO.
+ */
 int vrdma_accept(struct vrdma_listener *l, struct vrdma_qp *qp,
 		 const struct vrdma_conn_req *req,
 		 const void *private_data, size_t private_data_len);
+
+/* vrdma_reject - refuse a request (the requester sees ECONNREFUSED).
+ * Returns 0, EINVAL, ENOENT (request no longer pending), EIO. */
 int vrdma_reject(struct vrdma_listener *l, const struct vrdma_conn_req *req);
 
 /* ---- strings ---- */
+
+/* vrdma_wc_status_str - a static description; "unknown" for other values. */
 const char *vrdma_wc_status_str(enum vrdma_wc_status status);
 
 #ifdef __cplusplus

@@ -145,7 +145,7 @@ enum {
 #define VRDMA_ACC_REMOTE_ATOMIC	(1u << 3)
 #define VRDMA_ACC_ALL		0xfu
 
-struct vrdma_sge {
+struct vrdma_wire_sge {
 	uint64_t addr;		/* guest virtual address inside the MR */
 	uint32_t length;
 	uint32_t lkey;
@@ -159,7 +159,7 @@ struct vrdma_wr {
 	uint32_t rkey;
 	uint32_t imm_data;	/* *_IMM, network order as in verbs */
 	uint8_t  reserved[16];
-	struct vrdma_sge sge[VRDMA_MAX_SGE];
+	struct vrdma_wire_sge sge[VRDMA_MAX_SGE];
 };
 
 /* Command bodies (opcodes 0x40..).  Object handles come from earlier
@@ -201,7 +201,13 @@ struct vrdma_cmd_listen {
 	char     service[VRDMA_NAME_MAX];
 };
 
-/* CONNECT: `handle` is the QP. */
+/* CONNECT: `handle` is the QP.  CMD_DONE NOENT: nobody listens on the
+ * service (nothing follows).  CMD_DONE OK: then exactly one of CONNECTED,
+ * REJECTED (status REFUSED by the listener or undeliverable, TIMEDOUT
+ * after 10 s, UNREACH for another node).
+ * Results in CMD_DONE out[]: ATTACH_BUF {buf, npages}, ALLOC_PD {pd},
+ * REG_MR {mr, lkey, rkey}, CREATE_CQ {cq, ncqe}, CREATE_QP {qp, qp_num},
+ * LISTEN {listener}, ACCEPT {peer qp_num}; others none. */
 struct vrdma_cmd_connect {
 	char     node[VRDMA_NAME_MAX];	/* "" = this node */
 	char     service[VRDMA_NAME_MAX];
@@ -338,7 +344,7 @@ _Static_assert(offsetof(struct vrdma_ring_ctl, cons) == 64, "ring cons line");
 _Static_assert(sizeof(struct vrdma_sring) == 320, "sring");
 _Static_assert(offsetof(struct vrdma_sring, req) == 64, "sring req");
 _Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
-_Static_assert(sizeof(struct vrdma_sge) == 16, "sge");
+_Static_assert(sizeof(struct vrdma_wire_sge) == 16, "sge");
 _Static_assert(sizeof(struct vrdma_wr) == 112, "wr");
 _Static_assert(offsetof(struct vrdma_wr, sge) == 48, "wr sge");
 _Static_assert(sizeof(struct vrdma_cmd_attach_buf) <= 112, "attach_buf");

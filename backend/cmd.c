@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The commands of wire.h.  Each one answers with exactly one
+ * VRDMA_EVT_CMD_DONE: id echoed, handle = the request's handle,
+ * status = VRDMA_CS_*, and on success:
+ *
+ *   ATTACH_BUF   out[0] buffer handle, out[1] npages
+ *   ALLOC_PD     out[0] pd handle
+ *   REG_MR       out[0] mr handle, out[1] lkey, out[2] rkey
+ *   CREATE_CQ    out[0] cq handle, out[1] number of CQEs
+ *   CREATE_QP    out[0] qp handle, out[1] qp_num
+ *   LISTEN       out[0] listener handle
+ *   CONNECT      nothing (CONNECTED / REJECTED follow; no listener: NOENT)
+ *   ACCEPT       out[0] peer qp_num
+ *   others       nothing
+ *
+ * A bad argument or handle is a command failure (status), not a guest
+ * violation: the guest's library can always be told "no".
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vring.h"
+#include "vbe.h"
+
+static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
+			      uint32_t *out)
+{
+	const struct vrdma_cmd_attach_buf *a = &r->u.attach_buf;
+	struct vplat *plat = g->node->plat;
+	struct vplat_map *lmap, *dmap;
+	uint32_t *refs, i, idx;
+	struct vbe_buf *b;
+	int err;
+
+	if (!a->npages || a->npages > VRDMA_BUF_MAX_PAGES ||
+	    a->nlist != (a->npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE ||
+	    a->writable > 1)
+		return VRDMA_CS_INVAL;
+	for (i = a->nlist; i < VRDMA_BUF_LIST_REFS; i++)
+		if (a->list_ref[i])
+			return VRDMA_CS_INVAL;
+	if (g->pages + a->npages > VBE_MAX_PAGES)
+		return VRDMA_CS_NOMEM;
+	idx = VBE_TAKE(g->bufs, VBE_MAX_BUFS);
+	if (idx == UINT32_MAX)
+		return VRDMA_CS_NOMEM;
+	b = &g->bufs[idx];
+
+	refs = malloc((size_t)a->npages * sizeof(*refs));
+	if (!refs)
+		goto err_slot_nomem;
+	if (vplat_map(plat, g->domid, a->list_ref, a->nlist, 0, &lmap))
+		goto err_refs_fault;
+	/* Copy the refs out: the guest may rewrite its list pages any time. */
+	memcpy(refs, vplat_map_addr(lmap), (size_t)a->npages * sizeof(*refs));
+	vplat_unmap(lmap);
+	err = vplat_map(plat, g->domid, refs, a->npages, a->writable, &dmap);
+	if (err)
+		goto err_refs_fault;
+	free(refs);
+
+	b->map = dmap;
+	b->addr = vplat_map_addr(dmap);
+	b->npages = a->npages;
+	b->writable = a->writable;
+	b->users = 0;
+	g->pages += a->npages;
+	g->nmaps++;
+	out[0] = vbe_handle(&b->s, idx);
+	out[1] = a->npages;
+	return VRDMA_CS_OK;
+
+err_refs_fault:
+	free(refs);
+	vbe_slot_free(&b->s);
+	return VRDMA_CS_FAULT;
+err_slot_nomem:
+	vbe_slot_free(&b->s);
+	return VRDMA_CS_NOMEM;
+}
+
+static int vbe_cmd_detach_buf(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_buf *b = VBE_GET(g->bufs, VBE_MAX_BUFS, r->handle);
+
+	if (!b)
+		return VRDMA_CS_NOENT;
+	if (b->users)
+		return VRDMA_CS_BUSY;
+	vplat_unmap(b->map);
+	g->nmaps--;
+	g->pages -= b->npages;
+	memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
+	vbe_slot_free(&b->s);
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_alloc_pd(struct vbe_guest *g, uint32_t *out)
+{
+	uint32_t idx = VBE_TAKE(g->pds, VBE_MAX_PDS);
+
+	if (idx == UINT32_MAX)
+		return VRDMA_CS_NOMEM;
+	g->pds[idx].users = 0;
+	out[0] = vbe_handle(&g->pds[idx].s, idx);
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_dealloc_pd(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_pd *pd = VBE_GET(g->pds, VBE_MAX_PDS, r->handle);
+
+	if (!pd)
+		return VRDMA_CS_NOENT;
+	if (pd->users)
+		return VRDMA_CS_BUSY;
+	vbe_slot_free(&pd->s);
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
+{
+	const struct vrdma_cmd_reg_mr *m = &r->u.reg_mr;
+	const uint32_t writes = VRDMA_ACC_LOCAL_WRITE | VRDMA_ACC_REMOTE_WRITE |
+				VRDMA_ACC_REMOTE_ATOMIC;
+	struct vbe_pd *pd = VBE_GET(g->pds, VBE_MAX_PDS, m->pd);
+	struct vbe_buf *b = VBE_GET(g->bufs, VBE_MAX_BUFS, m->buf);
+	uint64_t size;
+	struct vbe_mr *mr;
+	uint32_t idx;
+	uint8_t gen8;
+
+	if (!pd || !b)
+		return VRDMA_CS_NOENT;
+	if (m->reserved || (m->access & ~VRDMA_ACC_ALL) || !m->length)
+		return VRDMA_CS_INVAL;
+	/* As verbs: remote write/atomic need local write. */
+	if ((m->access & (VRDMA_ACC_REMOTE_WRITE | VRDMA_ACC_REMOTE_ATOMIC)) &&
+	    !(m->access & VRDMA_ACC_LOCAL_WRITE))
+		return VRDMA_CS_INVAL;
+	size = (uint64_t)b->npages << VRDMA_PAGE_SHIFT;
+	if (m->offset > size || m->length > size - m->offset)
+		return VRDMA_CS_INVAL;
+	if (m->iova + m->length < m->iova)
+		return VRDMA_CS_INVAL;
+	if ((m->access & writes) && !b->writable)
+		return VRDMA_CS_ACCESS;
+	idx = VBE_TAKE(g->mrs, VBE_MAX_MRS);
+	if (idx == UINT32_MAX)
+		return VRDMA_CS_NOMEM;
+	mr = &g->mrs[idx];
+	mr->pd = m->pd & 0xffff;
+	mr->buf = m->buf & 0xffff;
+	mr->offset = m->offset;
+	mr->length = m->length;
+	mr->iova = m->iova;
+	mr->access = m->access;
+	/* Keys carry 8 bits of the slot generation (never 0 in a key) so a
+	 * stale key does not alias the next MR in the slot. */
+	gen8 = mr->s.gen & 0xff;
+	if (!gen8)
+		gen8 = mr->s.gen = (uint16_t)((mr->s.gen + 1) | 1);
+	mr->key = idx << 8 | gen8;
+	pd->users++;
+	b->users++;
+	out[0] = vbe_handle(&mr->s, idx);
+	out[1] = mr->key;
+	out[2] = mr->key;
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_mr *mr = VBE_GET(g->mrs, VBE_MAX_MRS, r->handle);
+
+	if (!mr)
+		return VRDMA_CS_NOENT;
+	g->pds[mr->pd].users--;
+	g->bufs[mr->buf].users--;
+	memset((char *)mr + sizeof(mr->s), 0, sizeof(*mr) - sizeof(mr->s));
+	vbe_slot_free(&mr->s);
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_create_cq(struct vbe_guest *g, const struct vrdma_req *r,
+			     uint32_t *out)
+{
+	const struct vrdma_cmd_create_cq *c = &r->u.create_cq;
+	struct vbe_buf *b = VBE_GET(g->bufs, VBE_MAX_BUFS, c->buf);
+	struct vrdma_cq_hdr h;
+	struct vbe_cq *cq;
+	uint32_t idx, pages;
+
+	if (!b)
+		return VRDMA_CS_NOENT;
+	if (c->reserved || c->order > VRDMA_CQ_ORDER_MAX)
+		return VRDMA_CS_INVAL;
+	pages = vrdma_cq_pages(c->order);
+	if (c->page > b->npages || pages > b->npages - c->page)
+		return VRDMA_CS_INVAL;
+	if (!b->writable)
+		return VRDMA_CS_ACCESS;
+	memcpy(&h, b->addr + ((size_t)c->page << VRDMA_PAGE_SHIFT), sizeof(h));
+	if (h.magic != VRDMA_WIRE_MAGIC || h.order != c->order)
+		return VRDMA_CS_INVAL;
+	idx = VBE_TAKE(g->cqs, VBE_MAX_CQS);
+	if (idx == UINT32_MAX)
+		return VRDMA_CS_NOMEM;
+	cq = &g->cqs[idx];
+	cq->buf = c->buf & 0xffff;
+	cq->hdr = (struct vrdma_cq_hdr *)(b->addr + ((size_t)c->page << VRDMA_PAGE_SHIFT));
+	cq->cqe = (struct vrdma_cqe *)((uint8_t *)cq->hdr + VRDMA_PAGE_SIZE);
+	cq->size = 1u << c->order;
+	cq->prod = cq->pub = 0;
+	cq->dirty = false;
+	cq->users = 0;
+	vring_store_rel(&cq->hdr->ring.prod, 0);
+	b->users++;
+	out[0] = vbe_handle(&cq->s, idx);
+	out[1] = cq->size;
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_destroy_cq(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_cq *cq = VBE_GET(g->cqs, VBE_MAX_CQS, r->handle);
+
+	if (!cq)
+		return VRDMA_CS_NOENT;
+	if (cq->users)
+		return VRDMA_CS_BUSY;
+	g->bufs[cq->buf].users--;
+	memset((char *)cq + sizeof(cq->s), 0, sizeof(*cq) - sizeof(cq->s));
+	vbe_slot_free(&cq->s);
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
+			     uint32_t *out)
+{
+	const struct vrdma_cmd_create_qp *c = &r->u.create_qp;
+	struct vbe_pd *pd = VBE_GET(g->pds, VBE_MAX_PDS, c->pd);
+	struct vbe_cq *scq = VBE_GET(g->cqs, VBE_MAX_CQS, c->send_cq);
+	struct vbe_cq *rcq = VBE_GET(g->cqs, VBE_MAX_CQS, c->recv_cq);
+	struct vbe_qp *qp;
+	uint32_t idx;
+
+	if (!pd || !scq || !rcq)
+		return VRDMA_CS_NOENT;
+	if (!c->max_send_wr || c->max_send_wr > VRDMA_MAX_WR ||
+	    !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR ||
+	    c->max_sge > VRDMA_MAX_SGE)
+		return VRDMA_CS_INVAL;
+	idx = VBE_TAKE(g->qps, VBE_MAX_QPS);
+	if (idx == UINT32_MAX)
+		return VRDMA_CS_NOMEM;
+	qp = &g->qps[idx];
+	qp->sq.e = calloc(c->max_send_wr, sizeof(*qp->sq.e));
+	qp->rq.e = calloc(c->max_recv_wr, sizeof(*qp->rq.e));
+	if (!qp->sq.e || !qp->rq.e) {
+		free(qp->sq.e);
+		free(qp->rq.e);
+		qp->sq.e = qp->rq.e = NULL;
+		vbe_slot_free(&qp->s);
+		return VRDMA_CS_NOMEM;
+	}
+	qp->sq.size = c->max_send_wr;
+	qp->rq.size = c->max_recv_wr;
+	qp->handle = vbe_handle(&qp->s, idx);
+	qp->qpn = vbe_node_qpn(g->node);
+	qp->pd = c->pd & 0xffff;
+	qp->send_cq = c->send_cq & 0xffff;
+	qp->recv_cq = c->recv_cq & 0xffff;
+	qp->max_sge = c->max_sge;
+	qp->state = VBE_QPS_RESET;
+	pd->users++;
+	scq->users++;
+	rcq->users++;
+	out[0] = qp->handle;
+	out[1] = qp->qpn;
+	return VRDMA_CS_OK;
+}
+
+static int vbe_cmd_destroy_qp(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_qp *qp = VBE_GET(g->qps, VBE_MAX_QPS, r->handle);
+
+	if (!qp)
+		return VRDMA_CS_NOENT;
+	vbe_qp_destroy(g, qp);
+	return VRDMA_CS_OK;
+}
+
+void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_late late = { .g = NULL, .conn = -1 };
+	struct vrdma_evt e;
+	int st;
+
+	memset(&e, 0, sizeof(e));
+	switch (r->opcode) {
+	case VRDMA_CMD_ATTACH_BUF:
+		st = vbe_cmd_attach_buf(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_DETACH_BUF:
+		st = vbe_cmd_detach_buf(g, r);
+		break;
+	case VRDMA_CMD_ALLOC_PD:
+		st = vbe_cmd_alloc_pd(g, e.u.out);
+		break;
+	case VRDMA_CMD_DEALLOC_PD:
+		st = vbe_cmd_dealloc_pd(g, r);
+		break;
+	case VRDMA_CMD_REG_MR:
+		st = vbe_cmd_reg_mr(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_DEREG_MR:
+		st = vbe_cmd_dereg_mr(g, r);
+		break;
+	case VRDMA_CMD_CREATE_CQ:
+		st = vbe_cmd_create_cq(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_DESTROY_CQ:
+		st = vbe_cmd_destroy_cq(g, r);
+		break;
+	case VRDMA_CMD_CREATE_QP:
+		st = vbe_cmd_create_qp(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_DESTROY_QP:
+		st = vbe_cmd_destroy_qp(g, r);
+		break;
+	case VRDMA_CMD_LISTEN:
+		st = vbe_cm_listen(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_UNLISTEN:
+		st = vbe_cm_unlisten(g, r);
+		break;
+	case VRDMA_CMD_CONNECT:
+		st = vbe_cm_connect(g, r, e.u.out, &late);
+		break;
+	case VRDMA_CMD_ACCEPT:
+		st = vbe_cm_accept(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_REJECT:
+		st = vbe_cm_reject(g, r);
+		break;
+	default:
+		st = VRDMA_CS_INVAL;
+		break;
+	}
+	if (st != VRDMA_CS_OK)
+		memset(&e.u, 0, sizeof(e.u));
+	vlog_dbg("guest %u: command %#x handle %#x: status %d out %#x %#x", g->domid,
+		 r->opcode, r->handle, st, e.u.out[0], e.u.out[1]);
+	e.type = VRDMA_EVT_CMD_DONE;
+	e.status = (uint16_t)st;
+	e.handle = r->handle;
+	e.id = r->id;
+	vbe_evt_post(g, &e, true);
+	if (late.g)
+		vbe_cm_late(g->node, &late);
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-guest object tables, the CQ writer, and QP error handling.
+ * Tables are fixed-size arrays allocated when the guest appears, so a
+ * guest can never make dom0 allocate without bound.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vring.h"
+#include "vbe.h"
+#include "target.h"
+
+uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct vbe_slot *s = (struct vbe_slot *)((char *)tab + i * stride);
+
+		if (!s->used) {
+			if (!s->gen)
+				s->gen = 1;
+			s->used = 1;
+			return i;
+		}
+	}
+	return UINT32_MAX;
+}
+
+void vbe_slot_free(struct vbe_slot *s)
+{
+	s->used = 0;
+	if (++s->gen == 0)
+		s->gen = 1;
+}
+
+struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
+			      uint32_t handle)
+{
+	uint32_t idx = handle & 0xffff;
+	struct vbe_slot *s;
+
+	if (idx >= n)
+		return NULL;
+	s = (struct vbe_slot *)((char *)tab + idx * stride);
+	if (!s->used || s->gen != handle >> 16)
+		return NULL;
+	return s;
+}
+
+int vbe_obj_init(struct vbe_guest *g)
+{
+	g->bufs = calloc(VBE_MAX_BUFS, sizeof(*g->bufs));
+	g->pds = calloc(VBE_MAX_PDS, sizeof(*g->pds));
+	g->mrs = calloc(VBE_MAX_MRS, sizeof(*g->mrs));
+	g->cqs = calloc(VBE_MAX_CQS, sizeof(*g->cqs));
+	g->qps = calloc(VBE_MAX_QPS, sizeof(*g->qps));
+	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps) {
+		vbe_obj_fini(g);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void vbe_obj_fini(struct vbe_guest *g)
+{
+	free(g->bufs);
+	free(g->pds);
+	free(g->mrs);
+	free(g->cqs);
+	free(g->qps);
+	g->bufs = NULL;
+	g->pds = NULL;
+	g->mrs = NULL;
+	g->cqs = NULL;
+	g->qps = NULL;
+}
+
+/* Drop every object of g: QPs first (they break connections), then the
+ * rest, then the mappings.  Safe to call twice. */
+void vbe_obj_release(struct vbe_guest *g)
+{
+	uint32_t i;
+
+	if (!g->qps)
+		return;
+	for (i = 0; i < VBE_MAX_QPS; i++)
+		if (g->qps[i].s.used)
+			vbe_qp_destroy(g, &g->qps[i]);
+	vbe_cm_guest_gone(g);
+	for (i = 0; i < VBE_MAX_MRS; i++)
+		if (g->mrs[i].s.used)
+			vbe_slot_free(&g->mrs[i].s);
+	for (i = 0; i < VBE_MAX_CQS; i++)
+		if (g->cqs[i].s.used)
+			vbe_slot_free(&g->cqs[i].s);
+	for (i = 0; i < VBE_MAX_PDS; i++)
+		if (g->pds[i].s.used)
+			vbe_slot_free(&g->pds[i].s);
+	for (i = 0; i < VBE_MAX_BUFS; i++) {
+		struct vbe_buf *b = &g->bufs[i];
+
+		if (!b->s.used)
+			continue;
+		vplat_unmap(b->map);
+		g->nmaps--;
+		g->pages -= b->npages;
+		memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
+		vbe_slot_free(&b->s);
+	}
+}
+
+/* ---- completion queues ---- */
+
+void vbe_cq_push(struct vbe_guest *g, uint32_t cqi, const struct vrdma_cqe *c)
+{
+	struct vbe_cq *cq = &g->cqs[cqi];
+	uint32_t cons;
+
+	if (g->dead || !g->connected || !cq->s.used)
+		return;
+	/* The guest's cons is untrusted: an honest guest sizes its CQs for
+	 * every outstanding WR, so a full CQ is its fault. */
+	cons = vring_load_acq(&cq->hdr->ring.cons);
+	if (!vring_sane(cq->prod, cons, cq->size) || cq->prod - cons >= cq->size) {
+		vbe_guest_fatal(g, "CQ %#x overflow (prod %u cons %u size %u)",
+				vbe_handle(&cq->s, cqi), cq->prod, cons, cq->size);
+		return;
+	}
+	cq->cqe[cq->prod & (cq->size - 1)] = *c;
+	cq->prod++;
+	cq->dirty = true;
+	g->busy = true;
+	g->ctr.completions++;
+	if (c->status)
+		g->ctr.errors++;
+}
+
+/* Publish the batch of every dirty CQ; one channel kick per guest. */
+void vbe_cq_flush(struct vbe_guest *g)
+{
+	uint32_t i;
+
+	if (!g->cqs || g->dead)
+		return;
+	for (i = 0; i < VBE_MAX_CQS; i++) {
+		struct vbe_cq *cq = &g->cqs[i];
+
+		if (!cq->s.used || !cq->dirty)
+			continue;
+		cq->dirty = false;
+		if (vring_push(&cq->hdr->ring, cq->pub, cq->prod))
+			g->kick = true;
+		cq->pub = cq->prod;
+	}
+}
+
+/* ---- work queues ---- */
+
+void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+		     uint8_t status, uint32_t byte_len)
+{
+	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
+	struct vrdma_cqe c;
+
+	if (!w)
+		return;
+	qp->sq_retired++;
+	if (status || (w->flags & VRDMA_WR_F_SIGNALED)) {
+		memset(&c, 0, sizeof(c));
+		c.wr_id = w->id;
+		c.qp = qp->handle;
+		c.opcode = wc;
+		c.status = status;
+		c.byte_len = byte_len;
+		c.src_qpn = qp->peer_qpn;
+		c.sq_retired = qp->sq_retired;
+		vbe_cq_push(g, qp->send_cq, &c);
+	}
+	qp->sq.head = (qp->sq.head + 1) % qp->sq.size;
+	qp->sq.count--;
+}
+
+void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+		     uint8_t status, uint32_t byte_len, uint32_t imm,
+		     bool has_imm, uint32_t src_qpn)
+{
+	struct vbe_wqe *w = vbe_wq_head(&qp->rq);
+	struct vrdma_cqe c;
+
+	if (!w)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.wr_id = w->id;
+	c.qp = qp->handle;
+	c.opcode = wc;
+	c.status = status;
+	c.byte_len = byte_len;
+	c.imm_data = imm;
+	c.flags = has_imm ? VRDMA_CQE_F_IMM : 0;
+	c.src_qpn = src_qpn;
+	c.sq_retired = qp->sq_retired;
+	vbe_cq_push(g, qp->recv_cq, &c);
+	qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
+	qp->rq.count--;
+}
+
+static uint8_t vbe_wc_of(uint8_t op)
+{
+	switch (op) {
+	case VRDMA_OP_WRITE:
+	case VRDMA_OP_WRITE_IMM:
+		return VRDMA_WC_WRITE;
+	case VRDMA_OP_READ:
+		return VRDMA_WC_READ;
+	case VRDMA_OP_CMP_SWAP:
+		return VRDMA_WC_CMP_SWAP;
+	case VRDMA_OP_FETCH_ADD:
+		return VRDMA_WC_FETCH_ADD;
+	default:
+		return VRDMA_WC_SEND;
+	}
+}
+
+/* QP to error: every queued WR completes WR_FLUSH_ERR, as in verbs. */
+void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_wqe *w;
+
+	qp->state = VBE_QPS_ERR;
+	while ((w = vbe_wq_head(&qp->sq)))
+		vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), VRDMA_WS_WR_FLUSH_ERR, 0);
+	while (vbe_wq_head(&qp->rq))
+		vbe_rq_complete(g, qp, VRDMA_WC_RECV, VRDMA_WS_WR_FLUSH_ERR, 0, 0,
+				false, 0);
+}
+
+/* The peer vanished (guest gone, QP destroyed, QP in error): the WR in
+ * flight exhausts its retries, the rest is flushed, the guest is told. */
+void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
+	struct vrdma_evt e;
+
+	if (qp->state == VBE_QPS_ERR)
+		return;
+	if (w)
+		vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), VRDMA_WS_RETRY_EXC_ERR, 0);
+	vbe_qp_error(g, qp);
+	memset(&e, 0, sizeof(e));
+	e.type = VRDMA_EVT_QP_ERROR;
+	e.status = VRDMA_CS_UNREACH;
+	e.handle = qp->handle;
+	vbe_evt_post(g, &e, false);
+}
+
+/* Peer QP of qp if it is still connected to qp, else NULL. */
+struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
+			   struct vbe_guest **pg)
+{
+	struct vbe_guest *p;
+	struct vbe_qp *q;
+
+	if (qp->state != VBE_QPS_RTS && qp->state != VBE_QPS_ERR)
+		return NULL;
+	p = vbe_node_guest(g->node, qp->peer_domid, qp->peer_devid);
+	if (!p || p->dead || !p->qps)
+		return NULL;
+	q = VBE_GET(p->qps, VBE_MAX_QPS, qp->peer_handle);
+	if (!q || q->qpn != qp->peer_qpn || q->peer_qpn != qp->qpn)
+		return NULL;
+	*pg = p;
+	return q;
+}
+
+/* Destroy: the peer learns the connection is gone (QP_ERROR there), our
+ * own queued WRs are flushed (no CQEs once the guest is disconnected). */
+void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (qp->tgt)
+		qp->tgt->disconnect(g, qp);
+	vbe_qp_error(g, qp);
+	vbe_cm_qp_gone(g, qp);
+	g->pds[qp->pd].users--;
+	g->cqs[qp->send_cq].users--;
+	g->cqs[qp->recv_cq].users--;
+	free(qp->sq.e);
+	free(qp->rq.e);
+	memset((char *)qp + sizeof(qp->s), 0, sizeof(*qp) - sizeof(qp->s));
+	vbe_slot_free(&qp->s);
+}

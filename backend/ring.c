@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The guest's rings: pull requests (netback's discipline -- sanity-check
+ * the producer index, copy each entry out before looking at it, validate
+ * every field) and produce events.  Structural nonsense that libvrdma
+ * never produces disables the guest; it never touches another guest.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "vring.h"
+#include "vbe.h"
+#include "target.h"
+
+/* Disable g with a logged reason; returns -EPROTO for the caller's use. */
+int vbe_guest_fatal(struct vbe_guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->dead)
+		return -EPROTO;
+	va_start(ap, fmt);
+	vsnprintf(g->why, sizeof(g->why), fmt, ap);
+	va_end(ap);
+	vlog_warn("guest %u disabled: %s", g->domid, g->why);
+	/* Resources go at the next safe point (vbe_node_poll's reap): the
+	 * caller may be deep inside this guest's objects. */
+	g->dead = true;
+	g->ctr.violations++;
+	g->node->disabled++;
+	g->node->reap = true;
+	return -EPROTO;
+}
+
+/* ---- event ring (dom0 produces) ---- */
+
+static int vbe_evt_space(struct vbe_guest *g, uint32_t *space)
+{
+	uint32_t cons = vring_load_acq(&g->sring->evt.cons);
+
+	if (!vring_sane(g->evt_prod, cons, g->evt_size)) {
+		vbe_guest_fatal(g, "impossible event ring cons %u (prod %u)",
+				cons, g->evt_prod);
+		return -EPROTO;
+	}
+	*space = g->evt_size - (g->evt_prod - cons);
+	return 0;
+}
+
+static void vbe_evt_put(struct vbe_guest *g, const struct vrdma_evt *e)
+{
+	g->evt[g->evt_prod & (g->evt_size - 1)] = *e;
+	g->evt_prod++;
+	g->busy = true;
+}
+
+static void vbe_evt_drain(struct vbe_guest *g)
+{
+	uint32_t space;
+
+	while (g->bl_count && !g->dead) {
+		if (vbe_evt_space(g, &space) || !space)
+			return;
+		vbe_evt_put(g, &g->backlog[g->bl_head]);
+		g->bl_head = (g->bl_head + 1) % VBE_BACKLOG;
+		g->bl_count--;
+	}
+}
+
+/*
+ * Post an event.  A CMD_DONE always fits for an honest guest (one command
+ * in flight); async events wait in a small backlog and past it are
+ * dropped (-ENOSPC, counted).
+ */
+int vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd)
+{
+	uint32_t space;
+
+	if (g->dead || !g->connected)
+		return -EPIPE;
+	vbe_evt_drain(g);
+	if (vbe_evt_space(g, &space))
+		return -EPROTO;
+	if (space && !g->bl_count) {
+		vbe_evt_put(g, e);
+		return 0;
+	}
+	if (cmd) {
+		vbe_guest_fatal(g, "event ring full for a command result");
+		return -EPROTO;
+	}
+	if (g->bl_count < VBE_BACKLOG) {
+		g->backlog[(g->bl_head + g->bl_count) % VBE_BACKLOG] = *e;
+		g->bl_count++;
+		return 0;
+	}
+	g->ctr.evt_dropped++;
+	return -ENOSPC;
+}
+
+/* End of a batch: publish events and CQEs, one notification at most. */
+void vbe_ring_flush(struct vbe_guest *g)
+{
+	if (!g->connected || g->dead)
+		return;
+	/* CQEs before events: once the guest sees DESTROY_QP's result it
+	 * treats every CQE it cannot see yet as coming from the future. */
+	vbe_cq_flush(g);
+	vbe_evt_drain(g);
+	if (g->evt_prod != g->evt_pub && !g->dead) {
+		if (vring_push(&g->sring->evt, g->evt_pub, g->evt_prod))
+			g->kick = true;
+		g->evt_pub = g->evt_prod;
+	}
+	if (g->kick && !g->dead)
+		vplat_notify(g->chan);
+	g->kick = false;
+}
+
+/* ---- requests (guest produces) ---- */
+
+static bool vbe_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_qp *qp;
+	struct vbe_wq *q;
+	struct vbe_wqe *w;
+	bool recv = r->opcode == VRDMA_OP_RECV;
+
+	if (r->num_sge > VRDMA_MAX_SGE)
+		return vbe_guest_fatal(g, "WR with num_sge %u", r->num_sge);
+	if (r->flags & ~(recv ? 0u : VRDMA_WR_F_ALL))
+		return vbe_guest_fatal(g, "WR with reserved flags %#x", r->flags);
+	if (!vbe_zero(r->u.wr.reserved, sizeof(r->u.wr.reserved)))
+		return vbe_guest_fatal(g, "WR with reserved bytes set");
+	qp = VBE_GET(g->qps, VBE_MAX_QPS, r->handle);
+	if (!qp)
+		return vbe_guest_fatal(g, "WR for unknown QP handle %#x", r->handle);
+	if (r->num_sge > qp->max_sge)
+		return vbe_guest_fatal(g, "WR num_sge %u > QP max_sge %u",
+				       r->num_sge, qp->max_sge);
+	q = recv ? &qp->rq : &qp->sq;
+	if (q->count >= q->size)
+		return vbe_guest_fatal(g, "more WRs than QP %#x depth %u",
+				       r->handle, q->size);
+	w = &q->e[(q->head + q->count) % q->size];
+	w->opcode = r->opcode;
+	w->num_sge = r->num_sge;
+	w->flags = r->flags;
+	w->id = r->id;
+	w->wr = r->u.wr;
+	q->count++;
+	g->ctr.wrs++;
+
+	if (qp->state == VBE_QPS_ERR)
+		vbe_qp_error(g, qp);	/* posted to an errored QP: flushed */
+	else if (qp->state == VBE_QPS_RTS && qp->tgt) {
+		if (recv)
+			qp->tgt->rq_posted(g, qp);
+		else
+			qp->tgt->sq_run(g, qp);
+	}
+	/* RESET/CONNECTING: held until the connection is established. */
+	return 0;
+}
+
+static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV)
+		return vbe_wr_queue(g, r);
+	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_REJECT) {
+		if (r->num_sge || r->flags)
+			return vbe_guest_fatal(g, "command %#x with num_sge/flags set",
+					       r->opcode);
+		g->ctr.commands++;
+		vbe_cmd_exec(g, r);
+		return 0;
+	}
+	return vbe_guest_fatal(g, "unknown opcode %#x", r->opcode);
+}
+
+int vbe_ring_poll(struct vbe_guest *g)
+{
+	struct vrdma_req r;
+	uint32_t prod;
+	int n = 0;
+
+	if (!g->connected || g->dead)
+		return 0;
+	prod = vring_load_acq(&g->sring->req.prod);
+	if (!vring_sane(prod, g->req_cons, g->req_size)) {
+		vbe_guest_fatal(g, "impossible number of requests: prod %u cons %u size %u",
+				prod, g->req_cons, g->req_size);
+		return 0;
+	}
+	while (g->req_cons != prod && !g->dead) {
+		memcpy(&r, &g->req[g->req_cons & (g->req_size - 1)], sizeof(r));
+		/* From here on only the copy counts, whatever the guest writes. */
+		__asm__ __volatile__("" ::: "memory");
+		g->req_cons++;
+		n++;
+		vbe_req_handle(g, &r);
+	}
+	if (!g->dead)
+		vring_consumed(&g->sring->req, g->req_cons);
+	g->ctr.requests += n;
+	return n;
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend internals shared by the files of backend/ (never installed).
+ *
+ *   node.c       guests by (domid, devid), QP numbers, poll/arm/tick
+ *   xenbus.c     per-guest handshake and teardown
+ *   ring.c       request pull + validation, event ring producer, fatal
+ *   obj.c        per-guest object tables, CQ writer, QP error/flush
+ *   cmd.c        the commands of wire.h
+ *   cm.c         intra-node connection management
+ *   target_*.c   where the data goes (target.h)
+ *   dump.c       vrdmactl list, census
+ *
+ * Handles are (generation << 16 | index); a stale handle never aliases a
+ * newer object in the same slot.  Memory keys are index << 8 | gen8.
+ */
+#ifndef VRDMA_VBE_H
+#define VRDMA_VBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vrdma/wire.h"
+#include "vplat.h"
+#include "backend.h"
+
+#define VBE_MAX_QPS		1024
+#define VBE_MAX_MRS		4096
+#define VBE_MAX_CQS		256
+#define VBE_MAX_PDS		256
+#define VBE_MAX_BUFS		1024
+#define VBE_MAX_LISTENERS	256	/* per node */
+#define VBE_MAX_CONNS		256	/* pending connection requests per node */
+#define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
+#define VBE_BACKLOG		32	/* async events waiting for ring space */
+#define VBE_CONN_TIMEOUT_MS	10000
+
+struct vbe_target;
+struct vbe_guest;
+
+struct vbe_slot {
+	uint16_t gen;		/* bumped on free; never 0 */
+	uint8_t  used;
+};
+
+struct vbe_buf {
+	struct vbe_slot s;
+	struct vplat_map *map;
+	uint8_t *addr;
+	uint32_t npages;
+	bool writable;
+	unsigned users;		/* MRs + CQs */
+};
+
+struct vbe_pd {
+	struct vbe_slot s;
+	unsigned users;		/* MRs + QPs */
+};
+
+struct vbe_mr {
+	struct vbe_slot s;
+	uint32_t pd, buf;	/* table indexes */
+	uint64_t offset, length, iova;
+	uint32_t access, key;
+};
+
+struct vbe_cq {
+	struct vbe_slot s;
+	uint32_t buf;
+	struct vrdma_cq_hdr *hdr;
+	struct vrdma_cqe *cqe;
+	uint32_t size, prod, pub;
+	bool dirty;
+	unsigned users;		/* QPs */
+};
+
+/* A queued work request: the validated copy, never the ring entry. */
+struct vbe_wqe {
+	uint8_t  opcode;
+	uint8_t  num_sge;
+	uint16_t flags;
+	uint64_t id;
+	struct vrdma_wr wr;
+};
+
+struct vbe_wq {
+	struct vbe_wqe *e;
+	uint32_t size, head, count;
+};
+
+enum vbe_qp_state { VBE_QPS_RESET, VBE_QPS_CONNECTING, VBE_QPS_RTS, VBE_QPS_ERR };
+
+struct vbe_qp {
+	struct vbe_slot s;
+	uint32_t handle, qpn;
+	uint32_t pd, send_cq, recv_cq;	/* table indexes */
+	uint32_t max_sge;
+	struct vbe_wq sq, rq;
+	uint32_t sq_retired;
+	enum vbe_qp_state state;
+	const struct vbe_target *tgt;
+	uint32_t peer_domid, peer_devid, peer_handle, peer_qpn;
+	uint64_t conn_id;		/* pending CONNECT, 0 = none */
+};
+
+struct vbe_counters {
+	uint64_t requests, commands, wrs;
+	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;
+	uint64_t completions, errors, violations, evt_dropped;
+};
+
+struct vbe_guest {
+	struct vbe_node *node;
+	struct vbe_guest *next;
+	uint32_t domid, devid;
+	char name[32];
+	char bdir[VPLAT_KEY_MAX / 2], fdir[VPLAT_KEY_MAX / 2];	/* + key name fits */
+	int state;			/* our XenbusState */
+	int front_state;
+	bool watching, seen;
+	bool dead;			/* disabled: rings no longer read */
+	bool released;			/* dead and resources dropped */
+	bool connected, busy, kick;
+	char why[128];
+
+	/* device area */
+	struct vplat_map *ring_map;
+	struct vrdma_sring *sring;
+	struct vrdma_req *req;
+	struct vrdma_evt *evt;
+	uint32_t req_size, evt_size;
+	uint32_t req_cons, evt_prod, evt_pub;
+	struct vplat_chan *chan;
+	int chan_fd;
+
+	struct vrdma_evt backlog[VBE_BACKLOG];
+	unsigned bl_head, bl_count;
+
+	struct vbe_buf *bufs;
+	struct vbe_pd *pds;
+	struct vbe_mr *mrs;
+	struct vbe_cq *cqs;
+	struct vbe_qp *qps;
+	uint64_t pages;			/* attached, against VBE_MAX_PAGES */
+	unsigned nmaps;			/* live vplat maps (census) */
+	struct vbe_counters ctr;
+};
+
+struct vbe_listener {
+	struct vbe_slot s;
+	char service[VRDMA_NAME_MAX];
+	uint32_t domid, devid, handle;
+};
+
+struct vbe_conn {
+	uint64_t id;			/* 0 = free slot */
+	uint32_t domid, devid, qp;	/* connector */
+	uint32_t qpn;
+	uint32_t lis;			/* listener index */
+	int64_t deadline;
+};
+
+struct vbe_node {
+	struct vplat *plat;
+	char name[VRDMA_NAME_MAX];
+	vbe_fd_fn *fd_cb;
+	void *fd_arg;
+	struct vbe_guest *guests;
+	uint32_t next_qpn;
+	uint64_t next_conn_id;
+	int64_t now_ms;
+	bool reap;
+	uint64_t disabled;
+	struct vbe_listener lis[VBE_MAX_LISTENERS];
+	struct vbe_conn conns[VBE_MAX_CONNS];
+};
+
+/* handles */
+static inline uint32_t vbe_handle(const struct vbe_slot *s, uint32_t idx)
+{
+	return (uint32_t)s->gen << 16 | idx;
+}
+uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n);
+void vbe_slot_free(struct vbe_slot *s);
+struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
+			      uint32_t handle);
+
+#define VBE_GET(arr, n, h) \
+	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
+#define VBE_TAKE(arr, n) vbe_slot_take(&(arr)[0].s, sizeof((arr)[0]), (n))
+
+/* node.c */
+struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t devid);
+uint32_t vbe_node_qpn(struct vbe_node *n);
+void vbe_node_flush(struct vbe_node *n);	/* reap disabled guests, publish */
+
+/* xenbus.c */
+int  vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
+		      struct vbe_guest **out);
+void vbe_xb_guest_free(struct vbe_guest *g);
+void vbe_xb_set_state(struct vbe_guest *g, int state);
+void vbe_xb_release(struct vbe_guest *g);	/* disabled guest: drop everything */
+
+/* ring.c */
+int  vbe_ring_poll(struct vbe_guest *g);
+void vbe_ring_flush(struct vbe_guest *g);
+int  vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd);
+int  vbe_guest_fatal(struct vbe_guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* obj.c */
+int  vbe_obj_init(struct vbe_guest *g);
+void vbe_obj_release(struct vbe_guest *g);	/* every object, every map */
+void vbe_obj_fini(struct vbe_guest *g);
+void vbe_cq_push(struct vbe_guest *g, uint32_t cq, const struct vrdma_cqe *c);
+void vbe_cq_flush(struct vbe_guest *g);
+void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+		     uint8_t status, uint32_t byte_len);
+void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+		     uint8_t status, uint32_t byte_len, uint32_t imm,
+		     bool has_imm, uint32_t src_qpn);
+struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
+			   struct vbe_guest **pg);
+static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
+{
+	return q->count ? &q->e[q->head] : NULL;
+}
+
+/* cmd.c */
+void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
+
+/* cm.c: commands return a VRDMA_CS_*; `late` is posted after CMD_DONE */
+struct vbe_late {
+	struct vbe_guest *g;
+	struct vrdma_evt e;
+	int conn;			/* conn slot for a CONN_REQUEST, else -1 */
+};
+int  vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
+int  vbe_cm_unlisten(struct vbe_guest *g, const struct vrdma_req *r);
+int  vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out,
+		    struct vbe_late *late);
+void vbe_cm_late(struct vbe_node *n, struct vbe_late *late);
+int  vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
+int  vbe_cm_reject(struct vbe_guest *g, const struct vrdma_req *r);
+void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_cm_guest_gone(struct vbe_guest *g);
+void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
+
+#endif /* VRDMA_VBE_H */

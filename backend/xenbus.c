@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-guest xenbus handshake, netback style:
+ *
+ *   backend dir appears      publish protocol-version, max-*-ring-order,
+ *                            node-name; state InitWait; watch the frontend
+ *   frontend Initialised     read its keys, map the device area, check
+ *                            page 0, bind the channel; state Connected
+ *   frontend Closing/Closed  tear down (peers see errors); state Closed
+ *   or its directory gone
+ *
+ * Anything wrong in the frontend's keys or pages refuses the guest: one
+ * log line and state Closed.  It may retry from Initialising.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vring.h"
+#include "vbe.h"
+
+void vbe_xb_set_state(struct vbe_guest *g, int state)
+{
+	char path[VPLAT_KEY_MAX], val[VPLAT_KEY_MAX];
+
+	g->state = state;
+	/* The toolstack may have removed the directory: do not recreate it. */
+	snprintf(path, sizeof(path), "%s/frontend", g->bdir);
+	if (vplat_key_read(g->node->plat, path, val, sizeof(val)))
+		return;
+	snprintf(path, sizeof(path), "%s/state", g->bdir);
+	if (vplat_key_printf(g->node->plat, path, "%d", state))
+		vlog_warn("guest %u: cannot write %s", g->domid, path);
+}
+
+static int vbe_xb_read_u32(struct vbe_guest *g, const char *key, uint32_t *val)
+{
+	char path[VPLAT_KEY_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", g->fdir, key);
+	return vplat_key_read_u32(g->node->plat, path, val);
+}
+
+static int vbe_xb_publish(struct vbe_guest *g, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int vbe_xb_publish(struct vbe_guest *g, const char *key, const char *fmt, ...)
+{
+	char path[VPLAT_KEY_MAX], val[VPLAT_VAL_MAX];
+	va_list ap;
+
+	snprintf(path, sizeof(path), "%s/%s", g->bdir, key);
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	return vplat_key_write(g->node->plat, path, val);
+}
+
+/* Drop the connection: objects (peers see errors), channel, rings. */
+static void vbe_xb_disconnect(struct vbe_guest *g)
+{
+	/* No more events or CQEs into pages about to be unmapped. */
+	g->connected = false;
+	vbe_obj_release(g);
+	if (g->chan) {
+		if (g->node->fd_cb)
+			g->node->fd_cb(g->node->fd_arg, g->chan_fd, 0);
+		vplat_chan_close(g->chan);
+		g->chan = NULL;
+		g->chan_fd = -1;
+	}
+	if (g->ring_map) {
+		vplat_unmap(g->ring_map);
+		g->ring_map = NULL;
+		g->nmaps--;
+	}
+	g->sring = NULL;
+	g->req = NULL;
+	g->evt = NULL;
+	g->bl_count = 0;
+	if (g->dead)
+		g->released = true;
+}
+
+static void vbe_xb_close(struct vbe_guest *g)
+{
+	if (g->state == VRDMA_XB_CONNECTED)
+		vbe_xb_set_state(g, VRDMA_XB_CLOSING);
+	vbe_xb_disconnect(g);
+	if (g->state != VRDMA_XB_CLOSED)
+		vbe_xb_set_state(g, VRDMA_XB_CLOSED);
+}
+
+/* Called from the node's reap once a disabled guest is safe to drop. */
+void vbe_xb_release(struct vbe_guest *g)
+{
+	vbe_xb_close(g);
+}
+
+static int vbe_xb_refuse(struct vbe_guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int vbe_xb_refuse(struct vbe_guest *g, const char *fmt, ...)
+{
+	char why[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	vlog_warn("guest %u refused: %s", g->domid, why);
+	vbe_xb_close(g);
+	return -EPROTO;
+}
+
+/* An optional key: absent means the default; garbage is an error. */
+static int vbe_xb_read_opt(struct vbe_guest *g, const char *key, uint32_t *val)
+{
+	int err = vbe_xb_read_u32(g, key, val);
+
+	return err == -ENOENT ? 0 : err;
+}
+
+static int vbe_xb_connect(struct vbe_guest *g)
+{
+	uint32_t ver = VRDMA_WIRE_VERSION, req_order = VRDMA_REQ_RING_ORDER_DEF;
+	uint32_t evt_order = VRDMA_EVT_RING_ORDER_DEF, pages, port, i;
+	uint32_t refs[64];
+	struct vplat *plat = g->node->plat;
+	struct vrdma_sring hdr;
+	struct vplat_map *map;
+	char key[32];
+	int err;
+
+	_Static_assert(sizeof(refs) / sizeof(refs[0]) >=
+		       1 + (128u << VRDMA_REQ_RING_ORDER_MAX) / 4096 +
+		       (64u << VRDMA_EVT_RING_ORDER_MAX) / 4096, "refs");
+	if (vbe_xb_read_opt(g, "protocol-version", &ver) || ver != VRDMA_WIRE_VERSION)
+		return vbe_xb_refuse(g, "protocol-version %u unsupported", ver);
+	if (vbe_xb_read_opt(g, "req-ring-order", &req_order) ||
+	    req_order > VRDMA_REQ_RING_ORDER_MAX)
+		return vbe_xb_refuse(g, "bad req-ring-order %u", req_order);
+	if (vbe_xb_read_opt(g, "evt-ring-order", &evt_order) ||
+	    evt_order > VRDMA_EVT_RING_ORDER_MAX)
+		return vbe_xb_refuse(g, "bad evt-ring-order %u", evt_order);
+	if (vbe_xb_read_u32(g, "ring-pages", &pages) ||
+	    pages != vrdma_sring_pages(req_order, evt_order) ||
+	    pages > sizeof(refs) / sizeof(refs[0]))
+		return vbe_xb_refuse(g, "bad or missing ring-pages");
+	for (i = 0; i < pages; i++) {
+		snprintf(key, sizeof(key), "ring-ref%u", i);
+		if (vbe_xb_read_u32(g, key, &refs[i]))
+			return vbe_xb_refuse(g, "missing or bad %s", key);
+	}
+	if (vbe_xb_read_u32(g, "event-channel", &port))
+		return vbe_xb_refuse(g, "missing or bad event-channel");
+
+	err = vplat_map(plat, g->domid, refs, pages, 1, &map);
+	if (err)
+		return vbe_xb_refuse(g, "cannot map the device area: %s", strerror(-err));
+	g->ring_map = map;
+	g->nmaps++;
+	/* Copy page 0's identity out before believing it. */
+	memcpy(&hdr, vplat_map_addr(map), sizeof(hdr));
+	if (hdr.magic != VRDMA_WIRE_MAGIC || hdr.version != VRDMA_WIRE_VERSION ||
+	    hdr.req_order != req_order || hdr.evt_order != evt_order)
+		return vbe_xb_refuse(g, "device area header does not match its keys");
+	err = vplat_chan_bind(plat, g->domid, port, &g->chan);
+	if (err) {
+		g->chan = NULL;
+		return vbe_xb_refuse(g, "cannot bind event-channel %u: %s", port,
+				     strerror(-err));
+	}
+	g->chan_fd = vplat_chan_fd(g->chan);
+
+	g->sring = vplat_map_addr(map);
+	g->req = (struct vrdma_req *)((uint8_t *)g->sring + vring_req_off());
+	g->evt = (struct vrdma_evt *)((uint8_t *)g->sring + vring_evt_off(req_order));
+	g->req_size = 1u << req_order;
+	g->evt_size = 1u << evt_order;
+	g->req_cons = 0;
+	g->evt_prod = g->evt_pub = 0;
+	g->bl_head = g->bl_count = 0;
+	vring_consumed(&g->sring->req, 0);
+	__atomic_store_n(&g->sring->req.event, 1, __ATOMIC_RELAXED);
+	vring_store_rel(&g->sring->evt.prod, 0);
+	g->connected = true;
+	g->busy = true;
+	if (g->node->fd_cb)
+		g->node->fd_cb(g->node->fd_arg, g->chan_fd, 1);
+	vbe_xb_set_state(g, VRDMA_XB_CONNECTED);
+	vlog_info("guest %u connected (req ring %u, event ring %u)", g->domid,
+		  g->req_size, g->evt_size);
+	return 0;
+}
+
+static void vbe_xb_front_changed(struct vplat *p, const char *path, void *arg)
+{
+	struct vbe_guest *g = arg;
+	uint32_t fs;
+	int err;
+
+	(void)p;
+	(void)path;
+	err = vbe_xb_read_u32(g, "state", &fs);
+	if (err)
+		fs = VRDMA_XB_UNKNOWN;
+	if (fs == (uint32_t)g->front_state && !err)
+		return;
+	g->front_state = (int)fs;
+	switch (fs) {
+	case VRDMA_XB_INITIALISED:
+	case VRDMA_XB_CONNECTED:
+		if (g->state == VRDMA_XB_INITWAIT && !g->dead)
+			vbe_xb_connect(g);
+		break;
+	case VRDMA_XB_CLOSING:
+	case VRDMA_XB_CLOSED:
+		if (g->state != VRDMA_XB_CLOSED)
+			vbe_xb_close(g);
+		break;
+	case VRDMA_XB_INITIALISING:
+		/* A frontend starting over after a close. */
+		if (g->state == VRDMA_XB_CLOSED && !g->dead)
+			vbe_xb_set_state(g, VRDMA_XB_INITWAIT);
+		break;
+	default:
+		/* Frontend directory gone (or state garbage): the guest left. */
+		if (g->state != VRDMA_XB_INITWAIT && g->state != VRDMA_XB_CLOSED)
+			vbe_xb_close(g);
+		break;
+	}
+	/* Peers of a closed guest got QP errors: publish them now. */
+	vbe_node_flush(g->node);
+}
+
+int vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
+		     struct vbe_guest **out)
+{
+	char path[VPLAT_KEY_MAX];
+	struct vbe_guest *g;
+	int err;
+
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->node = n;
+	g->domid = domid;
+	g->devid = devid;
+	g->chan_fd = -1;
+	g->front_state = -1;
+	snprintf(g->name, sizeof(g->name), "dom%u/%u", domid, devid);
+	snprintf(g->bdir, sizeof(g->bdir), VRDMA_XS_BACK_FMT, domid, devid);
+	snprintf(path, sizeof(path), "%s/frontend", g->bdir);
+	/* The toolstack writes `frontend` with the rest; not there yet = later. */
+	err = vplat_key_read(n->plat, path, g->fdir, sizeof(g->fdir));
+	if (err)
+		goto err_free;
+	if (g->fdir[0] != '/') {
+		err = -EINVAL;
+		goto err_free;
+	}
+	err = vbe_obj_init(g);
+	if (err)
+		goto err_free;
+	if (vbe_xb_publish(g, "protocol-version", "%u", VRDMA_WIRE_VERSION) ||
+	    vbe_xb_publish(g, "max-req-ring-order", "%u", VRDMA_REQ_RING_ORDER_MAX) ||
+	    vbe_xb_publish(g, "max-evt-ring-order", "%u", VRDMA_EVT_RING_ORDER_MAX) ||
+	    vbe_xb_publish(g, "node-name", "%s", n->name)) {
+		err = -EIO;
+		goto err_objs;
+	}
+	vbe_xb_set_state(g, VRDMA_XB_INITWAIT);
+	err = vplat_watch(n->plat, g->fdir, vbe_xb_front_changed, g);
+	if (err)
+		goto err_objs;
+	g->watching = true;
+	*out = g;
+	return 0;
+
+err_objs:
+	vbe_obj_fini(g);
+err_free:
+	free(g);
+	return err;
+}
+
+void vbe_xb_guest_free(struct vbe_guest *g)
+{
+	if (g->watching)
+		vplat_unwatch(g->node->plat, g->fdir, g);
+	g->watching = false;
+	vbe_xb_disconnect(g);
+	vbe_obj_fini(g);
+	free(g);
+}

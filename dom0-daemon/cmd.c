@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vrdmad control commands: one request line in, one response out.  A
+ * response that starts with "error:" is a failure (vrdmactl exits 1).
+ */
+#include <dirent.h>
+#include <string.h>
+
+#include "../backend/backend.h"
+#include "vrdmad.h"
+
+#define VD_CMD_MAX_ARGS	8
+
+struct vd_cmd {
+	const char *name;
+	void (*fn)(struct vd_daemon *d, int argc, char **argv, FILE *out);
+};
+
+/* Open fds of this process, for leak checks; -1 if /proc is unreadable. */
+static int vd_cmd_count_fds(void)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *dir;
+
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n - 1;		/* not the directory's own fd */
+}
+
+static void vd_cmd_ping(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	(void)d;
+	(void)argc;
+	(void)argv;
+	fputs("pong\n", out);
+}
+
+static void vd_cmd_list(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	int json = 0, i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json")) {
+			fprintf(out, "error: list: unknown option '%s' (try: list [-j])\n",
+				argv[i]);
+			return;
+		}
+		json = 1;
+	}
+	vbe_node_dump(d->node, out, json);
+}
+
+static void vd_cmd_census(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	struct vbe_census c = { 0 };
+
+	(void)argc;
+	(void)argv;
+	vbe_node_census(d->node, &c);
+	fprintf(out, "{\"guests\":%u,\"maps\":%u,\"chans\":%u,\"qps\":%u,\"mrs\":%u,"
+		"\"cqs\":%u,\"pds\":%u,\"bufs\":%u,\"listeners\":%u,\"fds\":%d}\n",
+		c.guests, c.maps, c.chans, c.qps, c.mrs, c.cqs, c.pds, c.bufs,
+		c.listeners, vd_cmd_count_fds());
+}
+
+/* Issue 5 (set/get/stats/top) and issue 3 (attach/detach) go here. */
+static const struct vd_cmd vd_cmds[] = {
+	{ "list", vd_cmd_list },
+	{ "census", vd_cmd_census },
+	{ "ping", vd_cmd_ping },
+};
+
+void vd_cmd_handle(void *arg, const char *line, FILE *out)
+{
+	char buf[256], *argv[VD_CMD_MAX_ARGS], *save = NULL, *tok;
+	struct vd_daemon *d = arg;
+	int argc = 0;
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (tok = strtok_r(buf, " \t", &save); tok && argc < VD_CMD_MAX_ARGS;
+	     tok = strtok_r(NULL, " \t", &save))
+		argv[argc++] = tok;
+	if (argc == 0) {
+		fputs("error: empty request (try: list, census, ping)\n", out);
+		return;
+	}
+	for (i = 0; i < sizeof(vd_cmds) / sizeof(vd_cmds[0]); i++) {
+		if (strcmp(argv[0], vd_cmds[i].name))
+			continue;
+		if (!d->node) {
+			fputs("error: backend not ready\n", out);
+			return;
+		}
+		vd_cmds[i].fn(d, argc, argv, out);
+		return;
+	}
+	fprintf(out, "error: unknown command '%.64s' (try: list, census, ping)\n", argv[0]);
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vrdmad: the dom0 daemon.  One event loop hosts the backend node (every
+ * guest this dom0 serves), the platform's fd (key watches, guest
+ * arrivals), the control socket and signals.  A failing guest is the
+ * backend's business; nothing here stops the loop except a signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+
+#include "../backend/backend.h"
+#include "ctl.h"
+#include "log.h"
+#include "vplat.h"
+#include "vrdmad.h"
+
+#define VD_TICK_MS		100
+#define VD_RUN_DIR_DEF		"/run/vrdma"
+#define VD_PID_NAME		"vrdmad.pid"
+#define VD_SPIN_US_MAX		1000000u
+
+static void vd_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: vrdmad [-f] [-v] [-S run_dir] [-n node] [--spin-us N]\n"
+		"  -f, --foreground   stay in the foreground (the default)\n"
+		"  -S, --run-dir DIR  socket directory (env VRDMA_RUN_DIR, else %s)\n"
+		"  -n, --node NAME    node name guests connect to (default: hostname)\n"
+		"  -v, --verbose      debug log\n"
+		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
+		"  -h, --help         this text\n",
+		VD_RUN_DIR_DEF, VEV_SPIN_US_DEF);
+}
+
+/* ---- loop callbacks ---- */
+
+static void vd_guest_fd_cb(struct vev_loop *l, int fd, unsigned events, void *arg)
+{
+	struct vd_daemon *d = arg;
+
+	(void)l;
+	(void)events;
+	vbe_node_fd_ready(d->node, fd);
+}
+
+/* The backend adds or removes a guest channel fd. */
+static void vd_fd_change(void *arg, int fd, int add)
+{
+	struct vd_daemon *d = arg;
+	int err;
+
+	if (add) {
+		err = vev_fd_add(d->loop, fd, VEV_READ, vd_guest_fd_cb, d);
+		if (err)
+			vlog_err("cannot watch guest fd %d: %s", fd, strerror(-err));
+	} else {
+		vev_fd_del(d->loop, fd);
+	}
+}
+
+static void vd_plat_cb(struct vev_loop *l, int fd, unsigned events, void *arg)
+{
+	struct vd_daemon *d = arg;
+	int64_t now;
+	int err;
+
+	(void)l;
+	(void)fd;
+	(void)events;
+	err = vplat_process(d->plat);
+	if (err >= 0)
+		return;
+	/* At most one line a second: the fd may stay readable. */
+	now = vev_now_ms();
+	if (now - d->plat_err_ms >= 1000) {
+		d->plat_err_ms = now;
+		vlog_warn("platform: %s", strerror(-err));
+	}
+}
+
+static int vd_tick(struct vev_loop *l, uint64_t id, void *arg)
+{
+	struct vd_daemon *d = arg;
+
+	(void)l;
+	(void)id;
+	vbe_node_tick(d->node, vplat_now_ms());
+	return VD_TICK_MS;
+}
+
+static void vd_signal_cb(struct vev_loop *l, int fd, unsigned events, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	(void)events;
+	(void)arg;
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		vlog_info("signal %u, shutting down", si.ssi_signo);
+		vev_stop(l);
+	}
+}
+
+static int vd_poll(void *arg)
+{
+	struct vd_daemon *d = arg;
+
+	return vbe_node_poll(d->node);
+}
+
+static int vd_arm(void *arg)
+{
+	struct vd_daemon *d = arg;
+
+	return vbe_node_arm(d->node);
+}
+
+static void vd_disarm(void *arg)
+{
+	struct vd_daemon *d = arg;
+
+	vbe_node_disarm(d->node);
+}
+
+static const struct vev_busy_ops vd_busy_ops = {
+	.poll = vd_poll,
+	.arm = vd_arm,
+	.disarm = vd_disarm,
+};
+
+/* ---- setup ---- */
+
+static int vd_signals(void)
+{
+	sigset_t set;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -errno;
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int vd_write_pid(const char *path)
+{
+	int fd, err = 0;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (dprintf(fd, "%ld\n", (long)getpid()) < 0)
+		err = -EIO;
+	close(fd);
+	return err;
+}
+
+static int vd_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int vd_start(struct vd_daemon *d, unsigned spin_us)
+{
+	struct vplat_cfg pcfg = { .role = VPLAT_DOM0_ROLE, .run_dir = d->run_dir };
+	struct vbe_node_cfg ncfg = {
+		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
+	};
+	int err;
+
+	if (vd_path(d->ctl_path, sizeof(d->ctl_path), d->run_dir, VD_CTL_NAME) ||
+	    vd_path(d->pid_path, sizeof(d->pid_path), d->run_dir, VD_PID_NAME)) {
+		vlog_err("run dir path too long: %s", d->run_dir);
+		return -ENAMETOOLONG;
+	}
+	if (mkdir(d->run_dir, 0755) < 0 && errno != EEXIST) {
+		err = -errno;
+		vlog_err("cannot create %s: %s", d->run_dir, strerror(-err));
+		return err;
+	}
+	err = vev_loop_new(&d->loop);
+	if (err) {
+		vlog_err("event loop: %s", strerror(-err));
+		return err;
+	}
+	/* Before any socket exists: a SIGTERM from now on cleans up. */
+	d->sig_fd = vd_signals();
+	if (d->sig_fd < 0) {
+		err = d->sig_fd;
+		vlog_err("signals: %s", strerror(-err));
+		return err;
+	}
+	err = vev_fd_add(d->loop, d->sig_fd, VEV_READ, vd_signal_cb, d);
+	if (err)
+		return err;
+	/* Before the platform: a second vrdmad stops before touching it. */
+	err = vd_ctl_open(d->loop, d->ctl_path, vd_cmd_handle, d, &d->ctl);
+	if (err) {
+		if (err == -EADDRINUSE)
+			vlog_err("another vrdmad is running at %s", d->ctl_path);
+		else
+			vlog_err("control socket %s: %s", d->ctl_path, strerror(-err));
+		return err;
+	}
+	err = vplat_open(&pcfg, &d->plat);
+	if (err) {
+		vlog_err("platform open (run_dir %s): %s", d->run_dir, strerror(-err));
+		return err;
+	}
+	ncfg.plat = d->plat;
+	err = vbe_node_new(&ncfg, &d->node);
+	if (err) {
+		vlog_err("backend node: %s", strerror(-err));
+		return err;
+	}
+	err = vev_fd_add(d->loop, vplat_fd(d->plat), VEV_READ, vd_plat_cb, d);
+	if (err) {
+		vlog_err("platform fd: %s", strerror(-err));
+		return err;
+	}
+	err = vev_timer_add(d->loop, VD_TICK_MS, vd_tick, d, NULL);
+	if (err)
+		return err;
+	vev_set_busy(d->loop, &vd_busy_ops, d, spin_us);
+	err = vd_write_pid(d->pid_path);
+	if (err) {
+		vlog_err("pid file %s: %s", d->pid_path, strerror(-err));
+		return err;
+	}
+	d->pid_written = 1;
+	return 0;
+}
+
+/* Reverse of vd_start; safe on a partial start. */
+static void vd_stop(struct vd_daemon *d)
+{
+	if (d->pid_written)
+		unlink(d->pid_path);
+	if (d->node)
+		vbe_node_free(d->node);	/* calls vd_fd_change: loop still up */
+	if (d->plat) {
+		if (d->loop)
+			vev_fd_del(d->loop, vplat_fd(d->plat));
+		vplat_close(d->plat);
+	}
+	if (d->sig_fd >= 0)
+		close(d->sig_fd);
+	vd_ctl_close(d->ctl);
+	vev_loop_free(d->loop);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "run-dir", required_argument, NULL, 'S' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "spin-us", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vd_daemon d = { .sig_fd = -1 };
+	unsigned spin_us = VEV_SPIN_US_DEF;
+	char host[HOST_NAME_MAX + 1] = "";
+	unsigned long v;
+	char *end;
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "fS:n:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			break;
+		case 'S':
+			d.run_dir = optarg;
+			break;
+		case 'n':
+			d.node_name = optarg;
+			break;
+		case 'v':
+			vlog_level = VLOG_DEBUG;
+			break;
+		case 's':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || v > VD_SPIN_US_MAX) {
+				fprintf(stderr, "vrdmad: bad --spin-us '%s' (0..%u)\n",
+					optarg, VD_SPIN_US_MAX);
+				return 1;
+			}
+			spin_us = (unsigned)v;
+			break;
+		case 'h':
+			vd_usage(stdout);
+			return 0;
+		default:
+			vd_usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vrdmad: unexpected argument '%s'\n", argv[optind]);
+		vd_usage(stderr);
+		return 1;
+	}
+	if (!d.run_dir)
+		d.run_dir = getenv("VRDMA_RUN_DIR");
+	if (!d.run_dir || !*d.run_dir)
+		d.run_dir = VD_RUN_DIR_DEF;
+	if (!d.node_name) {
+		if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+			strcpy(host, "localhost");
+		d.node_name = host;
+	}
+
+	err = vd_start(&d, spin_us);
+	if (err) {
+		vd_stop(&d);
+		return 1;
+	}
+	vlog_info("vrdmad started node=%s run_dir=%s platform=%s spin_us=%u pid=%ld",
+		  d.node_name, d.run_dir, vplat_kind(d.plat), spin_us, (long)getpid());
+	err = vev_run(d.loop);
+	if (err)
+		vlog_err("event loop failed: %s", strerror(-err));
+	vd_stop(&d);
+	vlog_info("vrdmad stopped");
+	return err ? 1 : 0;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* vrdmad internals shared by its files (main, control commands). */
+#ifndef VRDMA_VRDMAD_H
+#define VRDMA_VRDMAD_H
+
+#include <stdio.h>
+
+#include "evloop.h"
+
+struct vplat;
+struct vbe_node;
+struct vd_ctl;
+
+struct vd_daemon {
+	struct vev_loop *loop;
+	struct vplat *plat;
+	struct vbe_node *node;
+	struct vd_ctl *ctl;
+	int sig_fd;
+	int pid_written;
+	int64_t plat_err_ms;	/* last logged vplat_process error */
+	const char *run_dir;
+	const char *node_name;
+	char ctl_path[256];
+	char pid_path[256];
+};
+
+/* Control commands (cmd.c): the vd_ctl_fn for the control socket. */
+void vd_cmd_handle(void *arg, const char *line, FILE *out);
+
+#endif /* VRDMA_VRDMAD_H */

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Frontend connect / disconnect, netfront style: read where the backend
+ * lives, wait for it in InitWait, grant the device area, publish ring refs
+ * and the event channel, go Initialised, wait for Connected.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "front.h"
+#include "log.h"
+#include "vring.h"
+
+#define VFE_DIR		"device/vrdma/0"	/* relative to the guest's home */
+
+static const char *const vfe_stop_states[] = { "5", "6", NULL };
+
+void vfe_set_broken(struct vfe_dev *d, const char *why)
+{
+	if (!__atomic_exchange_n(&d->broken, 1, __ATOMIC_SEQ_CST))
+		vlog_err("vrdma device broken: %s", why);
+}
+
+bool vfe_is_broken(const struct vfe_dev *d)
+{
+	return __atomic_load_n(&d->broken, __ATOMIC_ACQUIRE) != 0;
+}
+
+int vfe_share(struct vfe_dev *d, uint32_t npages, int writable,
+	      struct vplat_share **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&d->plat_lock);
+	rc = vplat_share(d->plat, d->backend_id, npages, writable, out);
+	pthread_mutex_unlock(&d->plat_lock);
+	return rc;
+}
+
+void vfe_unshare(struct vfe_dev *d, struct vplat_share *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&d->plat_lock);
+	vplat_unshare(s);
+	pthread_mutex_unlock(&d->plat_lock);
+}
+
+static int vfe_remaining(int64_t deadline)
+{
+	int64_t left = deadline - vplat_now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+static void vfe_sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The toolstack (vrdmad) may create our device directory just after we
+ * connect: poll for it, bounded. */
+static int vfe_read_backend(struct vfe_dev *d, int64_t deadline)
+{
+	int rc;
+
+	for (;;) {
+		rc = vplat_key_read(d->plat, VFE_DIR "/backend", d->backend,
+				    sizeof(d->backend));
+		if (rc != -ENOENT)
+			break;
+		if (vfe_remaining(deadline) == 0)
+			return -ETIMEDOUT;
+		vfe_sleep_ms(5);
+	}
+	if (rc < 0)
+		return rc;
+	rc = vplat_key_read_u32(d->plat, VFE_DIR "/backend-id", &d->backend_id);
+	if (rc == -ENOENT) {
+		d->backend_id = VPLAT_DOM0;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* path = <backend dir>/<key>; the backend dir came from dom0: check it. */
+static int vfe_back_path(const struct vfe_dev *d, const char *key,
+			 char *path, size_t len)
+{
+	int n = snprintf(path, len, "%.*s/%s", VPLAT_KEY_MAX, d->backend, key);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int vfe_back_u32(struct vfe_dev *d, const char *key, uint32_t def,
+			uint32_t *val)
+{
+	char path[VPLAT_KEY_MAX + 64];
+	int rc;
+
+	rc = vfe_back_path(d, key, path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = vplat_key_read_u32(d->plat, path, val);
+	if (rc == -ENOENT) {
+		*val = def;	/* absent key: an older backend, default */
+		return 0;
+	}
+	return rc;
+}
+
+static int vfe_wait_back_state(struct vfe_dev *d, const char *want, int64_t deadline)
+{
+	char path[VPLAT_KEY_MAX + 64];
+	int rc;
+
+	rc = vfe_back_path(d, "state", path, sizeof(path));
+	if (rc)
+		return rc;
+	rc = vplat_key_wait(d->plat, path, want, vfe_stop_states,
+			    vfe_remaining(deadline));
+	if (rc == -ECONNRESET)
+		return -ECONNREFUSED;
+	return rc;
+}
+
+static int vfe_negotiate(struct vfe_dev *d)
+{
+	uint32_t ver, max_req, max_evt;
+	char path[VPLAT_KEY_MAX + 64];
+	char buf[VPLAT_VAL_MAX];
+	int rc;
+
+	rc = vfe_back_u32(d, "protocol-version", VRDMA_WIRE_VERSION, &ver);
+	if (!rc && ver != VRDMA_WIRE_VERSION)
+		rc = -EPROTONOSUPPORT;
+	if (!rc)
+		rc = vfe_back_u32(d, "max-req-ring-order", VRDMA_REQ_RING_ORDER_DEF, &max_req);
+	if (!rc)
+		rc = vfe_back_u32(d, "max-evt-ring-order", VRDMA_EVT_RING_ORDER_DEF, &max_evt);
+	if (rc)
+		return rc;
+	d->req_order = VRDMA_REQ_RING_ORDER_DEF;
+	if (max_req < d->req_order)
+		d->req_order = (uint8_t)max_req;
+	d->evt_order = VRDMA_EVT_RING_ORDER_DEF;
+	if (max_evt < d->evt_order)
+		d->evt_order = (uint8_t)max_evt;
+	d->req_size = 1u << d->req_order;
+	d->evt_size = 1u << d->evt_order;
+
+	/* node-name is informational: absent or oversized means "". */
+	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&
+	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0 &&
+	    strnlen(buf, sizeof(buf)) < sizeof(d->node_name))
+		strcpy(d->node_name, buf);
+	return 0;
+}
+
+/* Grant the device area and initialise page 0 (SHARED_RING_INIT). */
+static int vfe_setup_area(struct vfe_dev *d)
+{
+	uint32_t npages = vrdma_sring_pages(d->req_order, d->evt_order);
+	uint8_t *base;
+	int rc;
+
+	rc = vplat_share(d->plat, d->backend_id, npages, 1, &d->area);
+	if (rc)
+		return rc;
+	base = vplat_share_addr(d->area);
+	d->sring = (struct vrdma_sring *)base;
+	d->req = (struct vrdma_req *)(base + vring_req_off());
+	d->evt = (struct vrdma_evt *)(base + vring_evt_off(d->req_order));
+	d->sring->magic = VRDMA_WIRE_MAGIC;
+	d->sring->version = VRDMA_WIRE_VERSION;
+	d->sring->req_order = d->req_order;
+	d->sring->evt_order = d->evt_order;
+	/* Both consumers start armed for the first entry, as Xen rings do. */
+	d->sring->req.event = 1;
+	d->sring->evt.event = 1;
+	vring_mb();
+
+	rc = vplat_chan_alloc(d->plat, d->backend_id, &d->chan, &d->port);
+	if (rc) {
+		vplat_unshare(d->area);
+		d->area = NULL;
+	}
+	return rc;
+}
+
+static int vfe_publish(struct vfe_dev *d)
+{
+	const uint32_t *refs = vplat_share_refs(d->area);
+	uint32_t i, n = vplat_share_npages(d->area);
+	char key[64];
+	int rc;
+
+	rc = vplat_key_printf(d->plat, VFE_DIR "/protocol-version", "%u", VRDMA_WIRE_VERSION);
+	if (!rc)
+		rc = vplat_key_printf(d->plat, VFE_DIR "/req-ring-order", "%u", d->req_order);
+	if (!rc)
+		rc = vplat_key_printf(d->plat, VFE_DIR "/evt-ring-order", "%u", d->evt_order);
+	if (!rc)
+		rc = vplat_key_printf(d->plat, VFE_DIR "/ring-pages", "%u", n);
+	for (i = 0; !rc && i < n; i++) {
+		snprintf(key, sizeof(key), VFE_DIR "/ring-ref%u", i);
+		rc = vplat_key_printf(d->plat, key, "%u", refs[i]);
+	}
+	if (!rc)
+		rc = vplat_key_printf(d->plat, VFE_DIR "/event-channel", "%u", d->port);
+	if (!rc)
+		rc = vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_INITIALISED);
+	return rc;
+}
+
+static int vfe_init_locks(struct vfe_dev *d)
+{
+	pthread_mutex_init(&d->cmd_lock, NULL);
+	pthread_mutex_init(&d->ring_lock, NULL);
+	pthread_mutex_init(&d->evt_lock, NULL);
+	pthread_mutex_init(&d->plat_lock, NULL);
+	pthread_mutex_init(&d->wait_lock, NULL);
+	return 0;
+}
+
+static void vfe_destroy_locks(struct vfe_dev *d)
+{
+	pthread_mutex_destroy(&d->cmd_lock);
+	pthread_mutex_destroy(&d->ring_lock);
+	pthread_mutex_destroy(&d->evt_lock);
+	pthread_mutex_destroy(&d->plat_lock);
+	pthread_mutex_destroy(&d->wait_lock);
+}
+
+int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
+	     vfe_evt_fn *cb, void *cb_arg)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST, .kind = kind };
+	int64_t deadline = vplat_now_ms() + timeout_ms;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->evt_cb = cb;
+	d->evt_arg = cb_arg;
+	d->cmd_next_id = 1;
+	vfe_init_locks(d);
+
+	rc = vplat_open(&cfg, &d->plat);
+	if (rc)
+		goto err_locks;
+	rc = vfe_read_backend(d, deadline);
+	if (rc)
+		goto err_plat;
+	rc = vfe_wait_back_state(d, "2", deadline);
+	if (rc)
+		goto err_plat;
+	rc = vfe_negotiate(d);
+	if (rc)
+		goto err_plat;
+	rc = vfe_setup_area(d);
+	if (rc)
+		goto err_plat;
+	rc = vfe_publish(d);
+	if (rc)
+		goto err_area;
+	rc = vfe_wait_back_state(d, "4", deadline);
+	if (rc)
+		goto err_area;
+	rc = vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CONNECTED);
+	if (rc)
+		goto err_area;
+	vlog_dbg("vrdma frontend connected: backend %s node '%s' orders %u/%u",
+		 d->backend, d->node_name, d->req_order, d->evt_order);
+	return 0;
+
+err_area:
+	vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSED);
+	vplat_chan_close(d->chan);
+	vplat_unshare(d->area);
+err_plat:
+	vplat_close(d->plat);
+err_locks:
+	vfe_destroy_locks(d);
+	return rc;
+}
+
+void vfe_close(struct vfe_dev *d)
+{
+	int64_t deadline = vplat_now_ms() + VFE_CLOSE_WAIT_MS;
+	char path[VPLAT_KEY_MAX + 64];
+
+	pthread_mutex_lock(&d->plat_lock);
+	if (vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSING) == 0 &&
+	    vfe_back_path(d, "state", path, sizeof(path)) == 0) {
+		/* The backend unmaps before saying Closed; bounded either way. */
+		if (vplat_key_wait(d->plat, path, "6", NULL, vfe_remaining(deadline)))
+			vlog_dbg("vrdma frontend: backend did not close in time");
+		vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSED);
+	}
+	vplat_chan_close(d->chan);
+	vplat_unshare(d->area);
+	vplat_close(d->plat);
+	pthread_mutex_unlock(&d->plat_lock);
+	vfe_destroy_locks(d);
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vrdma frontend: the guest half of the split driver, inside libvrdma.
+ * It owns the device area (sring, request ring, event ring), runs the
+ * xenbus-style handshake through the platform keys, produces requests,
+ * consumes events and implements the "poll, arm, sleep" waiting rule.
+ * It knows nothing about QPs or CQs: events other than CMD_DONE go to the
+ * library's callback.
+ *
+ * Locks (taken in this order, never the other way round):
+ *   cmd_lock   one command in flight per device
+ *   ring_lock  request producer (private prod, notify)
+ *   evt_lock   event consumer (private cons, dispatch)
+ *   plat_lock  vplat calls other than notify/wait (vplat is not thread-safe)
+ * The library's own locks (QP/CQ/object) may be taken inside evt_lock by
+ * its event callback, never the reverse.
+ */
+#ifndef VRDMA_FRONT_H
+#define VRDMA_FRONT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vrdma/wire.h"
+#include "vplat.h"
+
+#define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
+#define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
+#define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
+#define VFE_SPIN_US		30	/* busy-poll before arming */
+#define VFE_SLICE_MS		10	/* longest single sleep of a waiter */
+
+/* Event callback: called under evt_lock with a copied-out event whose type
+ * is not CMD_DONE.  Return 0, or -EPROTO if dom0 broke the protocol. */
+typedef int vfe_evt_fn(void *arg, const struct vrdma_evt *e);
+
+/* Wait predicate: true when what the waiter wants has happened.  Called
+ * without frontend locks.  arm (may be NULL): arm the waiter's own ring
+ * (e.g. a CQ) and return true if work arrived meanwhile. */
+typedef bool vfe_ready_fn(void *arg);
+typedef bool vfe_arm_fn(void *arg);
+
+struct vfe_dev {
+	struct vplat *plat;
+	struct vplat_share *area;
+	struct vplat_chan *chan;
+	uint32_t backend_id;
+	uint32_t port;
+	char backend[VPLAT_KEY_MAX];	/* backend directory (absolute) */
+	char node_name[VRDMA_NAME_MAX];
+
+	struct vrdma_sring *sring;
+	struct vrdma_req *req;		/* request ring entries */
+	struct vrdma_evt *evt;		/* event ring entries */
+	uint32_t req_size;
+	uint32_t evt_size;
+	uint8_t req_order;
+	uint8_t evt_order;
+
+	pthread_mutex_t cmd_lock;
+	pthread_mutex_t ring_lock;
+	pthread_mutex_t evt_lock;
+	pthread_mutex_t plat_lock;
+	pthread_mutex_t wait_lock;	/* one sleeper on the channel at a time */
+
+	uint32_t req_prod;		/* private producer index (ring_lock) */
+	uint32_t req_pushed;		/* last published prod (ring_lock) */
+	uint32_t evt_cons;		/* private consumer index (evt_lock) */
+
+	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
+
+	/* The command in flight (cmd_lock issues, evt_lock completes). */
+	uint64_t cmd_next_id;
+	uint64_t cmd_wait_id;
+	int cmd_done;			/* atomic */
+	uint16_t cmd_status;
+	uint32_t cmd_out[4];
+
+	vfe_evt_fn *evt_cb;
+	void *evt_arg;
+};
+
+/* front.c: handshake */
+int  vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
+	      vfe_evt_fn *cb, void *cb_arg);
+void vfe_close(struct vfe_dev *d);
+/* Mark the device unusable; why is logged once. */
+void vfe_set_broken(struct vfe_dev *d, const char *why);
+bool vfe_is_broken(const struct vfe_dev *d);
+
+/* Shareable pages for buffers and CQ areas (serialised vplat calls). */
+int  vfe_share(struct vfe_dev *d, uint32_t npages, int writable,
+	       struct vplat_share **out);
+void vfe_unshare(struct vfe_dev *d, struct vplat_share *s);
+
+/* ring.c: request producer.  Between vfe_ring_lock() and
+ * vfe_ring_unlock() the caller puts entries (each waits, bounded, for
+ * space) and unlock publishes them with at most one notification. */
+void vfe_ring_lock(struct vfe_dev *d);
+int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
+int  vfe_ring_unlock(struct vfe_dev *d);
+
+/* ring.c: event consumer and waiting. */
+int  vfe_poll_events(struct vfe_dev *d);
+int  vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
+	      void *arg, int timeout_ms);
+
+/* cmd.c: one command, synchronously.  req->opcode, handle and body are
+ * the caller's; id is assigned here.  out may be NULL.  0 or -errno
+ * mapped from VRDMA_CS_*. */
+int  vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4]);
+int  vfe_cmd_status_errno(uint16_t status);
+/* Called by the event consumer for a CMD_DONE (evt_lock held). */
+int  vfe_cmd_complete(struct vfe_dev *d, const struct vrdma_evt *e);
+
+#endif /* VRDMA_FRONT_H */

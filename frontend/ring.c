@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Request producer, event consumer, and the waiting rule shared by every
+ * blocking call: poll briefly, arm, re-check, sleep in short slices.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "front.h"
+#include "log.h"
+#include "vring.h"
+
+void vfe_ring_lock(struct vfe_dev *d)
+{
+	pthread_mutex_lock(&d->ring_lock);
+}
+
+/* Publish what was put so far; notify only if the backend armed. */
+static void vfe_ring_flush(struct vfe_dev *d)
+{
+	if (d->req_prod == d->req_pushed)
+		return;
+	if (vring_push(&d->sring->req, d->req_pushed, d->req_prod))
+		vplat_notify(d->chan);
+	d->req_pushed = d->req_prod;
+}
+
+/* Free slots, from the backend's (untrusted) consumer index. */
+static int vfe_ring_space(struct vfe_dev *d, uint32_t *space)
+{
+	uint32_t cons = vring_load_acq(&d->sring->req.cons);
+
+	if (!vring_sane(d->req_prod, cons, d->req_size)) {
+		vfe_set_broken(d, "request ring consumer index out of range");
+		return -EIO;
+	}
+	*space = d->req_size - (d->req_prod - cons);
+	return 0;
+}
+
+int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
+{
+	int64_t deadline = 0;
+	uint32_t space;
+	unsigned spins = 0;
+	int rc;
+
+	for (;;) {
+		if (vfe_is_broken(d))
+			return -EIO;
+		rc = vfe_ring_space(d, &space);
+		if (rc)
+			return rc;
+		if (space)
+			break;
+		/* Full: make sure the backend knows about our entries. */
+		if (!deadline) {
+			vfe_ring_flush(d);
+			vplat_notify(d->chan);
+			deadline = vplat_now_ms() + VFE_RING_FULL_MS;
+		} else if (vplat_now_ms() >= deadline) {
+			return -EAGAIN;
+		}
+		if (++spins < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 100000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	memcpy(&d->req[d->req_prod & (d->req_size - 1)], r, sizeof(*r));
+	d->req_prod++;
+	return 0;
+}
+
+int vfe_ring_unlock(struct vfe_dev *d)
+{
+	int rc = vfe_is_broken(d) ? -EIO : 0;
+
+	if (!rc)
+		vfe_ring_flush(d);
+	pthread_mutex_unlock(&d->ring_lock);
+	return rc;
+}
+
+/* Copy each event out of shared memory, check it, dispatch it. */
+static int vfe_evt_one(struct vfe_dev *d, const struct vrdma_evt *e)
+{
+	if (e->status >= VRDMA_CS_MAX)
+		return -EPROTO;
+	switch (e->type) {
+	case VRDMA_EVT_CMD_DONE:
+		return vfe_cmd_complete(d, e);
+	case VRDMA_EVT_CONN_REQUEST:
+	case VRDMA_EVT_CONNECTED:
+	case VRDMA_EVT_REJECTED:
+		if (e->u.conn.pdata_len > VRDMA_PDATA_MAX)
+			return -EPROTO;
+		/* fall through */
+	case VRDMA_EVT_QP_ERROR:
+		return d->evt_cb ? d->evt_cb(d->evt_arg, e) : 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+int vfe_poll_events(struct vfe_dev *d)
+{
+	struct vrdma_evt e;
+	uint32_t prod;
+	int n = 0;
+
+	if (vfe_is_broken(d))
+		return -EIO;
+	pthread_mutex_lock(&d->evt_lock);
+	prod = vring_load_acq(&d->sring->evt.prod);
+	if (!vring_sane(prod, d->evt_cons, d->evt_size)) {
+		pthread_mutex_unlock(&d->evt_lock);
+		vfe_set_broken(d, "event ring producer index out of range");
+		return -EIO;
+	}
+	while (d->evt_cons != prod) {
+		memcpy(&e, &d->evt[d->evt_cons & (d->evt_size - 1)], sizeof(e));
+		d->evt_cons++;
+		if (vfe_evt_one(d, &e)) {
+			pthread_mutex_unlock(&d->evt_lock);
+			vlog_err("vrdma: bad event type %u status %u handle %u",
+				 e.type, e.status, e.handle);
+			vfe_set_broken(d, "invalid event from dom0");
+			return -EIO;
+		}
+		n++;
+	}
+	if (n)
+		vring_consumed(&d->sring->evt, d->evt_cons);
+	pthread_mutex_unlock(&d->evt_lock);
+	return n;
+}
+
+/* Arm the event ring; true if events arrived meanwhile. */
+static bool vfe_evt_arm(struct vfe_dev *d)
+{
+	bool more;
+
+	pthread_mutex_lock(&d->evt_lock);
+	more = vring_arm(&d->sring->evt, d->evt_cons);
+	pthread_mutex_unlock(&d->evt_lock);
+	return more;
+}
+
+static int64_t vfe_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleep for one slice.  Only one thread sleeps on the channel (it is one
+ * eventfd/port for the whole device); others nap briefly and re-check. */
+static int vfe_sleep_slice(struct vfe_dev *d, int ms)
+{
+	int rc = 0;
+
+	if (pthread_mutex_trylock(&d->wait_lock) == 0) {
+		rc = vplat_chan_wait(d->chan, ms);
+		pthread_mutex_unlock(&d->wait_lock);
+		if (rc == -ETIMEDOUT)
+			rc = 0;
+		if (rc == -EPIPE) {
+			vfe_set_broken(d, "dom0 went away");
+			rc = -EIO;
+		}
+	} else {
+		struct timespec ts = { 0, 500000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return rc;
+}
+
+int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
+	     void *arg, int timeout_ms)
+{
+	int64_t deadline = vplat_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t spin_end = vfe_now_us() + VFE_SPIN_US;
+	int64_t left;
+	int rc;
+
+	for (;;) {
+		rc = vfe_poll_events(d);
+		if (rc < 0)
+			return rc;
+		if (ready(arg))
+			return 0;
+		if (vfe_now_us() < spin_end)
+			continue;
+		left = deadline - vplat_now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		/* Arm everything we wait on, then re-check before sleeping. */
+		if (vfe_evt_arm(d))
+			continue;
+		if (arm && arm(arg))
+			continue;
+		if (ready(arg))
+			return 0;
+		rc = vfe_sleep_slice(d, left < VFE_SLICE_MS ? (int)left : VFE_SLICE_MS);
+		if (rc < 0)
+			return rc;
+	}
+}

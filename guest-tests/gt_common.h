@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared code of the guest test programs vrdma-bw and vrdma-lat
+ * (libfabric fabtests style: a short main per program over this library).
+ *
+ * The client drives; the server follows.  At connect the client tells the
+ * server its parameters and buffer in the private data; the server sizes
+ * its own buffer from them and answers with its buffer.  After that, small
+ * control messages (SEND_WITH_IMM, imm = GT_CTL_IMM) frame every message
+ * size: BEGIN -> READY, the timed run, DONE -> RESULT (the server's verify
+ * verdict), and finally FIN -> FIN_ACK.
+ *
+ * Buffer of each side, one vrdma_alloc_buf() registered as one MR:
+ *   [ data region | receive slots | control send slots ]
+ */
+#ifndef VRDMA_GT_COMMON_H
+#define VRDMA_GT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vrdma/vrdma.h"
+
+#define GT_MAX_SIZE	(8u << 20)	/* largest message (-a ends here) */
+#define GT_DATA_CAP	(16u << 20)	/* data region: wrap offsets beyond */
+#define GT_RX_CAP	(32u << 20)	/* receive slots for SEND data */
+#define GT_CTL_LEN	64u		/* control slot size */
+#define GT_CTL_SLOTS	8u
+#define GT_CTL_IMM	0x76524d43u	/* "vRMC": marks control messages */
+
+enum gt_test { GT_BW, GT_LAT };
+enum gt_mode { GT_MODE_WRITE, GT_MODE_READ, GT_MODE_SEND };
+enum gt_fmt { GT_FMT_TEXT, GT_FMT_CSV, GT_FMT_JSON };
+
+struct gt_opts {
+	enum gt_test test;
+	const char *prog;
+	const char *service;
+	const char *node;		/* NULL: act as server; "" this node */
+	const char *dev_spec;
+	size_t size;
+	uint32_t iters;
+	int all;
+	enum gt_mode mode;
+	uint32_t tx_depth;
+	int verify;
+	int timeout_s;
+	enum gt_fmt fmt;
+};
+
+/* Control message (little endian in the slot). */
+enum gt_ctl_type {
+	GT_CTL_BEGIN = 1, GT_CTL_READY, GT_CTL_DONE, GT_CTL_RESULT,
+	GT_CTL_CREDIT, GT_CTL_FIN, GT_CTL_FIN_ACK,
+};
+
+struct gt_ctl {
+	uint32_t type;
+	uint32_t credits;		/* receive slots reposted since last report */
+	uint32_t size;
+	uint32_t iters;			/* iterations including warm-up */
+	uint32_t seed;
+	uint32_t status;		/* RESULT: 0 verify OK, else failed */
+};
+
+#define GT_INBOX	8u
+
+struct gt_ctx {
+	struct gt_opts *o;
+	int server;
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+	struct vrdma_mr *mr;
+	struct vrdma_listener *lst;
+	uint8_t *buf;
+	size_t buf_len;
+
+	/* Parameters both sides agreed on at connect. */
+	enum gt_test test;
+	enum gt_mode mode;
+	int verify;
+	int all;
+	uint32_t tx_depth;
+	uint32_t max_size;
+	uint32_t iters;
+
+	uint8_t *data;			/* data region */
+	size_t data_len;
+	uint8_t *rx;			/* receive slots */
+	uint32_t rx_slots, rx_slot_len;
+	uint8_t *ctl;			/* control send slots */
+	uint64_t ctl_seq[GT_CTL_SLOTS];	/* sq seq that last used a slot */
+	uint32_t ctl_next;
+
+	/* The peer's region this side writes to / reads from. */
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t rlen;
+	uint32_t peer_rx_slots;
+
+	/* Send queue: wr_id is a sequence number; a signaled completion
+	 * retires every earlier WR (RC order). */
+	uint32_t sq_depth;
+	uint64_t sq_posted, sq_retired;
+
+	/* Flow control for SEND data: the peer's free receive slots. */
+	int use_credits;
+	uint32_t credits;
+	uint32_t unreported;		/* our reposts not yet reported */
+
+	/* Received data messages of the current size. */
+	uint64_t rx_data;
+	uint32_t rx_size, rx_seed;
+	int rx_bad;
+
+	/* FIN seen: the peer may tear down, flushed WRs are expected. */
+	int closing;
+
+	struct gt_ctl inbox[GT_INBOX];
+	uint32_t inbox_head, inbox_len;
+};
+
+/* gt_opts.c */
+int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv);
+int gt_next_size(const struct gt_opts *o, size_t *size);
+
+/* gt_conn.c */
+int gt_client_connect(struct gt_ctx *c, struct gt_opts *o);
+int gt_server_accept(struct gt_ctx *c, struct gt_opts *o);
+void gt_teardown(struct gt_ctx *c);
+uint32_t gt_slots(const struct gt_ctx *c, size_t size);
+
+/* gt_io.c */
+int gt_post(struct gt_ctx *c, enum vrdma_wr_opcode op, void *laddr,
+	    uint32_t len, uint64_t raddr, int signaled);
+int gt_progress(struct gt_ctx *c, int wait_ms);
+int gt_wait_sq(struct gt_ctx *c, uint32_t depth);
+int gt_wait_credit(struct gt_ctx *c);
+int gt_send_ctl(struct gt_ctx *c, const struct gt_ctl *m);
+int gt_wait_ctl(struct gt_ctx *c, struct gt_ctl *m, uint32_t type);
+int gt_request(struct gt_ctx *c, struct gt_ctl *m, uint32_t reply_type);
+int gt_spin_byte(struct gt_ctx *c, const uint8_t *p, uint8_t want, uint64_t deadline);
+int gt_drain(struct gt_ctx *c);
+
+/* gt_server.c: the server side of both programs. */
+struct gt_server_ops {
+	/* After BEGIN's READY went out (lat runs its ping-pong here). */
+	int (*begin)(struct gt_ctx *c, const struct gt_ctl *m);
+	/* Before READY: prepare memory (bw read fills, lat clears). */
+	void (*prepare)(struct gt_ctx *c, const struct gt_ctl *m);
+	/* At DONE: 0 if everything the client sent checks out. */
+	int (*verify)(struct gt_ctx *c, const struct gt_ctl *m);
+};
+int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops);
+
+/* gt_report.c */
+struct gt_bw_res {
+	size_t size;
+	uint64_t iters;
+	double peak_mib, avg_mib, mpps;
+};
+
+struct gt_lat_res {
+	size_t size;
+	uint64_t iters;
+	double min, max, typical, avg, stdev, p99, p999;	/* usec */
+};
+
+uint64_t gt_now_ns(void);
+uint64_t gt_deadline(const struct gt_ctx *c);
+int gt_ms_left(uint64_t deadline);
+void gt_fill(uint8_t *p, size_t len, uint32_t seed, uint64_t idx);
+int gt_check(const uint8_t *p, size_t len, uint32_t seed, uint64_t idx);
+void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
+		   const uint64_t *t_ns, const uint64_t *cnt, uint32_t n);
+int gt_lat_compute(struct gt_lat_res *r, size_t size, uint64_t *rtt_ns, uint64_t n);
+void gt_report_begin(const struct gt_opts *o);
+void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r);
+void gt_report_lat(const struct gt_opts *o, const struct gt_lat_res *r);
+void gt_report_end(const struct gt_opts *o, int ok, int verified);
+const char *gt_mode_name(enum gt_mode m);
+
+#endif /* VRDMA_GT_COMMON_H */

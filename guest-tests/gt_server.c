@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The server side of vrdma-bw and vrdma-lat: accept one client, then obey
+ * its control messages until FIN.  Per-program work comes in as ops.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gt_common.h"
+
+static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
+		    uint32_t *sizes, int *verify_ok)
+{
+	struct gt_ctl m, r;
+	int ret;
+
+	for (;;) {
+		ret = gt_wait_ctl(c, &m, 0);
+		if (ret)
+			return ret;
+		memset(&r, 0, sizeof(r));
+		switch (m.type) {
+		case GT_CTL_BEGIN:
+			if (!m.size || m.size > c->max_size || !m.iters)
+				return -EPROTO;
+			c->rx_data = 0;
+			c->rx_size = m.size;
+			c->rx_seed = m.seed;
+			c->rx_bad = 0;
+			if (ops->prepare)
+				ops->prepare(c, &m);
+			r.type = GT_CTL_READY;
+			ret = gt_send_ctl(c, &r);
+			if (!ret && ops->begin)
+				ret = ops->begin(c, &m);
+			break;
+		case GT_CTL_DONE:
+			r.type = GT_CTL_RESULT;
+			r.status = ops->verify && ops->verify(c, &m) ? 1 : 0;
+			if (r.status)
+				*verify_ok = 0;
+			(*sizes)++;
+			ret = gt_send_ctl(c, &r);
+			break;
+		case GT_CTL_FIN:
+			c->closing = 1;
+			r.type = GT_CTL_FIN_ACK;
+			ret = gt_send_ctl(c, &r);
+			return ret ? ret : gt_drain(c);
+		default:
+			return -EPROTO;
+		}
+		if (ret)
+			return ret;
+	}
+}
+
+int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops)
+{
+	struct gt_ctx c;
+	uint32_t sizes = 0;
+	int verify_ok = 1, ret;
+
+	ret = gt_server_accept(&c, o);
+	if (ret)
+		goto out;
+	ret = gt_serve(&c, ops, &sizes, &verify_ok);
+	if (ret == -EPROTO)
+		fprintf(stderr, "%s: protocol error from the client\n", o->prog);
+	/* One summary line; the client prints the table. */
+	if (!ret)
+		fprintf(o->fmt == GT_FMT_TEXT ? stdout : stderr,
+			"%s server: %s mode, %u size(s) served%s%s\n", o->prog,
+			gt_mode_name(c.mode), sizes, c.verify ? ", verify: " : "",
+			c.verify ? (verify_ok ? "OK" : "FAILED") : "");
+	if (!ret && !verify_ok)
+		ret = -EBADMSG;
+out:
+	gt_teardown(&c);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/* Completion queues: a shared area dom0 writes CQEs into; every CQE is
+ * copied out and checked before the app sees it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vlib.h"
+#include "log.h"
+#include "vring.h"
+
+struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_context)
+{
+	struct vrdma_req req = { .opcode = VRDMA_CMD_CREATE_CQ };
+	unsigned order = 0;
+	struct vlib_cq *c;
+	uint32_t out[4];
+	int rc;
+
+	if (!dev || cqe < 1 || cqe > (1 << VRDMA_CQ_ORDER_MAX)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while ((1 << order) < cqe)
+		order++;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = vlib_buf_alloc(dev, vrdma_cq_pages(order), true, &c->buf);
+	if (rc)
+		goto err_free;
+	c->hdr = (struct vrdma_cq_hdr *)c->buf->addr;
+	c->ring = (struct vrdma_cqe *)(c->buf->addr + VRDMA_PAGE_SIZE);
+	c->size = 1u << order;
+	c->hdr->magic = VRDMA_WIRE_MAGIC;
+	c->hdr->order = order;
+	c->hdr->ring.event = 1;	/* armed for the first CQE, as Xen rings */
+	vring_mb();
+
+	req.u.create_cq.buf = c->buf->handle;
+	req.u.create_cq.page = 0;
+	req.u.create_cq.order = order;
+	rc = vfe_cmd(&dev->fe, &req, out);
+	if (rc)
+		goto err_buf;
+
+	pthread_mutex_init(&c->lock, NULL);
+	c->pub.device = dev;
+	c->pub.cq_context = cq_context;
+	c->pub.cqe = (int)c->size;
+	c->pub.handle = out[0];
+	pthread_mutex_lock(&dev->obj_lock);
+	c->next = dev->cqs;
+	dev->cqs = c;
+	pthread_mutex_unlock(&dev->obj_lock);
+	return &c->pub;
+
+err_buf:
+	vlib_buf_free(dev, c->buf, true);
+err_free:
+	free(c);
+	errno = -rc;
+	return NULL;
+}
+
+int vlib_destroy_cq(struct vlib_cq *c, bool force)
+{
+	struct vrdma_device *dev = c->pub.device;
+	struct vrdma_req req = { .opcode = VRDMA_CMD_DESTROY_CQ, .handle = c->pub.handle };
+	int rc = 0;
+
+	pthread_mutex_lock(&dev->obj_lock);
+	if (c->users && !force) {
+		pthread_mutex_unlock(&dev->obj_lock);
+		return -EBUSY;
+	}
+	VLIB_UNLINK(&dev->cqs, c);
+	pthread_mutex_unlock(&dev->obj_lock);
+
+	if (!vfe_is_broken(&dev->fe))
+		rc = vfe_cmd(&dev->fe, &req, NULL);
+	if (rc && rc != -EIO && !force) {
+		pthread_mutex_lock(&dev->obj_lock);
+		c->next = dev->cqs;
+		dev->cqs = c;
+		pthread_mutex_unlock(&dev->obj_lock);
+		return rc;
+	}
+	vlib_buf_free(dev, c->buf, true);
+	pthread_mutex_destroy(&c->lock);
+	free(c->gone);
+	free(c);
+	return 0;
+}
+
+int vrdma_destroy_cq(struct vrdma_cq *cq)
+{
+	if (!cq || !cq->device)
+		return EINVAL;
+	return vlib_ret(vlib_destroy_cq(vlib_cq(cq), false));
+}
+
+/* A QP using this CQ is being destroyed: CQEs already produced for it are
+ * dropped when polled; anything later naming it is a violation. */
+void vlib_cq_forget_qp(struct vlib_cq *c, uint32_t qp)
+{
+	struct vlib_gone *g;
+	unsigned i, n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < c->ngone; i++)	/* prune entries already passed */
+		if ((int32_t)(c->gone[i].until - c->cons) > 0)
+			c->gone[n++] = c->gone[i];
+	c->ngone = n;
+	g = realloc(c->gone, (n + 1) * sizeof(*g));
+	if (g) {
+		c->gone = g;
+		g[n].qp = qp;
+		g[n].until = vring_load_acq(&c->hdr->ring.prod);
+		c->ngone++;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static bool vlib_cq_gone(const struct vlib_cq *c, uint32_t qp)
+{
+	unsigned i;
+
+	for (i = 0; i < c->ngone; i++)
+		if (c->gone[i].qp == qp && (int32_t)(c->gone[i].until - c->cons) > 0)
+			return true;
+	return false;
+}
+
+static int vlib_wc_status(uint8_t ws, enum vrdma_wc_status *st)
+{
+	switch (ws) {
+	case VRDMA_WS_SUCCESS:		*st = VRDMA_WC_SUCCESS; break;
+	case VRDMA_WS_LOC_LEN_ERR:	*st = VRDMA_WC_LOC_LEN_ERR; break;
+	case VRDMA_WS_LOC_QP_OP_ERR:	*st = VRDMA_WC_LOC_QP_OP_ERR; break;
+	case VRDMA_WS_LOC_PROT_ERR:	*st = VRDMA_WC_LOC_PROT_ERR; break;
+	case VRDMA_WS_WR_FLUSH_ERR:	*st = VRDMA_WC_WR_FLUSH_ERR; break;
+	case VRDMA_WS_REM_INV_REQ_ERR:	*st = VRDMA_WC_REM_INV_REQ_ERR; break;
+	case VRDMA_WS_REM_ACCESS_ERR:	*st = VRDMA_WC_REM_ACCESS_ERR; break;
+	case VRDMA_WS_REM_OP_ERR:	*st = VRDMA_WC_REM_OP_ERR; break;
+	case VRDMA_WS_RETRY_EXC_ERR:	*st = VRDMA_WC_RETRY_EXC_ERR; break;
+	case VRDMA_WS_RNR_RETRY_EXC_ERR: *st = VRDMA_WC_RNR_RETRY_EXC_ERR; break;
+	case VRDMA_WS_FATAL_ERR:	*st = VRDMA_WC_FATAL_ERR; break;
+	default:			return -EPROTO;
+	}
+	return 0;
+}
+
+/* 1 for a send-queue opcode, 0 for a receive one, -EPROTO if unknown. */
+static int vlib_wc_opcode(uint8_t op, enum vrdma_wc_opcode *wop)
+{
+	switch (op) {
+	case VRDMA_WC_SEND:	*wop = VRDMA_WC_SEND_OP; return 1;
+	case VRDMA_WC_WRITE:	*wop = VRDMA_WC_RDMA_WRITE_OP; return 1;
+	case VRDMA_WC_READ:	*wop = VRDMA_WC_RDMA_READ_OP; return 1;
+	case VRDMA_WC_CMP_SWAP:	*wop = VRDMA_WC_COMP_SWAP_OP; return 1;
+	case VRDMA_WC_FETCH_ADD: *wop = VRDMA_WC_FETCH_ADD_OP; return 1;
+	case VRDMA_WC_RECV:	*wop = VRDMA_WC_RECV_OP; return 0;
+	case VRDMA_WC_RECV_IMM:	*wop = VRDMA_WC_RECV_RDMA_WITH_IMM_OP; return 0;
+	default:		return -EPROTO;
+	}
+}
+
+/* Send CQE: sq_retired moves forward, never past what we posted. */
+static int vlib_cqe_send(struct vlib_qp *q, const struct vrdma_cqe *e)
+{
+	uint32_t posted = __atomic_load_n(&q->sq_posted, __ATOMIC_ACQUIRE);
+	uint32_t old = q->sq_retired;
+
+	if ((uint32_t)(e->sq_retired - old) > (uint32_t)(posted - old))
+		return -EPROTO;
+	if (e->sq_retired != old &&
+	    e->byte_len > q->sq_len[(e->sq_retired - 1) % q->cap.max_send_wr])
+		return -EPROTO;
+	__atomic_store_n(&q->sq_retired, e->sq_retired, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Receive CQE: retires the oldest posted receive (RC receives are FIFO). */
+static int vlib_cqe_recv(struct vlib_qp *q, const struct vrdma_cqe *e)
+{
+	uint32_t posted = __atomic_load_n(&q->rq_posted, __ATOMIC_ACQUIRE);
+	uint32_t old = q->rq_retired;
+
+	if (posted == old)
+		return -EPROTO;
+	if (e->opcode == VRDMA_WC_RECV &&
+	    e->byte_len > q->rq_len[old % q->cap.max_recv_wr])
+		return -EPROTO;
+	__atomic_store_n(&q->rq_retired, old + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Check and convert one CQE.  1: wc filled; 0: dropped (dead QP);
+ * -EPROTO: dom0 wrote nonsense. */
+static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_wc *wc)
+{
+	struct vrdma_device *dev = c->pub.device;
+	struct vlib_qp *q;
+	int is_send, rc;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = e->wr_id;
+	is_send = vlib_wc_opcode(e->opcode, &wc->opcode);
+	if (is_send < 0 || vlib_wc_status(e->status, &wc->status) ||
+	    (e->flags & ~VRDMA_CQE_F_IMM))
+		return -EPROTO;
+	pthread_mutex_lock(&dev->obj_lock);
+	q = vlib_qp_find(dev, e->qp);
+	pthread_mutex_unlock(&dev->obj_lock);
+	/* q stays alive: destroying it takes this CQ's lock, which we hold. */
+	if (!q)
+		return vlib_cq_gone(c, e->qp) ? 0 : -EPROTO;
+	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub)
+		return -EPROTO;
+	rc = is_send ? vlib_cqe_send(q, e) : vlib_cqe_recv(q, e);
+	if (rc)
+		return rc;
+	if (e->status != VRDMA_WS_SUCCESS)	/* as RC verbs: QP to error */
+		__atomic_store_n(&q->pub.state, VRDMA_QPS_ERR, __ATOMIC_RELEASE);
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	if (e->flags & VRDMA_CQE_F_IMM) {
+		wc->imm_data = e->imm_data;
+		wc->wc_flags = VRDMA_WC_WITH_IMM;
+	}
+	wc->qp_num = q->pub.qp_num;
+	wc->src_qp = e->src_qpn;
+	return 1;
+}
+
+int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
+{
+	struct vlib_cq *c;
+	struct vrdma_cqe e;
+	uint32_t prod;
+	int n = 0, rc;
+
+	if (!cq || !cq->device || num_entries < 0 || (num_entries && !wc)) {
+		errno = EINVAL;
+		return -1;
+	}
+	c = vlib_cq(cq);
+	pthread_mutex_lock(&c->lock);
+	if (vfe_is_broken(&cq->device->fe))
+		goto err_io;
+	prod = vring_load_acq(&c->hdr->ring.prod);
+	if (!vring_sane(prod, c->cons, c->size)) {
+		vfe_set_broken(&cq->device->fe, "CQ producer index out of range");
+		goto err_io;
+	}
+	while (n < num_entries && c->cons != prod) {
+		memcpy(&e, &c->ring[c->cons & (c->size - 1)], sizeof(e));
+		rc = vlib_cqe(c, &e, &wc[n]);
+		__atomic_store_n(&c->cons, c->cons + 1, __ATOMIC_RELEASE);
+		if (rc < 0) {
+			vlog_err("vrdma: bad CQE qp %u opcode %u status %u",
+				 e.qp, e.opcode, e.status);
+			vfe_set_broken(&cq->device->fe, "invalid CQE from dom0");
+			wc[n].status = VRDMA_WC_GENERAL_ERR;
+			n++;
+			break;
+		}
+		n += rc;
+	}
+	vring_consumed(&c->hdr->ring, c->cons);
+	pthread_mutex_unlock(&c->lock);
+	return n;
+
+err_io:
+	pthread_mutex_unlock(&c->lock);
+	errno = EIO;
+	return -1;
+}
+
+static bool vlib_cq_ready(void *arg)
+{
+	struct vlib_cq *c = arg;
+
+	return vring_load_acq(&c->hdr->ring.prod) !=
+	       __atomic_load_n(&c->cons, __ATOMIC_ACQUIRE);
+}
+
+static bool vlib_cq_arm(void *arg)
+{
+	struct vlib_cq *c = arg;
+
+	return vring_arm(&c->hdr->ring, __atomic_load_n(&c->cons, __ATOMIC_ACQUIRE));
+}
+
+int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms)
+{
+	if (!cq || !cq->device || timeout_ms < 0)
+		return EINVAL;
+	return vlib_ret(vfe_wait(&cq->device->fe, vlib_cq_ready, vlib_cq_arm,
+				 vlib_cq(cq), timeout_ms));
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvrdma internals: the objects behind the public structs.  Public
+ * objects are embedded first in a private one (container_of).
+ *
+ * Locks: obj_lock (per device) guards the object lists and the counters
+ * that make destroy-order misuse EBUSY; per-QP sq_lock / rq_lock serialise
+ * posting; per-CQ lock serialises polling.  Order: qp lock -> frontend
+ * ring_lock; cq lock -> obj_lock; frontend evt_lock -> obj_lock.  Nobody
+ * holds obj_lock while issuing a command.
+ */
+#ifndef VRDMA_VLIB_H
+#define VRDMA_VLIB_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vrdma/vrdma.h"
+#include "../frontend/front.h"
+
+#define vlib_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Unlink obj from a list linked by `next` (obj_lock held); true if found. */
+#define VLIB_UNLINK(headp, obj) ({					\
+	__typeof__(obj) *_pp = (headp);					\
+	bool _found = false;						\
+	while (*_pp) {							\
+		if (*_pp == (obj)) {					\
+			*_pp = (obj)->next;				\
+			_found = true;					\
+			break;						\
+		}							\
+		_pp = &(*_pp)->next;					\
+	}								\
+	_found; })
+
+#define VLIB_LISTEN_QUEUE	64	/* pending connection requests */
+
+struct vlib_buf {
+	struct vlib_buf *next;
+	struct vplat_share *share;
+	uint8_t *addr;
+	size_t len;
+	uint32_t handle;
+	unsigned mrs;			/* MRs inside (obj_lock) */
+	bool internal;			/* a CQ area, not the app's */
+};
+
+struct vlib_pd {
+	struct vrdma_pd pub;
+	struct vlib_pd *next;
+	unsigned users;			/* MRs and QPs (obj_lock) */
+};
+
+struct vlib_mr {
+	struct vrdma_mr pub;
+	struct vlib_mr *next;
+	struct vlib_buf *buf;
+};
+
+/* A QP destroyed while its CQEs may still sit in a CQ: CQEs naming it
+ * before index `until` are dropped, later ones are a violation. */
+struct vlib_gone {
+	uint32_t qp;
+	uint32_t until;
+};
+
+struct vlib_cq {
+	struct vrdma_cq pub;
+	struct vlib_cq *next;
+	pthread_mutex_t lock;
+	struct vlib_buf *buf;		/* the shared CQ area */
+	struct vrdma_cq_hdr *hdr;
+	struct vrdma_cqe *ring;
+	uint32_t size;
+	uint32_t cons;			/* private consumer index (lock) */
+	unsigned users;			/* QPs (obj_lock) */
+	uint64_t committed;		/* WRs the QPs may have outstanding */
+	struct vlib_gone *gone;		/* (lock) */
+	unsigned ngone;
+};
+
+struct vlib_qp {
+	struct vrdma_qp pub;
+	struct vlib_qp *next;
+	pthread_mutex_t sq_lock;
+	pthread_mutex_t rq_lock;
+	struct vrdma_qp_cap cap;
+	int sq_sig_all;
+	/* Counters: posted by the poster, retired by the CQ poller; each
+	 * side reads the other's with acquire loads. */
+	uint32_t sq_posted, sq_retired;
+	uint32_t rq_posted, rq_retired;
+	uint32_t *sq_len;		/* bytes per SQ slot, for byte_len checks */
+	uint32_t *rq_len;
+	/* Connection state from events (evt_lock). */
+	int conn_done;			/* atomic: CONNECTED or REJECTED seen */
+	uint16_t conn_status;
+	uint32_t peer_pdata_len;
+	uint8_t peer_pdata[VRDMA_PDATA_MAX];
+};
+
+struct vrdma_listener {
+	struct vrdma_device *dev;
+	struct vrdma_listener *next;
+	uint32_t handle;
+	pthread_mutex_t lock;
+	struct vrdma_conn_req q[VLIB_LISTEN_QUEUE];
+	unsigned head, count;
+};
+
+struct vrdma_device {
+	struct vfe_dev fe;
+	pthread_mutex_t obj_lock;
+	struct vlib_buf *bufs;
+	struct vlib_pd *pds;
+	struct vlib_mr *mrs;
+	struct vlib_cq *cqs;
+	struct vlib_qp *qps;
+	struct vrdma_listener *listeners;
+};
+
+static inline struct vlib_qp *vlib_qp(struct vrdma_qp *qp)
+{
+	return vlib_container_of(qp, struct vlib_qp, pub);
+}
+
+static inline struct vlib_cq *vlib_cq(struct vrdma_cq *cq)
+{
+	return vlib_container_of(cq, struct vlib_cq, pub);
+}
+
+static inline struct vlib_pd *vlib_pd(struct vrdma_pd *pd)
+{
+	return vlib_container_of(pd, struct vlib_pd, pub);
+}
+
+static inline struct vlib_mr *vlib_mr(struct vrdma_mr *mr)
+{
+	return vlib_container_of(mr, struct vlib_mr, pub);
+}
+
+/* Public edge: -errno inside, positive errno (or NULL + errno) outside. */
+static inline int vlib_ret(int rc)
+{
+	return rc < 0 ? -rc : rc;
+}
+
+/* mem.c */
+int  vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
+		    struct vlib_buf **out);
+int  vlib_buf_free(struct vrdma_device *dev, struct vlib_buf *b, bool force);
+int  vlib_dereg_mr(struct vlib_mr *m, bool force);
+int  vlib_dealloc_pd(struct vlib_pd *p, bool force);
+
+/* cq.c */
+int  vlib_destroy_cq(struct vlib_cq *c, bool force);
+void vlib_cq_forget_qp(struct vlib_cq *c, uint32_t qp);
+
+/* qp.c */
+struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle);
+int  vlib_destroy_qp(struct vlib_qp *q, bool force);
+int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+
+/* cm.c */
+int  vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+int  vlib_close_listener(struct vrdma_listener *l, bool force);
+
+/* Copy a name into a wire field; -EINVAL if longer than VRDMA_MAX_NAME. */
+int  vlib_name(char dst[VRDMA_NAME_MAX], const char *src);
+
+#endif /* VRDMA_VLIB_H */

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Plain host, dom0 role: vrdmad's "hypervisor".  Listens on
+ * <run_dir>/guest.sock, gives each connecting guest a domain id, plays
+ * toolstack (creates its device keys), serves its key requests with
+ * xenstore permissions, and cleans up when it goes away -- removing its
+ * keys fires the watches that tell the backend, as xenstore does when a
+ * domain dies.  A guest that breaks the protocol is disconnected; dom0
+ * never trusts a byte it receives.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "host_dom0.h"
+#include "keystore.h"
+#include "log.h"
+
+#define HD_MSGS_PER_GUEST	16	/* per vplat_process(), for fairness */
+#define HD_DELIVER_MAX		1024
+
+struct hd_lwatch {			/* a watch of dom0 itself */
+	struct hd_lwatch *next;
+	uint64_t id;
+	vplat_watch_fn *cb;
+	void *arg;
+	char path[];
+};
+
+struct hd_levt {
+	struct hd_levt *next;
+	uint64_t id;
+	char path[];
+};
+
+#define hd_of(p) ((struct hd *)(p))
+
+static void hd_signal(struct hd *d)
+{
+	uint64_t one = 1;
+
+	if (write(d->evfd, &one, sizeof(one)) < 0)
+		vlog_dbg("platform: local event signal: %s", strerror(errno));
+}
+
+/* Key store watch fired: dom0's own go to the local queue, guests' out. */
+static void hd_fire(void *arg, void *owner, uint64_t token, const char *path)
+{
+	struct hd *d = arg;
+	struct hd_guest *g = owner;
+	struct vhp_hdr h = { .type = VHP_EVENT, .arg = { (uint32_t)token } };
+	size_t n = strlen(path) + 1;
+
+	if (!g) {
+		struct hd_levt *e = malloc(sizeof(*e) + n);
+
+		if (!e) {
+			vlog_err("platform: out of memory, watch event for %s lost", path);
+			return;
+		}
+		e->next = NULL;
+		e->id = token;
+		memcpy(e->path, path, n);
+		*d->levq_tail = e;
+		d->levq_tail = &e->next;
+		hd_signal(d);
+		return;
+	}
+	if (g->dead)
+		return;
+	h.len = (uint32_t)n;
+	if (vhp_send(g->sock, &h, path, NULL, 0, MSG_DONTWAIT))
+		hd_guest_kill(g, "not reading its socket (watch event)");
+}
+
+struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid)
+{
+	struct hd_guest *g;
+
+	for (g = d->guests; g; g = g->next)
+		if (g->domid == domid && domid && !g->dead)
+			return g;
+	return NULL;
+}
+
+/* Mark dead now (nothing more is read or sent), free at reap time. */
+void hd_guest_kill(struct hd_guest *g, const char *why)
+{
+	if (g->dead)
+		return;
+	if (why)
+		vlog_warn("platform: disconnecting domain %u (%s): %s", g->domid,
+			  g->name[0] ? g->name : "?", why);
+	else
+		vlog_info("platform: domain %u (%s) went away", g->domid, g->name);
+	g->dead = 1;
+	epoll_ctl(g->d->epfd, EPOLL_CTL_DEL, g->sock, NULL);
+}
+
+int hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
+	     const void *payload, uint32_t len, uint32_t arg0)
+{
+	struct vhp_hdr h = {
+		.type = req->type == VHP_HELLO ? VHP_WELCOME : VHP_REPLY,
+		.seq = req->seq, .err = err, .len = len, .arg = { arg0 },
+	};
+
+	if (g->dead)
+		return -EPIPE;
+	if (vhp_send(g->sock, &h, payload, NULL, 0, MSG_DONTWAIT)) {
+		hd_guest_kill(g, "not reading its socket (reply)");
+		return -EPIPE;
+	}
+	return 0;
+}
+
+static void hd_guest_free(struct hd *d, struct hd_guest *g)
+{
+	struct hd_chan *c;
+
+	ks_unwatch_owner(d->ks, g);
+	if (g->domid) {
+		hd_toolstack_remove(d, g->domid);
+		for (c = d->chans; c; c = c->next)
+			if (c->domid == g->domid)
+				c->dead = 1;
+	}
+	hd_gnt_release(g);
+	close(g->sock);
+	d->nguests--;
+	free(g);
+}
+
+static void hd_reap(struct hd *d)
+{
+	struct hd_guest **pg = &d->guests, *g;
+
+	while ((g = *pg)) {
+		if (!g->dead) {
+			pg = &g->next;
+			continue;
+		}
+		*pg = g->next;
+		hd_guest_free(d, g);
+	}
+}
+
+static void hd_guest_readable(struct hd_guest *g)
+{
+	int fds[VHP_MAX_FDS], nfds, i, r;
+	char *rbuf = g->d->rbuf;
+	struct vhp_hdr h;
+
+	for (i = 0; i < HD_MSGS_PER_GUEST && !g->dead; i++) {
+		r = vhp_recv(g->sock, &h, rbuf, VHP_PAYLOAD_MAX, fds, &nfds, MSG_DONTWAIT);
+		if (r == -EAGAIN)
+			return;
+		if (r == -EPIPE || r == -ECONNRESET) {
+			hd_guest_kill(g, NULL);
+			return;
+		}
+		if (r == -EBADMSG) {
+			hd_guest_kill(g, "malformed message (size)");
+			return;
+		}
+		if (r) {
+			hd_guest_kill(g, strerror(-r));
+			return;
+		}
+		rbuf[h.len] = '\0';
+		r = hd_req_msg(g, &h, rbuf, fds, &nfds);
+		vhp_close_fds(fds, &nfds);	/* whatever the handler did not keep */
+		if (r) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "malformed message (type %u)", h.type);
+			hd_guest_kill(g, why);
+		}
+	}
+}
+
+static void hd_accept(struct hd *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct hd_guest *g;
+	int s;
+
+	s = accept4(d->lsock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (s < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			vlog_warn("platform: accept: %s", strerror(errno));
+		return;
+	}
+	if (d->nguests >= HD_MAX_GUESTS) {
+		vlog_warn("platform: refusing a guest: %u guests is the limit", HD_MAX_GUESTS);
+		close(s);
+		return;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		close(s);
+		return;
+	}
+	g->d = d;
+	g->sock = s;
+	ev.data.ptr = g;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
+		vlog_warn("platform: epoll: %s", strerror(errno));
+		close(s);
+		free(g);
+		return;
+	}
+	g->next = d->guests;
+	d->guests = g;
+	d->nguests++;
+}
+
+/* ---- the instance ---- */
+
+/* Refuse to steal the socket of a live vrdmad; remove a stale one. */
+static int hd_listen(struct hd *d, const char *run_dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n, s;
+
+	if (mkdir(run_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", run_dir, VHP_SOCK_NAME);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(d->sock_path, sa.sun_path, sizeof(d->sock_path));
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(s);
+		vlog_err("platform: %s is in use by another vrdmad", sa.sun_path);
+		return -EADDRINUSE;
+	}
+	unlink(sa.sun_path);
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 64) < 0) {
+		n = -errno;
+		vlog_err("platform: cannot listen on %s: %s", sa.sun_path, strerror(-n));
+		close(s);
+		return n;
+	}
+	d->lsock = s;
+	return 0;
+}
+
+static int hd_open(const struct vplat_cfg *cfg, struct vplat **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	const char *run_dir = cfg->run_dir, *e;
+	struct hd *d;
+	int r;
+
+	if (!run_dir)
+		run_dir = getenv("VRDMA_RUN_DIR");
+	if (!run_dir || !*run_dir)
+		run_dir = "/run/vrdma";
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->base.ops = &vplat_host_dom0_ops;
+	d->base.domid = VPLAT_DOM0;
+	d->lsock = -1;
+	d->next_domid = 1;
+	d->levq_tail = &d->levq;
+	d->max_pages = HD_MAX_PAGES;
+	e = getenv("VRDMA_MAX_GUEST_PAGES");
+	if (e && *e)
+		d->max_pages = strtoull(e, NULL, 0);
+	r = ks_new(hd_fire, d, &d->ks);
+	if (r)
+		goto err_free;
+	d->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->evfd < 0) {
+		r = -errno;
+		goto err_ks;
+	}
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0) {
+		r = -errno;
+		goto err_evfd;
+	}
+	r = hd_listen(d, run_dir);
+	if (r)
+		goto err_epfd;
+	ev.data.ptr = &d->lsock;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->lsock, &ev) < 0)
+		goto err_errno;
+	ev.data.ptr = &d->evfd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &ev) < 0)
+		goto err_errno;
+	vlog_dbg("platform: dom0 listening on %s", d->sock_path);
+	*out = &d->base;
+	return 0;
+
+err_errno:
+	r = -errno;
+	close(d->lsock);
+	unlink(d->sock_path);
+err_epfd:
+	close(d->epfd);
+err_evfd:
+	close(d->evfd);
+err_ks:
+	ks_free(d->ks);
+err_free:
+	free(d);
+	return r;
+}
+
+static void hd_close(struct vplat *p)
+{
+	struct hd *d = hd_of(p);
+	struct hd_guest *g;
+	struct hd_chan *c;
+
+	for (g = d->guests; g; g = g->next)
+		g->dead = 1;
+	hd_reap(d);
+	/* Channels the caller still holds keep their own fds; just orphan them. */
+	for (c = d->chans; c; c = c->next) {
+		c->dead = 1;
+		c->pprev = NULL;
+	}
+	while (d->lwatches) {
+		struct hd_lwatch *w = d->lwatches;
+
+		d->lwatches = w->next;
+		free(w);
+	}
+	while (d->levq) {
+		struct hd_levt *e = d->levq;
+
+		d->levq = e->next;
+		free(e);
+	}
+	ks_free(d->ks);
+	close(d->lsock);
+	unlink(d->sock_path);
+	close(d->epfd);
+	close(d->evfd);
+	free(d);
+}
+
+static int hd_fd(const struct vplat *p)
+{
+	return hd_of(p)->epfd;
+}
+
+static void hd_deliver(struct hd *d)
+{
+	unsigned n = 0;
+	uint64_t cnt;
+
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		vlog_dbg("platform: local event drain: %s", strerror(errno));
+	while (d->levq && n++ < HD_DELIVER_MAX) {
+		struct hd_levt *e = d->levq;
+		struct hd_lwatch *w;
+
+		d->levq = e->next;
+		if (!d->levq)
+			d->levq_tail = &d->levq;
+		/* Looked up per event: a callback may have unwatched it. */
+		for (w = d->lwatches; w; w = w->next)
+			if (w->id == e->id)
+				break;
+		if (w)
+			w->cb(&d->base, e->path, w->arg);
+		free(e);
+	}
+	if (d->levq)
+		hd_signal(d);
+}
+
+static int hd_process(struct vplat *p)
+{
+	struct hd *d = hd_of(p);
+	struct epoll_event evs[32];
+	int n, i;
+
+	n = epoll_wait(d->epfd, evs, 32, 0);
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		void *ptr = evs[i].data.ptr;
+
+		if (ptr == &d->lsock)
+			hd_accept(d);
+		else if (ptr != &d->evfd && !((struct hd_guest *)ptr)->dead)
+			hd_guest_readable(ptr);
+	}
+	hd_reap(d);
+	hd_deliver(d);
+	return 0;
+}
+
+/* ---- dom0's own keys: no permission checks ---- */
+
+static int hd_key_write(struct vplat *p, const char *path, const char *val)
+{
+	return ks_write(hd_of(p)->ks, path, val, 0, 0);
+}
+
+static int hd_key_read(struct vplat *p, const char *path, char *buf, size_t len)
+{
+	return ks_path_ok(path) ? ks_read(hd_of(p)->ks, path, buf, len) : -EINVAL;
+}
+
+static int hd_key_rm(struct vplat *p, const char *path)
+{
+	return ks_path_ok(path) ? ks_rm(hd_of(p)->ks, path) : -EINVAL;
+}
+
+static int hd_key_list(struct vplat *p, const char *path, char *buf, size_t len,
+		       unsigned *count)
+{
+	int r;
+
+	if (!ks_path_ok(path))
+		return -EINVAL;
+	r = ks_list(hd_of(p)->ks, path, buf, len - 1, count);
+	if (r < 0)
+		return r;
+	buf[r] = '\0';
+	return 0;
+}
+
+static int hd_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
+{
+	struct hd *d = hd_of(p);
+	size_t n = strlen(path) + 1;
+	struct hd_lwatch *w;
+	int r;
+
+	if (!ks_path_ok(path))
+		return -EINVAL;
+	w = malloc(sizeof(*w) + n);
+	if (!w)
+		return -ENOMEM;
+	w->id = ++d->next_lw_id;
+	w->cb = cb;
+	w->arg = arg;
+	memcpy(w->path, path, n);
+	r = ks_watch(d->ks, path, NULL, w->id);
+	if (r) {
+		free(w);
+		return r;
+	}
+	w->next = d->lwatches;
+	d->lwatches = w;
+	return 0;
+}
+
+static void hd_unwatch(struct vplat *p, const char *path, void *arg)
+{
+	struct hd *d = hd_of(p);
+	struct hd_lwatch **pw, *w;
+
+	for (pw = &d->lwatches; (w = *pw); pw = &w->next)
+		if (w->arg == arg && strcmp(w->path, path) == 0)
+			break;
+	if (!w)
+		return;
+	*pw = w->next;
+	ks_unwatch(d->ks, NULL, w->id);
+	free(w);
+}
+
+const struct vplat_ops vplat_host_dom0_ops = {
+	.kind		= "host",
+	.open		= hd_open,
+	.close		= hd_close,
+	.fd		= hd_fd,
+	.process	= hd_process,
+	.map		= hd_map,
+	.unmap		= hd_unmap,
+	.chan_bind	= hd_chan_bind,
+	.notify		= hd_notify,
+	.chan_fd	= hd_chan_fd,
+	.chan_ack	= hd_chan_ack,
+	.chan_wait	= hd_chan_wait,
+	.chan_close	= hd_chan_close,
+	.key_write	= hd_key_write,
+	.key_read	= hd_key_read,
+	.key_rm		= hd_key_rm,
+	.key_list	= hd_key_list,
+	.watch		= hd_watch,
+	.unwatch	= hd_unwatch,
+};

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Plain host, dom0 role, internal: shared by host_dom0.c (the instance,
+ * guest connections, dom0's own keys and watches), host_req_dom0.c (guest
+ * requests, toolstack duty) and host_gnt_dom0.c (grant table and channels
+ * of each guest).  Single-threaded.
+ */
+#ifndef VRDMA_HOST_DOM0_H
+#define VRDMA_HOST_DOM0_H
+
+#include <stdint.h>
+
+#include "host_proto.h"
+#include "vplat_impl.h"
+
+#define HD_MAX_GUESTS		256
+#define HD_MAX_KEYS		1024	/* keys a guest may create */
+#define HD_MAX_WATCHES		128
+#define HD_MAX_SHARES		4096	/* each holds one memfd open */
+#define HD_MAX_CHANS		256
+#define HD_MAX_PAGES		262144	/* 1 GiB; env VRDMA_MAX_GUEST_PAGES */
+
+struct hd_share {
+	uint32_t first, npages;
+	int fd;
+	int writable;
+};
+
+struct hd_gchan {			/* a channel the guest allocated */
+	uint32_t port;
+	int to_dom0, to_guest;
+};
+
+struct hd_guest {
+	struct hd_guest *next;
+	struct hd *d;
+	int sock;
+	uint32_t domid;			/* 0 until HELLO */
+	int dead;
+	char name[VHP_NAME_MAX];
+	struct hd_share *shares;
+	uint32_t nshares, scap;
+	uint64_t pages;
+	struct hd_gchan *chans;
+	uint32_t nchans, ccap;
+};
+
+struct hd_chan {			/* a channel dom0 bound */
+	struct vplat_chan base;
+	struct hd_chan *next, **pprev;
+	uint32_t domid;
+	int in_fd, out_fd;		/* guest->dom0, dom0->guest */
+	int guest_sock;			/* valid while !dead */
+	int dead;
+};
+
+struct hd {
+	struct vplat base;
+	int lsock, epfd, evfd;
+	char sock_path[108];
+	struct ks *ks;
+	struct hd_guest *guests;
+	unsigned nguests;
+	uint32_t next_domid;
+	uint64_t max_pages;
+	struct hd_lwatch *lwatches;
+	struct hd_levt *levq, **levq_tail;
+	uint64_t next_lw_id;
+	struct hd_chan *chans;
+	char rbuf[VHP_PAYLOAD_MAX + 1];	/* one request at a time */
+	char obuf[VHP_PAYLOAD_MAX];
+};
+
+struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
+void hd_guest_kill(struct hd_guest *g, const char *why);
+int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
+	      const void *payload, uint32_t len, uint32_t arg0);
+
+/* host_req_dom0.c: one guest message; 0 or -EBADMSG (disconnect it). */
+int  hd_req_msg(struct hd_guest *g, const struct vhp_hdr *h, char *buf,
+		int *fds, int *nfds);
+void hd_toolstack_remove(struct hd *d, uint32_t domid);
+
+/* host_gnt_dom0.c: messages SHARE/UNSHARE/CHAN/CHAN_CLOSE; 0 or -EBADMSG. */
+int  hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds);
+void hd_gnt_release(struct hd_guest *g);	/* guest gone: close its fds */
+int  hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+	    int writable, struct vplat_map **out);
+void hd_unmap(struct vplat_map *m);
+int  hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+		  struct vplat_chan **out);
+int  hd_notify(struct vplat_chan *c);
+int  hd_chan_fd(const struct vplat_chan *c);
+int  hd_chan_ack(struct vplat_chan *c);
+int  hd_chan_wait(struct vplat_chan *c, int timeout_ms);
+void hd_chan_close(struct vplat_chan *c);
+
+#endif /* VRDMA_HOST_DOM0_H */

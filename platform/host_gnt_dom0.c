@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Plain host, dom0 role: each guest's grant table (memfds it shared, by
+ * ref range) and the channels it allocated; dom0's mappings and bound
+ * channels.  A mapping outlives the guest (mmap semantics); a bound
+ * channel reports the guest gone with -EPIPE.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host_dom0.h"
+#include "log.h"
+
+struct hd_map {
+	struct vplat_map base;
+	size_t len;
+};
+
+static size_t hd_page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A share must be a memfd sealed against shrinking (else SIGBUS in dom0). */
+static int hd_memfd_ok(int fd, uint32_t npages)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_size >= (uint64_t)npages * hd_page_size();
+}
+
+/* Must be a non-blocking eventfd: dom0 reads it and must never block. */
+static int hd_eventfd_ok(int fd)
+{
+	char path[32], link[64];
+	ssize_t n;
+	int fl = fcntl(fd, F_GETFL);
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || fl < 0 || !(fl & O_NONBLOCK))
+		return 0;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+static struct hd_share *hd_share_find(struct hd_guest *g, uint32_t ref)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->nshares; i++)
+		if (ref - g->shares[i].first < g->shares[i].npages)
+			return &g->shares[i];
+	return NULL;
+}
+
+static int hd_share_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
+{
+	uint32_t first = h->arg[0], npages = h->arg[1], i;
+	struct hd_share *s;
+
+	if (*nfds != 1 || npages == 0 || first > UINT32_MAX - npages || h->arg[2] > 1)
+		return -EBADMSG;
+	for (i = 0; i < g->nshares; i++) {
+		s = &g->shares[i];
+		if (first < s->first + s->npages && s->first < first + npages)
+			return hd_reply(g, h, -EEXIST, NULL, 0, 0), 0;
+	}
+	if (g->pages + npages > g->d->max_pages)
+		return hd_reply(g, h, -ENOMEM, NULL, 0, 0), 0;
+	if (g->nshares >= HD_MAX_SHARES)
+		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
+	if (!hd_memfd_ok(fds[0], npages))
+		return hd_reply(g, h, -EINVAL, NULL, 0, 0), 0;
+	if (g->nshares == g->scap) {
+		uint32_t ncap = g->scap ? g->scap * 2 : 16;
+		struct hd_share *n = realloc(g->shares, ncap * sizeof(*n));
+
+		if (!n)
+			return hd_reply(g, h, -ENOMEM, NULL, 0, 0), 0;
+		g->shares = n;
+		g->scap = ncap;
+	}
+	s = &g->shares[g->nshares++];
+	s->first = first;
+	s->npages = npages;
+	s->writable = h->arg[2];
+	s->fd = fds[--*nfds];	/* kept */
+	g->pages += npages;
+	return hd_reply(g, h, 0, NULL, 0, 0), 0;
+}
+
+static int hd_unshare_msg(struct hd_guest *g, const struct vhp_hdr *h)
+{
+	struct hd_share *s = hd_share_find(g, h->arg[0]);
+
+	if (!s || s->first != h->arg[0] || s->npages != h->arg[1])
+		return -EBADMSG;
+	close(s->fd);
+	g->pages -= s->npages;
+	*s = g->shares[--g->nshares];
+	return 0;
+}
+
+static struct hd_gchan *hd_gchan_find(struct hd_guest *g, uint32_t port)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->nchans; i++)
+		if (g->chans[i].port == port)
+			return &g->chans[i];
+	return NULL;
+}
+
+static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
+{
+	struct hd_gchan *c;
+
+	if (*nfds != 2)
+		return -EBADMSG;
+	if (!hd_eventfd_ok(fds[0]) || !hd_eventfd_ok(fds[1]))
+		return -EBADMSG;
+	if (hd_gchan_find(g, h->arg[0]))
+		return hd_reply(g, h, -EEXIST, NULL, 0, 0), 0;
+	if (g->nchans >= HD_MAX_CHANS)
+		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
+	if (g->nchans == g->ccap) {
+		uint32_t ncap = g->ccap ? g->ccap * 2 : 8;
+		struct hd_gchan *n = realloc(g->chans, ncap * sizeof(*n));
+
+		if (!n)
+			return hd_reply(g, h, -ENOMEM, NULL, 0, 0), 0;
+		g->chans = n;
+		g->ccap = ncap;
+	}
+	c = &g->chans[g->nchans++];
+	c->port = h->arg[0];
+	c->to_guest = fds[1];
+	c->to_dom0 = fds[0];
+	*nfds = 0;		/* both kept */
+	return hd_reply(g, h, 0, NULL, 0, 0), 0;
+}
+
+int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
+{
+	struct hd_gchan *c;
+
+	switch (h->type) {
+	case VHP_SHARE:
+		return hd_share_msg(g, h, fds, nfds);
+	case VHP_CHAN:
+		return hd_chan_msg(g, h, fds, nfds);
+	case VHP_UNSHARE:
+		return *nfds ? -EBADMSG : hd_unshare_msg(g, h);
+	default:	/* VHP_CHAN_CLOSE */
+		c = hd_gchan_find(g, h->arg[0]);
+		if (*nfds || !c)
+			return -EBADMSG;
+		close(c->to_dom0);
+		close(c->to_guest);
+		*c = g->chans[--g->nchans];
+		return 0;
+	}
+}
+
+void hd_gnt_release(struct hd_guest *g)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->nshares; i++)
+		close(g->shares[i].fd);
+	for (i = 0; i < g->nchans; i++) {
+		close(g->chans[i].to_dom0);
+		close(g->chans[i].to_guest);
+	}
+	free(g->shares);
+	free(g->chans);
+	g->shares = NULL;
+	g->chans = NULL;
+	g->nshares = g->nchans = 0;
+}
+
+/* ---- mappings ---- */
+
+int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+	   int writable, struct vplat_map **out)
+{
+	struct hd_guest *g = hd_guest_find((struct hd *)p, domid);
+	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+	size_t pg = hd_page_size();
+	struct hd_share *s = NULL;
+	struct hd_map *m;
+	uint32_t i, j;
+	char *base;
+	int r;
+
+	if (!g)
+		return -ESRCH;
+	if (n > g->d->max_pages)
+		return -ENOMEM;
+	/* Check every ref before touching anything: all or nothing. */
+	for (i = 0; i < n; i++) {
+		if (!s || refs[i] - s->first >= s->npages)
+			s = hd_share_find(g, refs[i]);
+		if (!s)
+			return -EFAULT;
+		if (writable && !s->writable)
+			return -EACCES;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->base.ops = p->ops;
+	m->len = (size_t)n * pg;
+	/* Reserve the whole range, then place each run of pages inside it. */
+	base = mmap(NULL, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED) {
+		free(m);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i = j) {
+		s = hd_share_find(g, refs[i]);
+		for (j = i + 1; j < n && refs[j] == refs[j - 1] + 1 &&
+			       refs[j] - s->first < s->npages; j++)
+			;
+		if (mmap(base + (size_t)i * pg, (size_t)(j - i) * pg, prot,
+			 MAP_FIXED | MAP_SHARED | MAP_POPULATE, s->fd,
+			 (off_t)(refs[i] - s->first) * (off_t)pg) == MAP_FAILED) {
+			r = errno == EPERM || errno == EACCES ? -EACCES : -ENOMEM;
+			munmap(base, m->len);
+			free(m);
+			return r;
+		}
+	}
+	m->base.addr = base;
+	*out = &m->base;
+	return 0;
+}
+
+void hd_unmap(struct vplat_map *bm)
+{
+	struct hd_map *m = (struct hd_map *)bm;
+
+	munmap(m->base.addr, m->len);
+	free(m);
+}
+
+/* ---- bound channels ---- */
+
+#define hd_chan_of(c) ((struct hd_chan *)(c))
+
+int hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+		 struct vplat_chan **out)
+{
+	struct hd *d = (struct hd *)p;
+	struct hd_guest *g = hd_guest_find(d, domid);
+	struct hd_gchan *gc;
+	struct hd_chan *c;
+
+	if (!g)
+		return -ESRCH;
+	gc = hd_gchan_find(g, port);
+	if (!gc)
+		return -ENOENT;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->base.ops = p->ops;
+	c->domid = domid;
+	c->guest_sock = g->sock;
+	/* Our own copies: the guest may close the port or die meanwhile. */
+	c->in_fd = fcntl(gc->to_dom0, F_DUPFD_CLOEXEC, 0);
+	c->out_fd = fcntl(gc->to_guest, F_DUPFD_CLOEXEC, 0);
+	if (c->in_fd < 0 || c->out_fd < 0) {
+		int r = -errno;
+
+		if (c->in_fd >= 0)
+			close(c->in_fd);
+		if (c->out_fd >= 0)
+			close(c->out_fd);
+		free(c);
+		return r;
+	}
+	c->next = d->chans;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &d->chans;
+	d->chans = c;
+	*out = &c->base;
+	return 0;
+}
+
+int hd_notify(struct vplat_chan *bc)
+{
+	struct hd_chan *c = hd_chan_of(bc);
+	uint64_t one = 1;
+
+	if (c->dead)
+		return -EPIPE;
+	if (write(c->out_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+int hd_chan_fd(const struct vplat_chan *bc)
+{
+	return ((const struct hd_chan *)bc)->in_fd;
+}
+
+int hd_chan_ack(struct vplat_chan *bc)
+{
+	uint64_t cnt;
+
+	if (read(hd_chan_of(bc)->in_fd, &cnt, sizeof(cnt)) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return 1;
+}
+
+int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
+{
+	struct hd_chan *c = hd_chan_of(bc);
+	int64_t deadline = vplat_now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = c->in_fd, .events = POLLIN },
+			{ .fd = c->dead ? -1 : c->guest_sock, .events = POLLRDHUP },
+		};
+		int64_t left = deadline - vplat_now_ms();
+		int r;
+
+		if (hd_chan_ack(bc) > 0)
+			return 0;
+		if (c->dead)
+			return -EPIPE;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(pfd, 2, (int)left);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		/* The socket is dom0's end of the guest's: hangup = guest gone. */
+		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			if (hd_chan_ack(bc) > 0)
+				return 0;
+			return -EPIPE;
+		}
+	}
+}
+
+void hd_chan_close(struct vplat_chan *bc)
+{
+	struct hd_chan *c = hd_chan_of(bc);
+
+	if (c->pprev) {
+		*c->pprev = c->next;
+		if (c->next)
+			c->next->pprev = c->pprev;
+	}
+	close(c->in_fd);
+	close(c->out_fd);
+	free(c);
+}

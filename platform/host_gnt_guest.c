@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Plain host, guest role: grants are pages of a sealed memfd handed to
+ * vrdmad with SCM_RIGHTS (refs name pages); a channel is a pair of
+ * eventfds handed over the same way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "host_guest.h"
+#include "log.h"
+
+struct hg_share {
+	struct vplat_share base;
+	struct hg *g;
+	size_t len;
+};
+
+struct hg_chan {
+	struct vplat_chan base;
+	struct hg *g;
+	int to_dom0, to_guest;
+	uint32_t port;
+};
+
+/* ---- grants ---- */
+
+int hg_share(struct vplat *p, uint32_t peer, uint32_t npages, int writable,
+		    struct vplat_share **out)
+{
+	unsigned seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct hg *g = hg_of(p);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct hg_share *s;
+	uint32_t args[4], i;
+	int fd, r;
+
+	if (peer != VPLAT_DOM0)
+		return -EINVAL;	/* the host platform only shares with dom0 */
+	if (npages > UINT32_MAX - g->next_ref || npages > SIZE_MAX / pg)
+		return -ENOSPC;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->base.ops = &vplat_host_guest_ops;
+	s->g = g;
+	s->len = (size_t)npages * pg;
+	s->base.npages = npages;
+	s->base.refs = malloc(sizeof(uint32_t) * npages);
+	if (!s->base.refs) {
+		r = -ENOMEM;
+		goto err_free;
+	}
+	fd = memfd_create("vrdma-share", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		r = -errno;
+		goto err_free;
+	}
+	if (ftruncate(fd, (off_t)s->len) < 0) {
+		r = -errno;
+		goto err_close;
+	}
+	s->base.addr = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s->base.addr == MAP_FAILED) {
+		r = -errno;
+		goto err_close;
+	}
+	/*
+	 * Seals are what dom0 relies on: the size never changes under its
+	 * mapping (no SIGBUS), and a read-only grant cannot be mapped
+	 * writable by anyone later; our own mapping stays writable.
+	 */
+	if (!writable)
+		seals |= F_SEAL_FUTURE_WRITE;
+	if (fcntl(fd, F_ADD_SEALS, seals) < 0) {
+		r = -errno;
+		goto err_unmap;
+	}
+	args[0] = g->next_ref;
+	args[1] = npages;
+	args[2] = !!writable;
+	args[3] = 0;
+	r = hg_rpc(g, VHP_SHARE, args, NULL, 0, &fd, 1);
+	if (r)
+		goto err_unmap;
+	close(fd);
+	for (i = 0; i < npages; i++)
+		s->base.refs[i] = g->next_ref + i;
+	g->next_ref += npages;
+	*out = &s->base;
+	return 0;
+
+err_unmap:
+	munmap(s->base.addr, s->len);
+err_close:
+	close(fd);
+err_free:
+	free(s->base.refs);
+	free(s);
+	return r;
+}
+
+void hg_unshare(struct vplat_share *bs)
+{
+	struct hg_share *s = (struct hg_share *)bs;
+
+	munmap(s->base.addr, s->len);
+	hg_post(s->g, VHP_UNSHARE, s->base.refs[0], s->base.npages);
+	free(s->base.refs);
+	free(s);
+}
+
+/* ---- channels ---- */
+
+int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
+			 uint32_t *port)
+{
+	struct hg *g = hg_of(p);
+	struct hg_chan *c;
+	uint32_t args[4] = { 0 };
+	int fds[2], r;
+
+	if (peer != VPLAT_DOM0)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->base.ops = &vplat_host_guest_ops;
+	c->g = g;
+	c->to_dom0 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->to_guest = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->to_dom0 < 0 || c->to_guest < 0) {
+		r = -errno;
+		goto err_close;
+	}
+	c->port = g->next_port;
+	args[0] = c->port;
+	fds[0] = c->to_dom0;
+	fds[1] = c->to_guest;
+	r = hg_rpc(g, VHP_CHAN, args, NULL, 0, fds, 2);
+	if (r)
+		goto err_close;
+	g->next_port++;
+	*port = c->port;
+	*out = &c->base;
+	return 0;
+
+err_close:
+	if (c->to_dom0 >= 0)
+		close(c->to_dom0);
+	if (c->to_guest >= 0)
+		close(c->to_guest);
+	free(c);
+	return r;
+}
+
+int hg_notify(struct vplat_chan *bc)
+{
+	struct hg_chan *c = (struct hg_chan *)bc;
+	uint64_t one = 1;
+
+	if (c->g->dead)
+		return -EPIPE;
+	/* EAGAIN means the counter is saturated: the peer is notified anyway. */
+	if (write(c->to_dom0, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+int hg_chan_fd(const struct vplat_chan *bc)
+{
+	return ((const struct hg_chan *)bc)->to_guest;
+}
+
+int hg_chan_ack(struct vplat_chan *bc)
+{
+	struct hg_chan *c = (struct hg_chan *)bc;
+	uint64_t cnt;
+
+	if (read(c->to_guest, &cnt, sizeof(cnt)) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return 1;
+}
+
+int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
+{
+	struct hg_chan *c = (struct hg_chan *)bc;
+	struct pollfd pfd[2] = {
+		{ .fd = c->to_guest, .events = POLLIN },
+		{ .fd = c->g->sock, .events = POLLRDHUP },
+	};
+	int64_t deadline = vplat_now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t left = deadline - vplat_now_ms();
+		int r;
+
+		if (hg_chan_ack(bc) > 0)
+			return 0;
+		if (c->g->dead)
+			return -EPIPE;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(pfd, 2, (int)left);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			if (hg_chan_ack(bc) > 0)
+				return 0;
+			c->g->dead = 1;
+			return -EPIPE;
+		}
+	}
+}
+
+void hg_chan_close(struct vplat_chan *bc)
+{
+	struct hg_chan *c = (struct hg_chan *)bc;
+
+	hg_post(c->g, VHP_CHAN_CLOSE, c->port, 0);
+	close(c->to_dom0);
+	close(c->to_guest);
+	free(c);
+}

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The seam's front door: pick an implementation at open, dispatch, and
+ * the generic helpers built on the primitive calls (printf, u32 reads,
+ * waiting for a key value).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "vplat_impl.h"
+
+/* Weak: each binary links only the roles it serves (see vplat_impl.h). */
+extern const struct vplat_ops vplat_host_guest_ops __attribute__((weak, visibility("hidden")));
+extern const struct vplat_ops vplat_host_dom0_ops __attribute__((weak, visibility("hidden")));
+
+static const struct {
+	const char *kind;
+	enum vplat_role role;
+	const struct vplat_ops *ops;
+} vplat_table[] = {
+	{ "host", VPLAT_GUEST,     &vplat_host_guest_ops },
+	{ "host", VPLAT_DOM0_ROLE, &vplat_host_dom0_ops },
+	/* issue 3: { "xen", VPLAT_GUEST, &vplat_xen_guest_ops }, ... */
+};
+
+#define VPLAT_DEFAULT_KIND "host"
+
+int vplat_open(const struct vplat_cfg *cfg, struct vplat **out)
+{
+	const char *kind = cfg->kind;
+	int known = 0;
+	size_t i;
+
+	if (!kind || !*kind)
+		kind = getenv("VRDMA_PLATFORM");
+	if (!kind || !*kind || strcmp(kind, "auto") == 0)
+		kind = VPLAT_DEFAULT_KIND;
+	if (cfg->role != VPLAT_GUEST && cfg->role != VPLAT_DOM0_ROLE)
+		return -EINVAL;
+	for (i = 0; i < sizeof(vplat_table) / sizeof(vplat_table[0]); i++) {
+		if (strcmp(vplat_table[i].kind, kind) != 0)
+			continue;
+		known = 1;
+		if (vplat_table[i].role == cfg->role && vplat_table[i].ops)
+			return vplat_table[i].ops->open(cfg, out);
+	}
+	if (known)
+		vlog_err("platform '%s': %s role not built into this program", kind,
+			 cfg->role == VPLAT_GUEST ? "guest" : "dom0");
+	else if (strcmp(kind, "xen") == 0)
+		vlog_err("platform 'xen' is not implemented yet; use VRDMA_PLATFORM=host");
+	else
+		vlog_err("unknown platform '%s' (VRDMA_PLATFORM): use 'host'", kind);
+	return -EPROTONOSUPPORT;
+}
+
+void vplat_close(struct vplat *p)
+{
+	if (p)
+		p->ops->close(p);
+}
+
+const char *vplat_kind(const struct vplat *p)
+{
+	return p->ops->kind;
+}
+
+uint32_t vplat_domid(const struct vplat *p)
+{
+	return p->domid;
+}
+
+int vplat_fd(const struct vplat *p)
+{
+	return p->ops->fd(p);
+}
+
+int vplat_process(struct vplat *p)
+{
+	return p->ops->process(p);
+}
+
+/* ---- grants and mappings ---- */
+
+int vplat_share(struct vplat *p, uint32_t peer, uint32_t npages, int writable,
+		struct vplat_share **out)
+{
+	if (!p->ops->share)
+		return -EOPNOTSUPP;
+	if (npages == 0)
+		return -EINVAL;
+	return p->ops->share(p, peer, npages, writable, out);
+}
+
+void *vplat_share_addr(const struct vplat_share *s)
+{
+	return s->addr;
+}
+
+const uint32_t *vplat_share_refs(const struct vplat_share *s)
+{
+	return s->refs;
+}
+
+uint32_t vplat_share_npages(const struct vplat_share *s)
+{
+	return s->npages;
+}
+
+void vplat_unshare(struct vplat_share *s)
+{
+	if (s)
+		s->ops->unshare(s);
+}
+
+int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+	      int writable, struct vplat_map **out)
+{
+	if (!p->ops->map)
+		return -EOPNOTSUPP;
+	if (n == 0)
+		return -EINVAL;
+	return p->ops->map(p, domid, refs, n, writable, out);
+}
+
+void *vplat_map_addr(const struct vplat_map *m)
+{
+	return m->addr;
+}
+
+void vplat_unmap(struct vplat_map *m)
+{
+	if (m)
+		m->ops->unmap(m);
+}
+
+/* ---- channels ---- */
+
+int vplat_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
+		     uint32_t *port)
+{
+	if (!p->ops->chan_alloc)
+		return -EOPNOTSUPP;
+	return p->ops->chan_alloc(p, peer, out, port);
+}
+
+int vplat_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+		    struct vplat_chan **out)
+{
+	if (!p->ops->chan_bind)
+		return -EOPNOTSUPP;
+	return p->ops->chan_bind(p, domid, port, out);
+}
+
+int vplat_notify(struct vplat_chan *c)
+{
+	return c->ops->notify(c);
+}
+
+int vplat_chan_fd(const struct vplat_chan *c)
+{
+	return c->ops->chan_fd(c);
+}
+
+int vplat_chan_ack(struct vplat_chan *c)
+{
+	return c->ops->chan_ack(c);
+}
+
+int vplat_chan_wait(struct vplat_chan *c, int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return -EINVAL;	/* every wait has a limit */
+	return c->ops->chan_wait(c, timeout_ms);
+}
+
+void vplat_chan_close(struct vplat_chan *c)
+{
+	if (c)
+		c->ops->chan_close(c);
+}
+
+/* ---- keys ---- */
+
+/* Relative paths live in the own home, /local/domain/<domid>. */
+static int vplat_abs(const struct vplat *p, const char *path, char *abs)
+{
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(abs, VPLAT_KEY_MAX, "%s", path);
+	else
+		n = snprintf(abs, VPLAT_KEY_MAX, "/local/domain/%u/%s", p->domid, path);
+	if (n < 0 || n >= VPLAT_KEY_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int vplat_key_write(struct vplat *p, const char *path, const char *val)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	if (r)
+		return r;
+	if (strnlen(val, VPLAT_VAL_MAX) >= VPLAT_VAL_MAX)
+		return -E2BIG;
+	return p->ops->key_write(p, abs, val);
+}
+
+int vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
+{
+	char val[VPLAT_VAL_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if (n >= (int)sizeof(val))
+		return -E2BIG;
+	return vplat_key_write(p, path, val);
+}
+
+int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	if (r)
+		return r;
+	if (len == 0)
+		return -EINVAL;
+	r = p->ops->key_read(p, abs, buf, len);
+	return r < 0 ? r : 0;	/* the seam's contract: 0 or -errno */
+}
+
+int vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val)
+{
+	char buf[32], *end;
+	unsigned long v;
+	int r = vplat_key_read(p, path, buf, sizeof(buf));
+
+	if (r < 0)
+		return r;
+	/* strtoul accepts leading space and '-'; a key from a peer must be plain digits. */
+	if (buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(buf, &end, 0);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*val = (uint32_t)v;
+	return 0;
+}
+
+int vplat_key_rm(struct vplat *p, const char *path)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	return r ? r : p->ops->key_rm(p, abs);
+}
+
+int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
+		   unsigned *count)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	if (r)
+		return r;
+	if (len == 0)
+		return -E2BIG;
+	return p->ops->key_list(p, abs, buf, len, count);
+}
+
+int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	return r ? r : p->ops->watch(p, abs, cb, arg);
+}
+
+void vplat_unwatch(struct vplat *p, const char *path, void *arg)
+{
+	char abs[VPLAT_KEY_MAX];
+
+	if (vplat_abs(p, path, abs) == 0)
+		p->ops->unwatch(p, abs, arg);
+}
+
+/* The watch only makes vplat_fd readable; the loop re-reads the key. */
+static void vplat_kw_cb(struct vplat *p, const char *path, void *arg)
+{
+	(void)p;
+	(void)path;
+	(void)arg;
+}
+
+int vplat_key_wait(struct vplat *p, const char *path, const char *want,
+		   const char *const *stop, int timeout_ms)
+{
+	int64_t deadline = vplat_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	char kw;	/* identifies our watch for vplat_unwatch */
+	char val[VPLAT_VAL_MAX];
+	int r;
+
+	if (timeout_ms < 0)
+		return -EINVAL;
+	r = vplat_watch(p, path, vplat_kw_cb, &kw);
+	if (r)
+		return r;
+	for (;;) {
+		struct pollfd pfd = { .fd = vplat_fd(p), .events = POLLIN };
+		int64_t left;
+		size_t i;
+
+		r = vplat_key_read(p, path, val, sizeof(val));
+		if (r >= 0 && strcmp(val, want) == 0) {
+			r = 0;
+			break;
+		}
+		if (r >= 0 && stop) {
+			for (i = 0; stop[i]; i++)
+				if (strcmp(val, stop[i]) == 0)
+					break;
+			if (stop[i]) {
+				r = -ECONNRESET;
+				break;
+			}
+		}
+		if (r < 0 && r != -ENOENT)
+			break;
+		left = deadline - vplat_now_ms();
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		r = vplat_process(p);
+		if (r < 0)
+			break;
+	}
+	vplat_unwatch(p, path, &kw);
+	return r;
+}
+
+int64_t vplat_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

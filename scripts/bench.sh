@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make bench: vrdma beside what this machine does without it.
+# For 4 KiB, 64 KiB, 1 MiB, 4 MiB: vrdma-bw RDMA WRITE between two local
+# guests, vrdma-refbench memcpy and tcp; then 8-byte vrdma-lat write
+# beside refbench shmlat.  One table at the end.
+# Usage: bench.sh BUILD_DIR [--csv|--json]
+set -u
+b=${1:?usage: bench.sh BUILD_DIR [--csv|--json]}
+fmt=${2:-text}
+T=${BENCH_TIMEOUT:-120}
+LAT_ITERS=${BENCH_LAT_ITERS:-10000}
+. "$(dirname "$0")/../bench/bench-lib.sh"
+
+case $fmt in text|--csv|--json) ;; *) vr_die "unknown format $fmt" ;; esac
+for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat bin/vrdma-refbench; do
+	[ -x "$b/$f" ] || vr_die "$b/$f missing (make first)"
+done
+vr_start_daemon "$b"
+rb="$b/bin/vrdma-refbench"
+
+# field N of the first CSV row starting with TAG in FILE (or "-")
+field() { awk -F, -v t="$1" -v n="$3" '$1 == t { print $n; f = 1; exit } END { if (!f) print "-" }' "$2"; }
+
+# Iterations: about 512 MiB per size, at least 200.
+iters_for() { n=$((536870912 / $1)); [ $n -lt 200 ] && n=200; [ $n -gt 20000 ] && n=20000; echo $n; }
+
+# vrdma_pair PROG SERVICE OUT ARGS...: server in the background, client here.
+vrdma_pair() {
+	prog=$1 svc=$2 out=$3; shift 3
+	vr_server "$VR_RUN/server.log" timeout "$T" "$b/bin/$prog" -p "$svc" -T 30 || return 1
+	timeout "$T" "$b/bin/$prog" -p "$svc" -T 30 --csv "$@" local >"$out" 2>"$out.err"
+	crc=$?
+	vr_server_wait || true
+	if [ $crc -ne 0 ]; then
+		echo "$prog $* failed (exit $crc):" >&2
+		cat "$out.err" "$VR_RUN/server.log" >&2
+	fi
+	return $crc
+}
+
+rc=0
+: >"$VR_RUN/table"
+for size in 4096 65536 1048576 4194304; do
+	n=$(iters_for $size)
+	echo "== $size bytes: vrdma-bw write, memcpy, tcp" >&2
+	vrdma_pair vrdma-bw "bench-$size" "$VR_RUN/bw.$size" -s "$size" -n "$n" || rc=1
+	timeout "$T" "$rb" memcpy -s $size --csv >"$VR_RUN/mc.$size" || rc=1
+	timeout "$T" "$rb" tcp -s $size --csv >"$VR_RUN/tcp.$size" || rc=1
+	echo "$size $(field bw "$VR_RUN/bw.$size" 6) $(field memcpy "$VR_RUN/mc.$size" 5) $(field tcp "$VR_RUN/tcp.$size" 5)" >>"$VR_RUN/table"
+done
+echo "== 8 bytes: vrdma-lat write, shmlat" >&2
+vrdma_pair vrdma-lat bench-lat "$VR_RUN/lat" -s 8 -n "$LAT_ITERS" || rc=1
+timeout "$T" "$rb" shmlat --csv >"$VR_RUN/shm" || rc=1
+lat_typ=$(field lat "$VR_RUN/lat" 7) lat_avg=$(field lat "$VR_RUN/lat" 8)
+lat_p99=$(field lat "$VR_RUN/lat" 10)
+shm_typ=$(field shmlat "$VR_RUN/shm" 6) shm_avg=$(field shmlat "$VR_RUN/shm" 7)
+shm_p99=$(field shmlat "$VR_RUN/shm" 9)
+
+awk -v fmt="$fmt" -v lt="$lat_typ" -v la="$lat_avg" -v lp="$lat_p99" \
+    -v st="$shm_typ" -v sa="$shm_avg" -v sp="$shm_p99" '
+function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.3f", a / b) }
+{ sz[NR] = $1; v[NR] = $2; m[NR] = $3; t[NR] = $4 }
+END {
+	if (fmt == "--csv") {
+		print "size,vrdma_write_mib,memcpy_mib,tcp_mib,vrdma_over_memcpy,vrdma_over_tcp"
+		for (i = 1; i <= NR; i++)
+			printf "%s,%s,%s,%s,%s,%s\n", sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+		print "latency,typical_us,avg_us,p99_us"
+		printf "vrdma_write_8B,%s,%s,%s\nshm_pingpong_8B,%s,%s,%s\n", lt, la, lp, st, sa, sp
+	} else if (fmt == "--json") {
+		printf "{\"bandwidth\":["
+		for (i = 1; i <= NR; i++)
+			printf "%s{\"size\":%s,\"vrdma_write_mib\":\"%s\",\"memcpy_mib\":\"%s\",\"tcp_mib\":\"%s\",\"vrdma_over_memcpy\":\"%s\",\"vrdma_over_tcp\":\"%s\"}", (i > 1 ? "," : ""), sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+		printf "],\"latency\":{\"vrdma_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", lt, la, lp
+		printf "\"shm_pingpong_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"}}}\n", st, sa, sp
+	} else {
+		print "Bandwidth (MiB/s, average; MiB = 2^20)"
+		printf "%10s | %16s | %12s | %12s | %13s | %10s\n", "size", "vrdma write", "memcpy", "TCP", "vrdma/memcpy", "vrdma/TCP"
+		for (i = 1; i <= NR; i++)
+			printf "%10s | %16s | %12s | %12s | %13s | %10s\n", sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+		print ""
+		print "Latency, 8 bytes, half round trip (usec)"
+		printf "%-26s | %10s | %10s | %10s\n", "", "typical", "avg", "99%"
+		printf "%-26s | %10s | %10s | %10s\n", "vrdma-lat write", lt, la, lp
+		printf "%-26s | %10s | %10s | %10s\n", "shared-page ping-pong", st, sa, sp
+	}
+}' "$VR_RUN/table"
+[ $rc -eq 0 ] || echo "bench: some steps failed (see above)" >&2
+exit $rc

@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install what vrdma needs to build and test, from Debian 12 packages.
+# Runs apt-get as root (through sudo when not root).  Idempotent.
+set -eu
+
+PKGS="build-essential pkg-config check libsubunit-dev"
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+	echo "install-deps: all present"
+	exit 0
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -qq
+# shellcheck disable=SC2086
+as_root apt-get install -y -qq --no-install-recommends $missing

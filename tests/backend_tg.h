@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fake guests for the backend's Check suites: each one shares a device
+ * area, runs the handshake through the stub platform's keys, and writes
+ * raw requests into its ring (see test_backend.c).
+ */
+#ifndef VRDMA_BACKEND_TG_H
+#define VRDMA_BACKEND_TG_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "vrdma/wire.h"
+#include "vring.h"
+#include "stub_plat.h"
+#include "../backend/backend.h"
+
+#define BUF_PAGES	16
+#define CQ_ORDER	6
+#define DATA_OFF	(2 * VRDMA_PAGE_SIZE)	/* pages 0-1 hold the CQ */
+#define IOVA		0x10000000ull
+#define DEPTH		16
+
+/* One fake guest: its shared pages, ring indexes, and standard objects. */
+struct tg {
+	uint32_t domid;
+	struct vplat *p;
+	char fdir[128], bdir[128];
+	struct vplat_share *dev, *data, *list;
+	struct vrdma_sring *sr;
+	struct vrdma_req *req;
+	struct vrdma_evt *evt;
+	struct vplat_chan *ch;
+	uint32_t req_prod, evt_cons;
+	uint8_t *mem;
+	uint32_t buf, pd, cq, mr, key, qp, qpn;
+	struct vrdma_cq_hdr *cqh;
+	struct vrdma_cqe *cqe;
+	uint32_t cq_cons;
+	struct vrdma_evt done;
+	struct vrdma_evt async[64];
+	unsigned nasync;
+	uint64_t next_id;
+};
+
+/* Handshake variants: good, or one thing wrong. */
+enum hs { HS_GOOD, HS_BADVER, HS_BADPAGES, HS_BADREF, HS_BADMAGIC, HS_BIGORDER };
+
+/* dom0's platform and the node under test (tg_setup / tg_teardown). */
+extern struct vplat *dom0;
+extern struct vbe_node *node;
+
+void tg_setup(void);
+void tg_teardown(void);
+int back_state(struct tg *g);
+void tg_start(struct tg *g, uint32_t domid);
+void fkey(struct tg *g, const char *key, unsigned v);
+void tg_handshake(struct tg *g, enum hs how);
+void tg_stop(struct tg *g);
+void tg_push(struct tg *g, const struct vrdma_req *r);
+void tg_events(struct tg *g);
+void pump(struct tg **gs, unsigned n);
+int tg_cmd(struct tg *g, struct vrdma_req *r, uint32_t *out);
+struct vrdma_req mkreq(uint8_t op, uint32_t handle);
+int tg_attach(struct tg *g, uint32_t npages, uint32_t *buf);
+int tg_reg_mr(struct tg *g, uint64_t off, uint64_t len, uint32_t acc, uint32_t *out);
+int tg_create_qp(struct tg *g, uint32_t cq, uint32_t *out);
+void tg_full(struct tg *g, uint32_t domid);
+int tg_poll_cq(struct tg *g, struct vrdma_cqe *c);
+void tg_connect(struct tg *a, struct tg *b);
+struct vrdma_req mkwr(struct tg *g, uint8_t op, uint16_t flags, uint64_t id);
+void add_sge(struct vrdma_req *r, uint64_t off, uint32_t len, uint32_t key);
+void post(struct tg *g, struct vrdma_req *r);
+struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
+void expect_no_cqe(struct tg *g);
+void write_works(struct tg *a, struct tg *b);
+
+/* test_backend_bad.c */
+TCase *backend_bad_tcase(void);
+
+#endif /* VRDMA_BACKEND_TG_H */

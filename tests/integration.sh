@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Plain-host integration test: the real vrdmad, real guest processes.
+#   1. every opcode between two guests, data verified (itest_guest)
+#   2. a guest killed mid-transfer leaves nothing behind in vrdmad
+#   3. hostile guests writing garbage are disabled; a bw pair running
+#      beside them completes with verified data
+# Usage: tests/integration.sh BUILD_DIR
+set -u
+B=${1:-build}
+B=$(cd "$B" && pwd)
+RUN=$(mktemp -d /tmp/vrdma-itest.XXXXXX)
+export VRDMA_RUN_DIR=$RUN
+LOG=$RUN/vrdmad.log
+pass=0
+fail=0
+DPID=
+
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	jobs -p | xargs -r kill -9 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+ok()  { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+ctl() { timeout 10 "$B/sbin/vrdmactl" -S "$RUN" "$@"; }
+
+# census field value, e.g. field guests
+field() { ctl census | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p"; }
+
+# Wait (bounded) until the daemon has forgotten every guest.
+wait_clean() {
+	for _ in $(seq 50); do
+		[ "$(field guests)" = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Nothing of any guest is left and the daemon holds the fds it started with.
+leak_free() {
+	wait_clean || { ctl census; return 1; }
+	local c; c=$(ctl census)
+	for f in maps chans qps mrs cqs pds bufs listeners; do
+		echo "$c" | grep -q "\"$f\": *0[,}]" || { echo "leak: $c"; return 1; }
+	done
+	[ "$(field fds)" = "$FDS0" ] || { echo "fds: $(field fds) now, $FDS0 at start"; return 1; }
+}
+
+start_daemon() {
+	"$B/sbin/vrdmad" -f -S "$RUN" -n itest-node >"$LOG" 2>&1 &
+	DPID=$!
+	for _ in $(seq 100); do
+		ctl ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "vrdmad did not start:"; cat "$LOG"
+	return 1
+}
+
+start_daemon || exit 1
+FDS0=$(field fds)
+echo "vrdmad up, pid $DPID, $FDS0 fds"
+
+# ---- 1. every opcode with data verification ----
+timeout 60 "$B/tests/itest_guest" server itest >"$RUN/srv.out" 2>&1 &
+SP=$!
+for _ in $(seq 100); do grep -q server-ready "$RUN/srv.out" && break; sleep 0.05; done
+timeout 60 "$B/tests/itest_guest" client itest >"$RUN/cli.out" 2>&1
+crc=$?
+wait $SP
+src=$?
+cat "$RUN/cli.out" "$RUN/srv.out" | grep ITEST
+check "every opcode, client" [ $crc -eq 0 ]
+check "every opcode, server" [ $src -eq 0 ]
+check "no ITEST failures" bash -c "! grep -q 'ITEST .* FAIL' $RUN/cli.out $RUN/srv.out"
+check "clean after normal exit" leak_free
+
+# ---- 2. a guest killed mid-transfer ----
+"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 -T 20 >"$RUN/kbs.out" 2>&1 &
+KS=$!
+sleep 0.5
+"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 -T 20 local >"$RUN/kbc.out" 2>&1 &
+KC=$!
+for _ in $(seq 50); do [ "$(field qps)" -ge 2 ] 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -9 $KC
+wait $KC 2>/dev/null
+# the survivor must see errors and exit on its own, not hang
+for _ in $(seq 150); do kill -0 $KS 2>/dev/null || break; sleep 0.1; done
+if kill -0 $KS 2>/dev/null; then
+	bad "killed guest: survivor exits on its own"; kill -9 $KS
+else
+	wait $KS; ksr=$?
+	check "killed guest: survivor sees an error" [ $ksr -ne 0 -a $ksr -ne 124 ]
+fi
+wait $KS 2>/dev/null
+check "killed guest: daemon alive" ctl ping
+check "killed guest: nothing left" leak_free
+
+# ---- 3. hostile guests beside a verified transfer ----
+timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify -T 60 >"$RUN/cbs.out" 2>&1 &
+CS=$!
+sleep 0.5
+timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify -T 60 local >"$RUN/cbc.out" 2>&1 &
+CC=$!
+cases=$("$B/tests/itest_hostile" list)
+for c in $cases; do
+	timeout 20 "$B/tests/itest_hostile" "$c" >"$RUN/h.out" 2>&1
+	rc=$?
+	check "hostile $c refused" [ $rc -eq 0 ]
+	[ $rc -eq 0 ] || cat "$RUN/h.out"
+done
+wait $CC; ccr=$?
+wait $CS; csr=$?
+check "transfer beside hostile guests, client" [ $ccr -eq 0 ]
+check "transfer beside hostile guests, server" [ $csr -eq 0 ]
+[ $ccr -eq 0 ] && [ $csr -eq 0 ] || tail -n 5 "$RUN/cbc.out" "$RUN/cbs.out"
+check "hostile guests logged as disabled" grep -q "disabled" "$LOG"
+check "daemon alive after hostile guests" ctl ping
+check "clean after hostile guests" leak_free
+
+# ---- shutdown ----
+kill "$DPID"
+wait "$DPID"; drc=$?
+DPID=
+check "vrdmad exits 0 on SIGTERM" [ $drc -eq 0 ]
+check "sockets removed" [ ! -e "$RUN/vrdmad.ctl" ]
+if [ $fail -ne 0 ]; then
+	echo "---- vrdmad log (last 40 lines)"
+	tail -40 "$LOG"
+fi
+echo "integration: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,12 @@
+# Integration test programs (run by tests/integration.sh, not Check suites).
+ITEST_BINS += $(B)/tests/itest_guest
+$(B)/tests/itest_guest: $(call obj,tests/itest_guest.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(LIBS)
+
+# The hostile guest links the frontend directly to write raw ring entries.
+ITEST_BINS += $(B)/tests/itest_hostile
+$(B)/obj/tests/itest_hostile.o: EXTRA_CFLAGS_tests += -Ifrontend
+$(B)/tests/itest_hostile: $(call obj,tests/itest_hostile.c $(COMMON_SRCS) $(PLAT_GUEST_SRCS) $(FRONTEND_SRCS))
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(LIBS)

@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Integration guest: two processes exercise every opcode through vrdmad
+ * with data verification, plus the error completions a peer must see.
+ *
+ *   itest_guest server SERVICE
+ *   itest_guest client SERVICE
+ *
+ * The client drives; the server verifies what lands in its memory and
+ * answers over SEND.  Prints "ITEST <name> PASS|FAIL ..." per check and
+ * exits 0 only if every check passed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vrdma/vrdma.h"
+
+#define T_MS		10000
+#define BUF_LEN		(1u << 20)
+#define MSG_LEN		64
+#define DEPTH		64
+
+/* Offsets in the server buffer. */
+#define OFF_WRITE	0u
+#define OFF_IMM		(64u << 10)
+#define OFF_READ	(128u << 10)
+#define OFF_ATOMIC	(256u << 10)
+#define OFF_SEND	(512u << 10)	/* server receive slots: DEPTH x MSG_LEN */
+#define OFF_BIGRECV	(768u << 10)
+#define LEN_WRITE	(64u << 10)
+#define LEN_IMM		4096u
+#define LEN_READ	(64u << 10)
+#define SEED_READ	0x5eedu
+
+enum { M_CHECK = 1, M_RESULT, M_ACCEPT_MORE, M_BYE, M_SENDDATA };
+
+struct msg {
+	uint32_t type, seed, off, len;
+	int32_t  result;
+	uint32_t imm;
+	uint8_t  data[MSG_LEN - 24];
+};
+
+struct conn_info {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+struct ctx {
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	uint8_t *buf;
+	struct vrdma_mr *mr;
+	struct conn_info peer;
+	struct vrdma_wc held[64];	/* polled but not yet claimed */
+	unsigned nheld;
+};
+
+static int failures;
+
+static void report(const char *name, int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("ITEST %s %s", name, ok ? "PASS" : "FAIL");
+	if (fmt) {
+		printf(" ");
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+	}
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "itest_guest: %s: %s\n", what, strerror(err));
+	printf("ITEST fatal FAIL %s\n", what);
+	exit(1);
+}
+
+static uint8_t pat(uint32_t seed, uint32_t i)
+{
+	return (uint8_t)(seed * 31u + i * 7u + (i >> 8));
+}
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = pat(seed, i);
+}
+
+static int verify(const uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != pat(seed, i))
+			return -1;
+	return 0;
+}
+
+static void ctx_init(struct ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->dev = vrdma_open(NULL, T_MS);
+	if (!c->dev)
+		die("vrdma_open", errno);
+	c->pd = vrdma_alloc_pd(c->dev);
+	if (!c->pd)
+		die("alloc_pd", errno);
+	c->cq = vrdma_create_cq(c->dev, 4 * DEPTH * 4, NULL);
+	if (!c->cq)
+		die("create_cq", errno);
+	c->buf = vrdma_alloc_buf(c->dev, BUF_LEN);
+	if (!c->buf)
+		die("alloc_buf", errno);
+	c->mr = vrdma_reg_mr(c->pd, c->buf, BUF_LEN,
+			     VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE |
+			     VRDMA_ACCESS_REMOTE_READ | VRDMA_ACCESS_REMOTE_ATOMIC);
+	if (!c->mr)
+		die("reg_mr", errno);
+}
+
+static struct vrdma_qp *qp_new(struct ctx *c)
+{
+	struct vrdma_qp_init_attr a = {
+		.send_cq = c->cq, .recv_cq = c->cq,
+		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
+			 .max_send_sge = 4, .max_recv_sge = 4 },
+	};
+	struct vrdma_qp *qp = vrdma_create_qp(c->pd, &a);
+
+	if (!qp)
+		die("create_qp", errno);
+	return qp;
+}
+
+/* Wait for the next completion on the CQ (any QP), held ones first. */
+static int next_wc(struct ctx *c, struct vrdma_wc *wc)
+{
+	if (c->nheld) {
+		*wc = c->held[0];
+		memmove(c->held, c->held + 1, --c->nheld * sizeof(*wc));
+		return 0;
+	}
+	for (int spins = 0; spins < 1000; spins++) {
+		int n = vrdma_poll_cq(c->cq, 1, wc);
+
+		if (n == 1)
+			return 0;
+		if (n < 0)
+			return errno;
+		n = vrdma_wait_cq(c->cq, T_MS);
+		if (n)
+			return n;
+	}
+	return ETIMEDOUT;
+}
+
+static int post_recv_slot(struct ctx *c, struct vrdma_qp *qp, unsigned slot)
+{
+	struct vrdma_sge sge = {
+		.addr = (uintptr_t)(c->buf + OFF_SEND + slot * MSG_LEN),
+		.length = MSG_LEN, .lkey = c->mr->lkey,
+	};
+	struct vrdma_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 };
+	struct vrdma_recv_wr *bad;
+
+	return vrdma_post_recv(qp, &wr, &bad);
+}
+
+static int post1(struct vrdma_qp *qp, enum vrdma_wr_opcode op, uint64_t wr_id,
+		 struct vrdma_sge *sg, int nsge, uint64_t raddr, uint32_t rkey)
+{
+	struct vrdma_send_wr wr = {
+		.wr_id = wr_id, .sg_list = sg, .num_sge = nsge, .opcode = op,
+		.send_flags = VRDMA_SEND_SIGNALED,
+	};
+	struct vrdma_send_wr *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return vrdma_post_send(qp, &wr, &bad);
+}
+
+/* Send a message from the client's scratch area at OFF_SEND + 32K. */
+static int send_msg(struct ctx *c, struct vrdma_qp *qp, const struct msg *m,
+		    enum vrdma_wr_opcode op, uint32_t imm)
+{
+	uint8_t *p = c->buf + OFF_SEND + (32u << 10);
+	struct vrdma_sge sge = { .addr = (uintptr_t)p, .length = sizeof(*m), .lkey = c->mr->lkey };
+	struct vrdma_send_wr wr = {
+		.wr_id = 0x5e4d, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = VRDMA_SEND_SIGNALED, .imm_data = htonl(imm),
+	};
+	struct vrdma_send_wr *bad;
+
+	memcpy(p, m, sizeof(*m));
+	return vrdma_post_send(qp, &wr, &bad);
+}
+
+/* ---------------- server ---------------- */
+
+static struct vrdma_qp *accept_one(struct ctx *c, struct vrdma_listener *l)
+{
+	struct conn_info me = { (uintptr_t)c->buf, c->mr->rkey, BUF_LEN };
+	struct vrdma_conn_req req;
+	struct vrdma_qp *qp = qp_new(c);
+	int err;
+
+	for (unsigned i = 0; i < DEPTH; i++)
+		if ((err = post_recv_slot(c, qp, i)))
+			die("post_recv", err);
+	if ((err = vrdma_get_request(l, &req, T_MS)))
+		die("get_request", err);
+	if ((err = vrdma_accept(l, qp, &req, &me, sizeof(me))))
+		die("accept", err);
+	return qp;
+}
+
+static int serve(const char *service)
+{
+	struct vrdma_listener *l;
+	struct vrdma_qp *qp, *extra[4];
+	unsigned nextra = 0;
+	struct ctx c;
+	int err;
+
+	ctx_init(&c);
+	fill(c.buf + OFF_READ, LEN_READ, SEED_READ);
+	*(uint64_t *)(c.buf + OFF_ATOMIC) = 7;
+	l = vrdma_listen(c.dev, service);
+	if (!l)
+		die("listen", errno);
+	printf("ITEST server-ready PASS\n");
+	fflush(stdout);
+	qp = accept_one(&c, l);
+
+	for (;;) {
+		struct vrdma_wc wc;
+		struct msg m, r = { .type = M_RESULT };
+
+		if ((err = next_wc(&c, &wc)))
+			die("server wait", err);
+		if (wc.opcode == VRDMA_WC_SEND_OP)
+			continue;			/* our replies */
+		if (wc.qp_num != qp->qp_num)
+			continue;			/* error-test QPs */
+		if (wc.status != VRDMA_WC_SUCCESS) {
+			report("server-recv", 0, "status %s", vrdma_wc_status_str(wc.status));
+			return 1;
+		}
+		memcpy(&m, c.buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(m));
+		if ((err = post_recv_slot(&c, qp, (unsigned)wc.wr_id)))
+			die("repost", err);
+		if (wc.opcode == VRDMA_WC_RECV_RDMA_WITH_IMM_OP) {
+			/* WRITE_WITH_IMM: the imm says which check; data at OFF_IMM */
+			r.result = (wc.wc_flags & VRDMA_WC_WITH_IMM) &&
+				   ntohl(wc.imm_data) == 0x1234 && wc.byte_len == LEN_IMM &&
+				   !verify(c.buf + OFF_IMM, LEN_IMM, 77) ? 0 : -1;
+		} else if (m.type == M_CHECK) {
+			if (m.off > BUF_LEN || m.len > BUF_LEN - m.off)
+				r.result = -2;
+			else
+				r.result = verify(c.buf + m.off, m.len, m.seed);
+		} else if (m.type == M_SENDDATA) {
+			r.result = (wc.wc_flags & VRDMA_WC_WITH_IMM) &&
+				   ntohl(wc.imm_data) == m.imm && wc.byte_len == sizeof(m) &&
+				   !verify(m.data, sizeof(m.data), m.seed) ? 0 : -1;
+		} else if (m.type == M_ACCEPT_MORE) {
+			for (unsigned i = 0; i < m.len && nextra < 4; i++)
+				extra[nextra++] = accept_one(&c, l);
+			r.result = 0;
+		} else if (m.type == M_BYE) {
+			break;
+		}
+		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
+			die("server send", err);
+	}
+	printf("ITEST server-done PASS\n");
+	while (nextra)
+		vrdma_destroy_qp(extra[--nextra]);
+	vrdma_destroy_qp(qp);
+	vrdma_close_listener(l);
+	return vrdma_close(c.dev) ? 1 : 0;
+}
+
+/* ---------------- client ---------------- */
+
+/* Wait for the completion of wr_id; others are held for later callers. */
+static int wait_wr(struct ctx *c, uint64_t wr_id, struct vrdma_wc *out)
+{
+	struct vrdma_wc skipped[64];
+	unsigned nskipped = 0;
+	int err = ETIMEDOUT;
+
+	while (nskipped < 64) {
+		struct vrdma_wc wc;
+
+		if ((err = next_wc(c, &wc)))
+			break;
+		if (wc.wr_id == wr_id && wc.opcode != VRDMA_WC_RECV_OP) {
+			*out = wc;
+			break;
+		}
+		skipped[nskipped++] = wc;
+	}
+	/* put back in order, ahead of anything still held */
+	if (nskipped && nskipped + c->nheld <= 64) {
+		memmove(c->held + nskipped, c->held, c->nheld * sizeof(*out));
+		memcpy(c->held, skipped, nskipped * sizeof(*out));
+		c->nheld += nskipped;
+	}
+	return nskipped == 64 ? ETIMEDOUT : err;
+}
+
+/* Send a request and return the server's result (or -100 on failure). */
+static int rpc(struct ctx *c, struct vrdma_qp *qp, const struct msg *m,
+	       enum vrdma_wr_opcode op, uint32_t imm)
+{
+	struct vrdma_wc wc;
+	int got_send = 0, got_reply = 0, result = -100;
+
+	if (send_msg(c, qp, m, op, imm))
+		return -100;
+	while (!(got_send && got_reply)) {
+		if (next_wc(c, &wc))
+			return -100;
+		if (wc.status != VRDMA_WC_SUCCESS)
+			return -100;
+		if (wc.opcode == VRDMA_WC_RECV_OP) {
+			struct msg r;
+
+			memcpy(&r, c->buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(r));
+			post_recv_slot(c, qp, (unsigned)wc.wr_id);
+			result = r.result;
+			got_reply = 1;
+		} else {
+			got_send = 1;
+		}
+	}
+	return result;
+}
+
+static struct vrdma_qp *connect_one(struct ctx *c, const char *service)
+{
+	struct vrdma_qp *qp = qp_new(c);
+	size_t len = sizeof(c->peer);
+	int err;
+
+	for (unsigned i = 0; i < DEPTH / 2; i++)
+		if ((err = post_recv_slot(c, qp, i)))
+			die("client post_recv", err);
+	err = vrdma_connect(qp, NULL, service, "itest", 5, &c->peer, &len, T_MS);
+	if (err)
+		die("connect", err);
+	if (len != sizeof(c->peer))
+		die("peer private data", EPROTO);
+	return qp;
+}
+
+static void t_write(struct ctx *c, struct vrdma_qp *qp)
+{
+	/* gather from three local pieces into one remote range */
+	uint8_t *src = c->buf + (128u << 10);
+	struct vrdma_sge sg[3] = {
+		{ (uintptr_t)src, 1000, c->mr->lkey },
+		{ (uintptr_t)src + 1000, 30000, c->mr->lkey },
+		{ (uintptr_t)src + 31000, LEN_WRITE - 31000, c->mr->lkey },
+	};
+	struct msg m = { .type = M_CHECK, .seed = 11, .off = OFF_WRITE, .len = LEN_WRITE };
+	struct vrdma_wc wc;
+	int err;
+
+	fill(src, LEN_WRITE, 11);
+	err = post1(qp, VRDMA_WR_RDMA_WRITE, 1, sg, 3, c->peer.addr + OFF_WRITE, c->peer.rkey);
+	if (!err)
+		err = wait_wr(c, 1, &wc);
+	report("rdma-write", !err && wc.status == VRDMA_WC_SUCCESS &&
+	       wc.opcode == VRDMA_WC_RDMA_WRITE_OP, "err=%d", err);
+	report("rdma-write-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
+}
+
+static void t_write_imm(struct ctx *c, struct vrdma_qp *qp)
+{
+	uint8_t *src = c->buf + (256u << 10);
+	struct vrdma_sge sg = { (uintptr_t)src, LEN_IMM, c->mr->lkey };
+	struct vrdma_send_wr wr = {
+		.wr_id = 2, .sg_list = &sg, .num_sge = 1,
+		.opcode = VRDMA_WR_RDMA_WRITE_WITH_IMM, .send_flags = VRDMA_SEND_SIGNALED,
+		.imm_data = htonl(0x1234),
+	};
+	struct vrdma_send_wr *bad;
+	struct vrdma_wc wc;
+	int err, got = 0, result = -100;
+
+	fill(src, LEN_IMM, 77);
+	wr.wr.rdma.remote_addr = c->peer.addr + OFF_IMM;
+	wr.wr.rdma.rkey = c->peer.rkey;
+	err = vrdma_post_send(qp, &wr, &bad);
+	/* the server answers with its verdict */
+	while (!err && got < 2) {
+		if ((err = next_wc(c, &wc)))
+			break;
+		if (wc.opcode == VRDMA_WC_RECV_OP) {
+			struct msg r;
+
+			memcpy(&r, c->buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(r));
+			post_recv_slot(c, qp, (unsigned)wc.wr_id);
+			result = r.result;
+		} else if (wc.status != VRDMA_WC_SUCCESS) {
+			err = EIO;
+		}
+		got++;
+	}
+	report("rdma-write-imm", !err && result == 0, "err=%d result=%d", err, result);
+}
+
+static void t_read(struct ctx *c, struct vrdma_qp *qp)
+{
+	uint8_t *dst = c->buf + (384u << 10);
+	struct vrdma_sge sg[2] = {
+		{ (uintptr_t)dst, 4096, c->mr->lkey },
+		{ (uintptr_t)dst + 4096, LEN_READ - 4096, c->mr->lkey },
+	};
+	struct vrdma_wc wc;
+	int err;
+
+	memset(dst, 0, LEN_READ);
+	err = post1(qp, VRDMA_WR_RDMA_READ, 3, sg, 2, c->peer.addr + OFF_READ, c->peer.rkey);
+	if (!err)
+		err = wait_wr(c, 3, &wc);
+	report("rdma-read", !err && wc.status == VRDMA_WC_SUCCESS &&
+	       wc.opcode == VRDMA_WC_RDMA_READ_OP && !verify(dst, LEN_READ, SEED_READ),
+	       "err=%d", err);
+}
+
+static int atomic(struct ctx *c, struct vrdma_qp *qp, enum vrdma_wr_opcode op,
+		  uint64_t cmp_add, uint64_t swap, uint64_t *old)
+{
+	uint64_t *res = (uint64_t *)(c->buf + (512u << 10) + (48u << 10));
+	struct vrdma_sge sg = { (uintptr_t)res, 8, c->mr->lkey };
+	struct vrdma_send_wr wr = {
+		.wr_id = 4, .sg_list = &sg, .num_sge = 1, .opcode = op,
+		.send_flags = VRDMA_SEND_SIGNALED,
+	};
+	struct vrdma_send_wr *bad;
+	struct vrdma_wc wc;
+	int err;
+
+	*res = 0xdeadbeef;
+	wr.wr.atomic.remote_addr = c->peer.addr + OFF_ATOMIC;
+	wr.wr.atomic.rkey = c->peer.rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	err = vrdma_post_send(qp, &wr, &bad);
+	if (!err)
+		err = wait_wr(c, 4, &wc);
+	if (!err && wc.status != VRDMA_WC_SUCCESS)
+		err = EIO;
+	*old = *res;
+	return err;
+}
+
+static void t_atomics(struct ctx *c, struct vrdma_qp *qp)
+{
+	uint64_t old = 0;
+	int err;
+
+	err = atomic(c, qp, VRDMA_WR_ATOMIC_CMP_AND_SWP, 7, 42, &old);
+	report("cmp-swap-hit", !err && old == 7, "old=%" PRIu64, old);
+	err = atomic(c, qp, VRDMA_WR_ATOMIC_CMP_AND_SWP, 7, 1, &old);
+	report("cmp-swap-miss", !err && old == 42, "old=%" PRIu64, old);
+	err = atomic(c, qp, VRDMA_WR_ATOMIC_FETCH_AND_ADD, 5, 0, &old);
+	report("fetch-add", !err && old == 42, "old=%" PRIu64, old);
+	err = atomic(c, qp, VRDMA_WR_ATOMIC_FETCH_AND_ADD, 0, 0, &old);
+	report("fetch-add-result", !err && old == 47, "value=%" PRIu64, old);
+}
+
+static void t_send_imm(struct ctx *c, struct vrdma_qp *qp)
+{
+	struct msg m = { .type = M_SENDDATA, .seed = 99, .imm = 0xabcdef };
+
+	fill(m.data, sizeof(m.data), 99);
+	report("send-with-imm", rpc(c, qp, &m, VRDMA_WR_SEND_WITH_IMM, m.imm) == 0, NULL);
+}
+
+static void t_unsignaled(struct ctx *c, struct vrdma_qp *qp)
+{
+	/* 3 x depth writes, only every 16th signaled: the SQ must recycle */
+	struct vrdma_sge sg = { (uintptr_t)c->buf + (640u << 10), 256, c->mr->lkey };
+	struct msg m = { .type = M_CHECK, .seed = 5, .off = OFF_WRITE + 4096, .len = 256 };
+	int err = 0, signaled = 0, done = 0;
+
+	fill(c->buf + (640u << 10), 256, 5);
+	for (int i = 0; i < 3 * DEPTH && !err; i++) {
+		struct vrdma_send_wr wr = {
+			.wr_id = 1000 + i, .sg_list = &sg, .num_sge = 1,
+			.opcode = VRDMA_WR_RDMA_WRITE,
+			.send_flags = (i % 16 == 15) ? VRDMA_SEND_SIGNALED : 0,
+		};
+		struct vrdma_send_wr *bad;
+
+		wr.wr.rdma.remote_addr = c->peer.addr + OFF_WRITE + 4096;
+		wr.wr.rdma.rkey = c->peer.rkey;
+		signaled += !!wr.send_flags;
+		while ((err = vrdma_post_send(qp, &wr, &bad)) == ENOMEM) {
+			struct vrdma_wc wc;
+
+			if ((err = next_wc(c, &wc)) || wc.status != VRDMA_WC_SUCCESS) {
+				err = err ? err : EIO;
+				break;
+			}
+			done++;
+		}
+	}
+	while (!err && done < signaled) {
+		struct vrdma_wc wc;
+
+		if ((err = next_wc(c, &wc)) || wc.status != VRDMA_WC_SUCCESS)
+			err = err ? err : EIO;
+		done++;
+	}
+	report("unsignaled-writes", !err && done == signaled, "err=%d completions=%d/%d",
+	       err, done, signaled);
+	report("unsignaled-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
+}
+
+/* A fresh QP to the server that we are allowed to break. */
+static void t_error(struct ctx *c, struct vrdma_qp *main_qp, const char *service,
+		    const char *name, uint64_t raddr_off, uint32_t len, int bad_rkey,
+		    enum vrdma_wc_status want)
+{
+	struct msg m = { .type = M_ACCEPT_MORE, .len = 1 };
+	struct vrdma_qp *qp;
+	struct vrdma_sge sg = { (uintptr_t)c->buf, len, c->mr->lkey };
+	struct vrdma_wc wc;
+	int err;
+
+	/* the server accepts while we connect: ask, then connect */
+	if (send_msg(c, main_qp, &m, VRDMA_WR_SEND, 0))
+		die("ask accept", EIO);
+	qp = connect_one(c, service);
+	err = post1(qp, VRDMA_WR_RDMA_WRITE, 77, &sg, 1, c->peer.addr + raddr_off,
+		    bad_rkey ? c->peer.rkey ^ 0x5a5a00 : c->peer.rkey);
+	if (!err)
+		err = wait_wr(c, 77, &wc);
+	report(name, !err && wc.status == want, "err=%d status=%s", err,
+	       err ? "-" : vrdma_wc_status_str(wc.status));
+	/* drain the main QP: our ask and the server's reply */
+	for (int got = 0; got < 2;) {
+		if (next_wc(c, &wc))
+			break;
+		if (wc.qp_num != main_qp->qp_num)
+			continue;
+		if (wc.opcode == VRDMA_WC_RECV_OP)
+			post_recv_slot(c, main_qp, (unsigned)wc.wr_id);
+		got++;
+	}
+	vrdma_destroy_qp(qp);
+}
+
+static int client(const char *service)
+{
+	struct msg bye = { .type = M_BYE };
+	struct vrdma_qp *qp;
+	struct ctx c;
+
+	ctx_init(&c);
+	qp = connect_one(&c, service);
+	report("connect", qp->state == VRDMA_QPS_RTS, NULL);
+	t_write(&c, qp);
+	t_write_imm(&c, qp);
+	t_read(&c, qp);
+	t_atomics(&c, qp);
+	t_send_imm(&c, qp);
+	t_unsignaled(&c, qp);
+	t_error(&c, qp, service, "bad-rkey", 0, 64, 1, VRDMA_WC_REM_ACCESS_ERR);
+	t_error(&c, qp, service, "out-of-bounds", BUF_LEN - 63, 64, 0,
+		VRDMA_WC_REM_ACCESS_ERR);
+	/* the main connection still works after its neighbours failed */
+	t_read(&c, qp);
+	if (send_msg(&c, qp, &bye, VRDMA_WR_SEND, 0))
+		report("bye", 0, NULL);
+	else {
+		struct vrdma_wc wc;
+
+		wait_wr(&c, 0x5e4d, &wc);
+	}
+	vrdma_destroy_qp(qp);
+	if (vrdma_close(c.dev))
+		report("close", 0, NULL);
+	printf("ITEST client-done %s failures=%d\n", failures ? "FAIL" : "PASS", failures);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "server"))
+		return serve(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "client"))
+		return client(argv[2]);
+	fprintf(stderr, "usage: itest_guest server|client SERVICE\n");
+	return 2;
+}

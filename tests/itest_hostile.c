@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A hostile guest: connects like a real frontend, then writes what
+ * libvrdma never would into its own ring.  vrdmad must refuse each case,
+ * with an error status or by disabling this guest, and stay up for
+ * everyone else (tests/integration.sh runs a verified transfer beside).
+ *
+ *   itest_hostile list     print the case names
+ *   itest_hostile CASE     exit 0 iff the case was refused
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "front.h"
+#include "vring.h"
+
+#define T_MS	5000
+
+static int ev_ignore(void *arg, const struct vrdma_evt *e)
+{
+	(void)arg;
+	(void)e;
+	return 0;
+}
+
+/* Refused by disabling: the backend leaves Connected within the limit. */
+static int backend_gave_up(struct vfe_dev *d)
+{
+	char path[VPLAT_KEY_MAX + 8];
+	int64_t end = vplat_now_ms() + T_MS;
+
+	snprintf(path, sizeof(path), "%s/state", d->backend);
+	while (vplat_now_ms() < end) {
+		uint32_t st = 0;
+		int err;
+
+		pthread_mutex_lock(&d->plat_lock);
+		err = vplat_key_read_u32(d->plat, path, &st);
+		pthread_mutex_unlock(&d->plat_lock);
+		if (err == -ENOENT || (!err && st >= VRDMA_XB_CLOSING))
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* Push one raw entry and say whether the backend gave up on us. */
+static int raw(struct vfe_dev *d, const struct vrdma_req *r)
+{
+	vfe_ring_lock(d);
+	vfe_ring_put(d, r);
+	vfe_ring_unlock(d);
+	return backend_gave_up(d);
+}
+
+/* A command must fail (any error status) or get us disabled. */
+static int cmd_refused(struct vfe_dev *d, struct vrdma_req *r)
+{
+	int err = vfe_cmd(d, r, NULL);
+
+	printf("command answered %d (%s)\n", err, strerror(-err));
+	if (err == -ETIMEDOUT || err == -EIO)
+		return backend_gave_up(d);
+	return err != 0;
+}
+
+static int c_bogus_prod(struct vfe_dev *d)
+{
+	vring_store_rel(&d->sring->req.prod, d->req_prod + d->req_size + 7);
+	vplat_notify(d->chan);
+	return backend_gave_up(d);
+}
+
+static int c_bad_opcode(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = 0x7f };
+
+	return raw(d, &r);
+}
+
+static int c_wr_bad_qp(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_OP_WRITE, .handle = 12345, .num_sge = 1 };
+
+	return raw(d, &r);
+}
+
+static int c_num_sge(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_OP_SEND, .num_sge = 5 };
+
+	return raw(d, &r);
+}
+
+static int c_bad_flags(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_OP_RECV, .flags = 0x8000 };
+
+	return raw(d, &r);
+}
+
+static int c_attach_bad_ref(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_ATTACH_BUF };
+
+	r.u.attach_buf.npages = 1;
+	r.u.attach_buf.nlist = 1;
+	r.u.attach_buf.list_ref[0] = 0xfffffff0u;
+	return cmd_refused(d, &r);
+}
+
+static int c_attach_zero(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_ATTACH_BUF };
+
+	r.u.attach_buf.nlist = 1;
+	return cmd_refused(d, &r);
+}
+
+static int c_attach_too_many(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_ATTACH_BUF };
+
+	r.u.attach_buf.npages = VRDMA_BUF_MAX_PAGES + 1;
+	r.u.attach_buf.nlist = VRDMA_BUF_LIST_REFS;
+	return cmd_refused(d, &r);
+}
+
+static int c_reg_mr_no_pd(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_REG_MR };
+
+	r.u.reg_mr.pd = 777;
+	r.u.reg_mr.buf = 555;
+	r.u.reg_mr.length = 4096;
+	return cmd_refused(d, &r);
+}
+
+static int c_cq_huge(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_CREATE_CQ };
+
+	r.u.create_cq.order = 30;
+	return cmd_refused(d, &r);
+}
+
+static int c_qp_deep(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_CREATE_QP };
+
+	r.u.create_qp.max_send_wr = VRDMA_MAX_WR + 1;
+	r.u.create_qp.max_recv_wr = 1;
+	r.u.create_qp.max_sge = 1;
+	return cmd_refused(d, &r);
+}
+
+static int c_evt_cons(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_ALLOC_PD };
+
+	/* claim to have consumed events dom0 never produced */
+	vring_store_rel(&d->sring->evt.cons, d->evt_cons + 100000);
+	return cmd_refused(d, &r);
+}
+
+static int c_listen_unterminated(struct vfe_dev *d)
+{
+	struct vrdma_req r = { .opcode = VRDMA_CMD_LISTEN };
+
+	memset(r.u.listen.service, 'x', sizeof(r.u.listen.service));
+	return cmd_refused(d, &r);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct vfe_dev *d);
+} cases[] = {
+	{ "bogus-prod", c_bogus_prod },
+	{ "bad-opcode", c_bad_opcode },
+	{ "wr-bad-qp", c_wr_bad_qp },
+	{ "num-sge", c_num_sge },
+	{ "bad-flags", c_bad_flags },
+	{ "attach-bad-ref", c_attach_bad_ref },
+	{ "attach-zero", c_attach_zero },
+	{ "attach-too-many", c_attach_too_many },
+	{ "reg-mr-no-pd", c_reg_mr_no_pd },
+	{ "cq-huge", c_cq_huge },
+	{ "qp-deep", c_qp_deep },
+	{ "evt-cons", c_evt_cons },
+	{ "listen-unterminated", c_listen_unterminated },
+};
+
+int main(int argc, char **argv)
+{
+	static struct vfe_dev d;
+	int refused, err;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: itest_hostile list|CASE\n");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (!strcmp(argv[1], "list")) {
+			printf("%s\n", cases[i].name);
+			continue;
+		}
+		if (strcmp(argv[1], cases[i].name))
+			continue;
+		err = vfe_open(&d, NULL, T_MS, ev_ignore, NULL);
+		if (err) {
+			fprintf(stderr, "itest_hostile: cannot connect: %s\n", strerror(-err));
+			return 1;
+		}
+		refused = cases[i].fn(&d);
+		printf("hostile %s: %s\n", cases[i].name, refused ? "refused" : "ACCEPTED");
+		/* no vfe_close: a hostile guest just dies */
+		_exit(refused ? 0 : 1);
+	}
+	if (!strcmp(argv[1], "list"))
+		return 0;
+	fprintf(stderr, "itest_hostile: unknown case '%s'\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: MIT
+/*
+ * In-process stub of the platform seam for the backend's Check suite
+ * (see stub_plat.h).  Deliberately simple: linear tables, no threads.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stub_plat.h"
+
+#define STUB_PAGE	4096u
+#define STUB_MAX_PLAT	16
+#define STUB_MAX_GRANTS	65536
+
+struct vplat {
+	uint32_t domid;
+	int efd;
+};
+
+struct stub_key {
+	char *path, *val;
+	struct stub_key *next;
+};
+
+struct stub_watch {
+	struct vplat *p;
+	char path[VPLAT_KEY_MAX];
+	vplat_watch_fn *cb;
+	void *arg;
+	bool pending, removed;
+	struct stub_watch *next;
+};
+
+struct stub_grant {
+	uint32_t owner, peer;
+	int fd;
+	uint32_t page;
+	bool writable, live;
+};
+
+struct vplat_share {
+	void *addr;
+	uint32_t *refs;
+	uint32_t npages;
+	int fd;
+};
+
+struct vplat_map {
+	void *addr;
+	size_t len;
+};
+
+struct stub_chan {
+	uint32_t guest, port;
+	int to_back, to_front;
+	int refs;
+};
+
+struct vplat_chan {
+	struct stub_chan *c;
+	bool back;
+};
+
+static struct vplat *stub_plats[STUB_MAX_PLAT];
+static struct stub_key *stub_keys;
+static struct stub_watch *stub_watches;
+static struct stub_grant stub_grants[STUB_MAX_GRANTS];
+static uint32_t stub_next_ref = 1;
+static struct stub_chan *stub_chans[256];
+static unsigned stub_maps, stub_binds;
+
+void stub_reset(void)
+{
+	struct stub_watch *w;
+	struct stub_key *k;
+
+	while ((k = stub_keys)) {
+		stub_keys = k->next;
+		free(k->path);
+		free(k->val);
+		free(k);
+	}
+	while ((w = stub_watches)) {
+		stub_watches = w->next;
+		free(w);
+	}
+	memset(stub_grants, 0, sizeof(stub_grants));
+	stub_next_ref = 1;
+}
+
+struct vplat *stub_open(uint32_t domid)
+{
+	struct vplat *p = calloc(1, sizeof(*p));
+	int i;
+
+	if (!p)
+		return NULL;
+	p->domid = domid;
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	for (i = 0; i < STUB_MAX_PLAT; i++)
+		if (!stub_plats[i]) {
+			stub_plats[i] = p;
+			return p;
+		}
+	abort();
+}
+
+int vplat_open(const struct vplat_cfg *cfg, struct vplat **out)
+{
+	*out = stub_open(cfg->role == VPLAT_DOM0_ROLE ? VPLAT_DOM0 : 1);
+	return *out ? 0 : -ENOMEM;
+}
+
+void vplat_close(struct vplat *p)
+{
+	struct stub_watch *w;
+	int i;
+
+	for (w = stub_watches; w; w = w->next)
+		if (w->p == p)
+			w->removed = true;
+	for (i = 0; i < STUB_MAX_PLAT; i++)
+		if (stub_plats[i] == p)
+			stub_plats[i] = NULL;
+	close(p->efd);
+	free(p);
+}
+
+const char *vplat_kind(const struct vplat *p)
+{
+	(void)p;
+	return "stub";
+}
+
+uint32_t vplat_domid(const struct vplat *p)
+{
+	return p->domid;
+}
+
+int vplat_fd(const struct vplat *p)
+{
+	return p->efd;
+}
+
+int vplat_process(struct vplat *p)
+{
+	struct stub_watch *w, **pw;
+	uint64_t v;
+	int rounds = 0;
+	bool again = true;
+
+	if (read(p->efd, &v, sizeof(v)) < 0)
+		v = 0;
+	while (again && rounds++ < 10000) {
+		again = false;
+		for (w = stub_watches; w; w = w->next) {
+			if (w->p != p || !w->pending || w->removed)
+				continue;
+			w->pending = false;
+			w->cb(p, w->path, w->arg);
+			again = true;
+			break;	/* the list may have changed */
+		}
+	}
+	for (pw = &stub_watches; (w = *pw);) {
+		if (w->removed) {
+			*pw = w->next;
+			free(w);
+		} else {
+			pw = &w->next;
+		}
+	}
+	return 0;
+}
+
+void stub_run(void)
+{
+	bool busy = true;
+	int i, rounds = 0;
+	struct stub_watch *w;
+
+	while (busy && rounds++ < 1000) {
+		busy = false;
+		for (w = stub_watches; w; w = w->next)
+			if (w->pending && !w->removed)
+				busy = true;
+		for (i = 0; i < STUB_MAX_PLAT; i++)
+			if (stub_plats[i])
+				vplat_process(stub_plats[i]);
+	}
+}
+
+unsigned stub_live_maps(void)
+{
+	return stub_maps;
+}
+
+unsigned stub_live_binds(void)
+{
+	return stub_binds;
+}
+
+/* ---- grants ---- */
+
+int vplat_share(struct vplat *p, uint32_t peer, uint32_t npages, int writable,
+		struct vplat_share **out)
+{
+	struct vplat_share *s;
+	uint32_t i;
+
+	if (!npages || stub_next_ref + npages >= STUB_MAX_GRANTS)
+		return -ENOMEM;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->refs = calloc(npages, sizeof(*s->refs));
+	s->fd = memfd_create("stub-share", MFD_CLOEXEC);
+	if (!s->refs || s->fd < 0 || ftruncate(s->fd, (off_t)npages * STUB_PAGE))
+		abort();
+	s->addr = mmap(NULL, (size_t)npages * STUB_PAGE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, s->fd, 0);
+	if (s->addr == MAP_FAILED)
+		abort();
+	s->npages = npages;
+	for (i = 0; i < npages; i++) {
+		struct stub_grant *gr = &stub_grants[stub_next_ref];
+
+		gr->owner = p->domid;
+		gr->peer = peer;
+		gr->fd = s->fd;
+		gr->page = i;
+		gr->writable = writable;
+		gr->live = true;
+		s->refs[i] = stub_next_ref++;
+	}
+	*out = s;
+	return 0;
+}
+
+void *vplat_share_addr(const struct vplat_share *s)
+{
+	return s->addr;
+}
+
+const uint32_t *vplat_share_refs(const struct vplat_share *s)
+{
+	return s->refs;
+}
+
+uint32_t vplat_share_npages(const struct vplat_share *s)
+{
+	return s->npages;
+}
+
+void stub_revoke(uint32_t ref)
+{
+	if (ref < STUB_MAX_GRANTS)
+		stub_grants[ref].live = false;
+}
+
+void vplat_unshare(struct vplat_share *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->npages; i++)
+		stub_revoke(s->refs[i]);
+	munmap(s->addr, (size_t)s->npages * STUB_PAGE);
+	close(s->fd);
+	free(s->refs);
+	free(s);
+}
+
+int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+	      int writable, struct vplat_map **out)
+{
+	struct vplat_map *m;
+	uint8_t *base;
+	uint32_t i;
+
+	if (!n || n > 65536)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		const struct stub_grant *gr;
+
+		if (!refs[i] || refs[i] >= STUB_MAX_GRANTS)
+			return -EFAULT;
+		gr = &stub_grants[refs[i]];
+		if (!gr->live || gr->owner != domid || gr->peer != p->domid ||
+		    (writable && !gr->writable))
+			return -EFAULT;
+	}
+	base = mmap(NULL, (size_t)n * STUB_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (base == MAP_FAILED)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct stub_grant *gr = &stub_grants[refs[i]];
+
+		if (mmap(base + (size_t)i * STUB_PAGE, STUB_PAGE,
+			 PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED | MAP_FIXED,
+			 gr->fd, (off_t)gr->page * STUB_PAGE) == MAP_FAILED)
+			abort();
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		abort();
+	m->addr = base;
+	m->len = (size_t)n * STUB_PAGE;
+	stub_maps++;
+	*out = m;
+	return 0;
+}
+
+void *vplat_map_addr(const struct vplat_map *m)
+{
+	return m->addr;
+}
+
+void vplat_unmap(struct vplat_map *m)
+{
+	munmap(m->addr, m->len);
+	stub_maps--;
+	free(m);
+}
+
+/* ---- channels ---- */
+
+int vplat_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
+		     uint32_t *port)
+{
+	struct stub_chan *c = calloc(1, sizeof(*c));
+	struct vplat_chan *h = calloc(1, sizeof(*h));
+	uint32_t i;
+
+	(void)peer;
+	if (!c || !h)
+		abort();
+	for (i = 1; i < 256 && stub_chans[i]; i++)
+		;
+	if (i == 256)
+		abort();
+	c->guest = p->domid;
+	c->port = i;
+	c->to_back = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->to_front = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->refs = 1;
+	stub_chans[i] = c;
+	h->c = c;
+	*port = i;
+	*out = h;
+	return 0;
+}
+
+int vplat_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+		    struct vplat_chan **out)
+{
+	struct vplat_chan *h;
+
+	(void)p;
+	if (port >= 256 || !stub_chans[port] || stub_chans[port]->guest != domid)
+		return -ENOENT;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		abort();
+	h->c = stub_chans[port];
+	h->back = true;
+	h->c->refs++;
+	stub_binds++;
+	*out = h;
+	return 0;
+}
+
+int vplat_notify(struct vplat_chan *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->back ? c->c->to_front : c->c->to_back, &one, sizeof(one)) < 0)
+		return -errno;
+	return 0;
+}
+
+int vplat_chan_fd(const struct vplat_chan *c)
+{
+	return c->back ? c->c->to_back : c->c->to_front;
+}
+
+int vplat_chan_ack(struct vplat_chan *c)
+{
+	uint64_t v;
+
+	return read(vplat_chan_fd(c), &v, sizeof(v)) == sizeof(v);
+}
+
+int vplat_chan_wait(struct vplat_chan *c, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = vplat_chan_fd(c), .events = POLLIN };
+
+	if (timeout_ms < 0)
+		return -EINVAL;
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	vplat_chan_ack(c);
+	return 0;
+}
+
+void vplat_chan_close(struct vplat_chan *h)
+{
+	struct stub_chan *c = h->c;
+
+	if (h->back)
+		stub_binds--;
+	else
+		stub_chans[c->port] = NULL;
+	if (--c->refs == 0) {
+		close(c->to_back);
+		close(c->to_front);
+		free(c);
+	}
+	free(h);
+}
+
+/* ---- keys ---- */
+
+static void stub_path(struct vplat *p, const char *path, char *out)
+{
+	if (path[0] == '/')
+		snprintf(out, VPLAT_KEY_MAX, "%s", path);
+	else
+		snprintf(out, VPLAT_KEY_MAX, "/local/domain/%u/%s", p->domid, path);
+}
+
+/* Is `a` equal to `b` or below it? */
+static bool stub_under(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+}
+
+static void stub_fire(const char *path)
+{
+	struct stub_watch *w;
+	uint64_t one = 1;
+
+	for (w = stub_watches; w; w = w->next)
+		if (!w->removed && (stub_under(path, w->path) || stub_under(w->path, path))) {
+			w->pending = true;
+			if (write(w->p->efd, &one, sizeof(one)) < 0)
+				abort();
+		}
+}
+
+static struct stub_key *stub_find(const char *path)
+{
+	struct stub_key *k;
+
+	for (k = stub_keys; k; k = k->next)
+		if (!strcmp(k->path, path))
+			return k;
+	return NULL;
+}
+
+int vplat_key_write(struct vplat *p, const char *path, const char *val)
+{
+	char full[VPLAT_KEY_MAX];
+	struct stub_key *k;
+
+	stub_path(p, path, full);
+	k = stub_find(full);
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		k->path = strdup(full);
+		k->next = stub_keys;
+		stub_keys = k;
+	}
+	free(k->val);
+	k->val = strdup(val);
+	stub_fire(full);
+	return 0;
+}
+
+int vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
+{
+	char val[VPLAT_VAL_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	return vplat_key_write(p, path, val);
+}
+
+int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
+{
+	char full[VPLAT_KEY_MAX];
+	struct stub_key *k;
+
+	stub_path(p, path, full);
+	k = stub_find(full);
+	if (!k)
+		return -ENOENT;
+	if (strlen(k->val) >= len)
+		return -ERANGE;
+	strcpy(buf, k->val);
+	return 0;
+}
+
+int vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val)
+{
+	char buf[64], *end;
+	unsigned long v;
+	int err = vplat_key_read(p, path, buf, sizeof(buf));
+
+	if (err)
+		return err;
+	errno = 0;
+	v = strtoul(buf, &end, 10);
+	if (errno || end == buf || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*val = (uint32_t)v;
+	return 0;
+}
+
+int vplat_key_rm(struct vplat *p, const char *path)
+{
+	char full[VPLAT_KEY_MAX];
+	struct stub_key *k, **pk;
+
+	stub_path(p, path, full);
+	for (pk = &stub_keys; (k = *pk);) {
+		if (stub_under(k->path, full)) {
+			*pk = k->next;
+			free(k->path);
+			free(k->val);
+			free(k);
+		} else {
+			pk = &k->next;
+		}
+	}
+	stub_fire(full);
+	return 0;
+}
+
+int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
+		   unsigned *count)
+{
+	char full[VPLAT_KEY_MAX], name[VPLAT_KEY_MAX];
+	struct stub_key *k;
+	size_t used = 0, n;
+	bool found = false;
+
+	stub_path(p, path, full);
+	n = strlen(full);
+	*count = 0;
+	buf[0] = '\0';
+	for (k = stub_keys; k; k = k->next) {
+		const char *d;
+		bool dup = false;
+
+		if (!stub_under(k->path, full) || !k->path[n])
+			continue;
+		found = true;
+		snprintf(name, sizeof(name), "%s", k->path + n + 1);
+		if (strchr(name, '/'))
+			*strchr(name, '/') = '\0';
+		for (d = buf; *d; d += strlen(d) + 1)
+			if (!strcmp(d, name))
+				dup = true;
+		if (dup)
+			continue;
+		if (used + strlen(name) + 2 > len)
+			return -ERANGE;
+		strcpy(buf + used, name);
+		used += strlen(name) + 1;
+		buf[used] = '\0';
+		(*count)++;
+	}
+	return found ? 0 : -ENOENT;
+}
+
+int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
+{
+	struct stub_watch *w = calloc(1, sizeof(*w));
+	uint64_t one = 1;
+
+	if (!w)
+		return -ENOMEM;
+	w->p = p;
+	stub_path(p, path, w->path);
+	w->cb = cb;
+	w->arg = arg;
+	w->pending = true;
+	w->next = stub_watches;
+	stub_watches = w;
+	if (write(p->efd, &one, sizeof(one)) < 0)
+		abort();
+	return 0;
+}
+
+void vplat_unwatch(struct vplat *p, const char *path, void *arg)
+{
+	char full[VPLAT_KEY_MAX];
+	struct stub_watch *w;
+
+	stub_path(p, path, full);
+	for (w = stub_watches; w; w = w->next)
+		if (w->p == p && w->arg == arg && !strcmp(w->path, full))
+			w->removed = true;
+}
+
+int vplat_key_wait(struct vplat *p, const char *path, const char *want,
+		   const char *const *stop, int timeout_ms)
+{
+	char val[VPLAT_VAL_MAX];
+	int64_t end = vplat_now_ms() + timeout_ms;
+
+	do {
+		stub_run();
+		if (!vplat_key_read(p, path, val, sizeof(val))) {
+			if (!strcmp(val, want))
+				return 0;
+			for (; stop && *stop; stop++)
+				if (!strcmp(val, *stop))
+					return -ECONNRESET;
+		}
+	} while (vplat_now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+int64_t vplat_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stub of platform/vplat.h for backend unit tests: one process plays dom0
+ * and every guest.  Keys live in memory, "grant refs" name pages of
+ * memfds the test shares (so the backend's mapping really aliases the
+ * guest's pages), channels are eventfds.
+ */
+#ifndef VRDMA_STUB_PLAT_H
+#define VRDMA_STUB_PLAT_H
+
+#include <stdint.h>
+
+#include "vplat.h"
+
+/* Forget every key, watch and grant (between tests in one process). */
+void stub_reset(void);
+struct vplat *stub_open(uint32_t domid);	/* domid 0 = dom0 role */
+/* Run every instance's pending watches until quiet. */
+void stub_run(void);
+unsigned stub_live_maps(void);
+unsigned stub_live_binds(void);		/* dom0-side channels */
+/* Revoke one grant (the ref becomes bad). */
+void stub_revoke(uint32_t ref);
+
+#endif /* VRDMA_STUB_PLAT_H */

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libvrdma public API: misuse must give the documented errno, never a
+ * crash.  Part 1 needs no daemon.  Part 2 starts $VRDMA_BUILD/sbin/vrdmad
+ * on a private run dir per test (skipped with a message when the daemon
+ * has not been built) and checks misuse against a live device, plus one
+ * small end-to-end transfer.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vrdma/vrdma.h"
+
+#define T_OPEN_MS	5000
+#define T_CONN_MS	5000
+#define LOOSE_MS	20000	/* "returned at all", not a timing claim */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void private_run_dir(char *dir, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, len, "%s/vrdma-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("VRDMA_RUN_DIR", dir, 1);
+}
+
+static void rm_run_dir(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_api: could not remove %s\n", dir);
+}
+
+/* ---- part 1: no daemon ---- */
+
+START_TEST(t_null_args)
+{
+	struct vrdma_send_wr *bad_s = (void *)1;
+	struct vrdma_recv_wr *bad_r = (void *)1;
+	struct vrdma_conn_req req;
+	struct vrdma_wc wc;
+
+	ck_assert_int_eq(vrdma_close(NULL), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_node_name(NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_buf(NULL, 4096));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_free_buf(NULL, NULL), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_pd(NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_dealloc_pd(NULL), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(NULL, &wc, sizeof(wc), 0));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_dereg_mr(NULL), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_cq(NULL, 16, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_destroy_cq(NULL), EINVAL);
+	errno = 0;
+	ck_assert_int_eq(vrdma_poll_cq(NULL, 1, &wc), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_wait_cq(NULL, 0), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(NULL, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_destroy_qp(NULL), EINVAL);
+	ck_assert_int_eq(vrdma_post_send(NULL, NULL, &bad_s), EINVAL);
+	ck_assert_ptr_null(bad_s);
+	ck_assert_int_eq(vrdma_post_recv(NULL, NULL, &bad_r), EINVAL);
+	ck_assert_ptr_null(bad_r);
+	ck_assert_int_eq(vrdma_post_send(NULL, NULL, NULL), EINVAL);
+	ck_assert_int_eq(vrdma_post_recv(NULL, NULL, NULL), EINVAL);
+	ck_assert_int_eq(vrdma_connect(NULL, NULL, "svc", NULL, 0, NULL, NULL, 10), EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_listen(NULL, "svc"));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_close_listener(NULL), EINVAL);
+	ck_assert_int_eq(vrdma_get_request(NULL, &req, 0), EINVAL);
+	ck_assert_int_eq(vrdma_accept(NULL, NULL, NULL, NULL, 0), EINVAL);
+	ck_assert_int_eq(vrdma_reject(NULL, NULL), EINVAL);
+}
+END_TEST
+
+START_TEST(t_open_no_daemon)
+{
+	struct vrdma_device *dev;
+	char dir[256];
+	int64_t t0;
+
+	private_run_dir(dir, sizeof(dir));
+	t0 = now_ms();
+	errno = 0;
+	dev = vrdma_open(NULL, 1000);
+	ck_assert_ptr_null(dev);
+	ck_assert_msg(errno == ECONNREFUSED || errno == ENOENT, "errno %d (%s)",
+		      errno, strerror(errno));
+	ck_assert_int_lt(now_ms() - t0, LOOSE_MS);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_open("host", 100));
+	ck_assert_msg(errno == ECONNREFUSED || errno == ENOENT, "errno %d", errno);
+	rm_run_dir(dir);
+}
+END_TEST
+
+START_TEST(t_open_bad_args)
+{
+	errno = 0;
+	ck_assert_ptr_null(vrdma_open("nonsense", 100));
+	ck_assert_msg(errno == EINVAL || errno == EPROTONOSUPPORT, "errno %d", errno);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_open(NULL, -1));
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(t_status_str)
+{
+	const char *seen[VRDMA_WC_GENERAL_ERR + 1];
+	int s, t;
+
+	for (s = VRDMA_WC_SUCCESS; s <= VRDMA_WC_GENERAL_ERR; s++) {
+		seen[s] = vrdma_wc_status_str((enum vrdma_wc_status)s);
+		ck_assert_ptr_nonnull(seen[s]);
+		ck_assert_str_ne(seen[s], "unknown");
+		for (t = 0; t < s; t++)
+			ck_assert_str_ne(seen[s], seen[t]);
+	}
+	ck_assert_str_eq(vrdma_wc_status_str((enum vrdma_wc_status)1000), "unknown");
+}
+END_TEST
+
+/* ---- part 2: a live vrdmad ---- */
+
+/* Per-test run dirs live under one root per suite run, made and removed
+ * by the parent: a failed test (no checked teardown) leaves nothing. */
+static char d_root[256];
+static char d_dir[300];
+static pid_t d_pid = -1;
+static int d_skip;
+
+static void root_make(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(d_root, sizeof(d_root), "%s/vrdma-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(d_root))
+		d_root[0] = 0;
+}
+
+static void root_remove(void)
+{
+	if (d_root[0])
+		rm_run_dir(d_root);
+}
+
+static const char *daemon_path(char *buf, size_t len)
+{
+	const char *b = getenv("VRDMA_BUILD");
+
+	if (!b || !*b)
+		return NULL;
+	snprintf(buf, len, "%s/sbin/vrdmad", b);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+static void daemon_start(void)
+{
+	char path[512], sock[512], log[512];
+	struct stat st;
+	int64_t end;
+
+	d_skip = 0;
+	if (!daemon_path(path, sizeof(path))) {
+		d_skip = 1;
+		return;
+	}
+	ck_assert_msg(d_root[0], "no temp root");
+	snprintf(d_dir, sizeof(d_dir), "%s/run-XXXXXX", d_root);
+	ck_assert_ptr_nonnull(mkdtemp(d_dir));
+	setenv("VRDMA_RUN_DIR", d_dir, 1);
+	snprintf(log, sizeof(log), "%s/vrdmad.log", d_dir);
+	d_pid = fork();
+	ck_assert_int_ge(d_pid, 0);
+	if (d_pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		/* Die with the test process even if it dies on an assert. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(path, "vrdmad", "-f", "-S", d_dir, "-n", "api-node", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(sock, sizeof(sock), "%s/guest.sock", d_dir);
+	for (end = now_ms() + 5000; stat(sock, &st) != 0 && now_ms() < end;)
+		usleep(10000);
+	ck_assert_msg(stat(sock, &st) == 0, "vrdmad did not create %s", sock);
+}
+
+static void daemon_stop(void)
+{
+	int64_t end;
+	int status;
+
+	if (d_pid > 0) {
+		kill(d_pid, SIGTERM);
+		for (end = now_ms() + 5000; now_ms() < end;) {
+			if (waitpid(d_pid, &status, WNOHANG) == d_pid)
+				break;
+			usleep(10000);
+		}
+		if (waitpid(d_pid, &status, WNOHANG) == 0) {
+			kill(d_pid, SIGKILL);
+			waitpid(d_pid, &status, 0);
+		}
+		d_pid = -1;
+	}
+	if (d_dir[0])
+		rm_run_dir(d_dir);
+	d_dir[0] = 0;
+}
+
+#define NEED_DAEMON() do {						\
+	if (d_skip) {							\
+		fprintf(stderr, "test_api: %s skipped: no vrdmad at "	\
+			"$VRDMA_BUILD/sbin (not built yet)\n", __func__); \
+		return;							\
+	}								\
+} while (0)
+
+/* vrdmad may have bound its socket but not yet listen()ed: retry a
+ * refused connect for a while (bounded). */
+static struct vrdma_device *open_dev(void)
+{
+	int64_t end = now_ms() + T_OPEN_MS;
+	struct vrdma_device *dev;
+
+	for (;;) {
+		dev = vrdma_open(NULL, T_OPEN_MS);
+		if (dev || (errno != ECONNREFUSED && errno != ENOENT) || now_ms() > end)
+			break;
+		usleep(20000);
+	}
+	ck_assert_msg(dev != NULL, "vrdma_open: %s", strerror(errno));
+	return dev;
+}
+
+static struct vrdma_qp *make_qp(struct vrdma_pd *pd, struct vrdma_cq *cq,
+				uint32_t depth)
+{
+	struct vrdma_qp_init_attr a = {
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { depth, depth, 1, 1 },
+	};
+	struct vrdma_qp *qp = vrdma_create_qp(pd, &a);
+
+	ck_assert_msg(qp != NULL, "create_qp: %s", strerror(errno));
+	return qp;
+}
+
+START_TEST(t_live_mr)
+{
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_mr *mr;
+	uint8_t *buf;
+	void *heap;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	ck_assert_ptr_nonnull(vrdma_node_name(dev));
+	pd = vrdma_alloc_pd(dev);
+	ck_assert_ptr_nonnull(pd);
+	buf = vrdma_alloc_buf(dev, 8192);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(buf[100], 0);		/* zeroed */
+
+	heap = malloc(8192);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(pd, heap, 4096, VRDMA_ACCESS_LOCAL_WRITE));
+	ck_assert_int_eq(errno, EFAULT);
+	free(heap);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(pd, buf + 8000, 400, VRDMA_ACCESS_LOCAL_WRITE));
+	ck_assert_int_eq(errno, EFAULT);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(pd, buf, 0, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(pd, buf, 64, 1 << 20));
+	ck_assert_int_eq(errno, EINVAL);
+
+	mr = vrdma_reg_mr(pd, buf + 4096, 4096,
+			  VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_READ);
+	ck_assert_msg(mr != NULL, "reg_mr: %s", strerror(errno));
+	ck_assert_ptr_eq(mr->addr, buf + 4096);
+	ck_assert_int_eq(vrdma_free_buf(dev, buf), EBUSY);
+	ck_assert_int_eq(vrdma_dealloc_pd(pd), EBUSY);
+	ck_assert_int_eq(vrdma_free_buf(dev, buf + 1), EINVAL);
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	ck_assert_int_eq(vrdma_free_buf(dev, buf), 0);
+	ck_assert_int_eq(vrdma_dealloc_pd(pd), 0);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+START_TEST(t_live_cq_qp)
+{
+	struct vrdma_qp_init_attr a = { 0 };
+	struct vrdma_send_wr wr[2], *bad = NULL;
+	struct vrdma_device *dev;
+	struct vrdma_cq *cq, *big;
+	struct vrdma_wc wc;
+	struct vrdma_pd *pd;
+	struct vrdma_qp *qp;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	ck_assert_ptr_nonnull(pd);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_cq(dev, 0, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_cq(dev, (1 << 14) + 1, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	cq = vrdma_create_cq(dev, 6, NULL);
+	ck_assert_msg(cq != NULL, "create_cq: %s", strerror(errno));
+	ck_assert_int_eq(cq->cqe, 8);		/* rounded up */
+
+	/* CQ capacity rule: 8 send + 8 recv outstanding do not fit in 8. */
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.cap = (struct vrdma_qp_cap){ 8, 8, 1, 1 };
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+	ck_assert_int_eq(errno, EINVAL);
+	a.cap = (struct vrdma_qp_cap){ 0, 4, 1, 1 };
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+	ck_assert_int_eq(errno, EINVAL);
+	a.cap = (struct vrdma_qp_cap){ 4, 4, VRDMA_MAX_SGE_PER_WR + 1, 1 };
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+	ck_assert_int_eq(errno, EINVAL);
+
+	qp = make_qp(pd, cq, 4);
+	ck_assert_int_eq(qp->state, VRDMA_QPS_RESET);
+	/* The CQ is now full of commitments: a second QP does not fit. */
+	a.cap = (struct vrdma_qp_cap){ 1, 1, 1, 1 };
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+	ck_assert_int_eq(errno, EINVAL);
+	big = vrdma_create_cq(dev, 64, NULL);
+	ck_assert_ptr_nonnull(big);
+
+	/* Not connected: EINVAL and bad_wr names the first WR. */
+	memset(wr, 0, sizeof(wr));
+	wr[0].opcode = VRDMA_WR_SEND;
+	wr[0].next = &wr[1];
+	wr[1].opcode = VRDMA_WR_SEND;
+	ck_assert_int_eq(vrdma_post_send(qp, wr, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &wr[0]);
+
+	ck_assert_int_eq(vrdma_poll_cq(cq, 1, &wc), 0);
+	ck_assert_int_eq(vrdma_wait_cq(cq, 20), ETIMEDOUT);
+	ck_assert_int_eq(vrdma_destroy_cq(cq), EBUSY);
+	ck_assert_int_eq(vrdma_dealloc_pd(pd), EBUSY);
+	ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
+	ck_assert_int_eq(vrdma_destroy_cq(cq), 0);
+	/* big and pd left open on purpose: vrdma_close cleans up. */
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+START_TEST(t_live_names)
+{
+	char long_name[VRDMA_MAX_NAME + 2];
+	uint8_t pdata[VRDMA_MAX_PRIVATE_DATA + 1] = { 0 };
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+
+	NEED_DAEMON();
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = 0;
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	cq = vrdma_create_cq(dev, 16, NULL);
+	ck_assert_ptr_nonnull(cq);
+	qp = make_qp(pd, cq, 4);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_listen(dev, long_name));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_listen(dev, ""));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_connect(qp, NULL, long_name, NULL, 0, NULL, NULL, 100), EINVAL);
+	ck_assert_int_eq(vrdma_connect(qp, long_name, "svc", NULL, 0, NULL, NULL, 100), EINVAL);
+	ck_assert_int_eq(vrdma_connect(qp, NULL, "svc", pdata, sizeof(pdata), NULL, NULL, 100),
+			 EINVAL);
+	ck_assert_int_eq(vrdma_connect(qp, NULL, "svc", NULL, 0, NULL, NULL, -1), EINVAL);
+	ck_assert_int_eq(qp->state, VRDMA_QPS_RESET);
+	long_name[VRDMA_MAX_NAME] = 0;		/* exactly the maximum is fine */
+	{
+		struct vrdma_listener *l = vrdma_listen(dev, long_name);
+
+		ck_assert_msg(l != NULL, "listen: %s", strerror(errno));
+		ck_assert_int_eq(vrdma_close_listener(l), 0);
+	}
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+START_TEST(t_live_connect_errors)
+{
+	struct vrdma_device *dev;
+	struct vrdma_listener *l;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+	int64_t t0;
+	int rc;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	cq = vrdma_create_cq(dev, 64, NULL);
+	ck_assert_ptr_nonnull(cq);
+	qp = make_qp(pd, cq, 4);
+
+	rc = vrdma_connect(qp, NULL, "nobody-here", NULL, 0, NULL, NULL, T_CONN_MS);
+	ck_assert_msg(rc == ECONNREFUSED, "connect to nobody: %d (%s)", rc, strerror(rc));
+	ck_assert_int_eq(qp->state, VRDMA_QPS_RESET);
+	rc = vrdma_connect(qp, "no-such-node", "svc", NULL, 0, NULL, NULL, T_CONN_MS);
+	ck_assert_msg(rc == EHOSTUNREACH, "connect to no node: %d (%s)", rc, strerror(rc));
+
+	/* A listener that never answers: the timeout is honoured. */
+	l = vrdma_listen(dev, "silent");
+	ck_assert_msg(l != NULL, "listen: %s", strerror(errno));
+	t0 = now_ms();
+	rc = vrdma_connect(qp, NULL, "silent", NULL, 0, NULL, NULL, 200);
+	ck_assert_msg(rc == ETIMEDOUT, "connect to silent: %d (%s)", rc, strerror(rc));
+	ck_assert_int_ge(now_ms() - t0, 190);	/* clocks round differently */
+	ck_assert_int_lt(now_ms() - t0, LOOSE_MS);
+	ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
+	ck_assert_int_eq(vrdma_close_listener(l), 0);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+/* A connected pair on two devices (two guests of one vrdmad). */
+struct side {
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+	struct vrdma_mr *mr;
+};
+
+struct acceptor {
+	struct vrdma_listener *l;
+	struct vrdma_qp *qp;
+	int rc;
+};
+
+static void *accept_one(void *arg)
+{
+	struct acceptor *a = arg;
+	struct vrdma_conn_req req;
+
+	a->rc = vrdma_get_request(a->l, &req, T_CONN_MS);
+	if (!a->rc)
+		a->rc = vrdma_accept(a->l, a->qp, &req, "srv", 3);
+	return NULL;
+}
+
+static void side_init(struct side *s, uint32_t depth)
+{
+	s->dev = open_dev();
+	s->pd = vrdma_alloc_pd(s->dev);
+	ck_assert_ptr_nonnull(s->pd);
+	s->cq = vrdma_create_cq(s->dev, 2 * (int)depth, NULL);
+	ck_assert_ptr_nonnull(s->cq);
+	s->qp = make_qp(s->pd, s->cq, depth);
+	s->buf = vrdma_alloc_buf(s->dev, 65536);
+	ck_assert_ptr_nonnull(s->buf);
+	s->mr = vrdma_reg_mr(s->pd, s->buf, 65536, VRDMA_ACCESS_LOCAL_WRITE |
+			     VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ);
+	ck_assert_msg(s->mr != NULL, "reg_mr: %s", strerror(errno));
+}
+
+static void pair_connect(struct side *srv, struct side *cli, uint32_t depth)
+{
+	struct acceptor a = { 0 };
+	char peer[VRDMA_MAX_PRIVATE_DATA];
+	size_t peer_len = sizeof(peer);
+	struct vrdma_listener *l;
+	pthread_t th;
+	int rc;
+
+	side_init(srv, depth);
+	side_init(cli, depth);
+	l = vrdma_listen(srv->dev, "api-svc");
+	ck_assert_msg(l != NULL, "listen: %s", strerror(errno));
+	a.l = l;
+	a.qp = srv->qp;
+	ck_assert_int_eq(pthread_create(&th, NULL, accept_one, &a), 0);
+	rc = vrdma_connect(cli->qp, "", "api-svc", "cli", 3, peer, &peer_len, T_CONN_MS);
+	pthread_join(th, NULL);
+	ck_assert_msg(rc == 0, "connect: %s", strerror(rc));
+	ck_assert_msg(a.rc == 0, "accept: %s", strerror(a.rc));
+	ck_assert_int_eq(peer_len, 3);
+	ck_assert_mem_eq(peer, "srv", 3);
+	ck_assert_int_eq(cli->qp->state, VRDMA_QPS_RTS);
+	ck_assert_int_eq(srv->qp->state, VRDMA_QPS_RTS);
+	ck_assert_int_eq(vrdma_close_listener(l), 0);
+}
+
+static int wait_one(struct vrdma_cq *cq, struct vrdma_wc *wc)
+{
+	int64_t end = now_ms() + T_CONN_MS;
+	int n;
+
+	for (;;) {
+		n = vrdma_poll_cq(cq, 1, wc);
+		if (n != 0 || now_ms() > end)
+			return n;
+		vrdma_wait_cq(cq, 100);
+	}
+}
+
+START_TEST(t_live_sq_overflow)
+{
+	struct vrdma_send_wr wr[5], *bad = NULL;
+	struct vrdma_sge sge;
+	struct side srv, cli;
+	int i, rc;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	sge = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < 5; i++) {
+		wr[i].wr_id = (uint64_t)i;
+		wr[i].next = i < 4 ? &wr[i + 1] : NULL;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = VRDMA_WR_RDMA_WRITE;	/* unsignaled: slots stay */
+		wr[i].wr.rdma.remote_addr = (uintptr_t)srv.buf;
+		wr[i].wr.rdma.rkey = srv.mr->rkey;
+	}
+	rc = vrdma_post_send(cli.qp, wr, &bad);
+	ck_assert_int_eq(rc, ENOMEM);
+	ck_assert_ptr_eq(bad, &wr[4]);
+	/* A malformed WR: bad_wr names it, nothing after it is posted. */
+	wr[0].next = NULL;
+	wr[0].num_sge = VRDMA_MAX_SGE_PER_WR + 1;
+	ck_assert_int_eq(vrdma_post_send(cli.qp, wr, &bad), EINVAL);
+	ck_assert_ptr_eq(bad, &wr[0]);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+START_TEST(t_live_transfer)
+{
+	struct vrdma_send_wr swr = { 0 }, *sbad;
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_sge ssge, rsge;
+	struct side srv, cli;
+	struct vrdma_wc wc;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 8);
+
+	/* SEND into a posted receive. */
+	rsge = (struct vrdma_sge){ (uintptr_t)srv.buf, 256, srv.mr->lkey };
+	rwr.wr_id = 7;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(srv.qp, &rwr, &rbad), 0);
+	memcpy(cli.buf, "hello vrdma", 12);
+	ssge = (struct vrdma_sge){ (uintptr_t)cli.buf, 12, cli.mr->lkey };
+	swr.wr_id = 9;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = VRDMA_WR_SEND;
+	swr.send_flags = VRDMA_SEND_SIGNALED;
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), 0);
+	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
+	ck_assert_msg(wc.status == VRDMA_WC_SUCCESS, "send: %s",
+		      vrdma_wc_status_str(wc.status));
+	ck_assert_int_eq(wc.wr_id, 9);
+	ck_assert_int_eq(wc.opcode, VRDMA_WC_SEND_OP);
+	ck_assert_int_eq(wait_one(srv.cq, &wc), 1);
+	ck_assert_msg(wc.status == VRDMA_WC_SUCCESS, "recv: %s",
+		      vrdma_wc_status_str(wc.status));
+	ck_assert_int_eq(wc.wr_id, 7);
+	ck_assert_int_eq(wc.opcode, VRDMA_WC_RECV_OP);
+	ck_assert_int_eq(wc.byte_len, 12);
+	ck_assert_str_eq((char *)srv.buf, "hello vrdma");
+
+	/* RDMA READ back from the server's buffer. */
+	memset(cli.buf + 4096, 0, 64);
+	ssge = (struct vrdma_sge){ (uintptr_t)cli.buf + 4096, 12, cli.mr->lkey };
+	swr.wr_id = 10;
+	swr.opcode = VRDMA_WR_RDMA_READ;
+	swr.wr.rdma.remote_addr = (uintptr_t)srv.buf;
+	swr.wr.rdma.rkey = srv.mr->rkey;
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), 0);
+	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
+	ck_assert_msg(wc.status == VRDMA_WC_SUCCESS, "read: %s",
+		      vrdma_wc_status_str(wc.status));
+	ck_assert_int_eq(wc.opcode, VRDMA_WC_RDMA_READ_OP);
+	ck_assert_str_eq((char *)cli.buf + 4096, "hello vrdma");
+
+	/* Tear down in the documented order. */
+	ck_assert_int_eq(vrdma_destroy_cq(cli.cq), EBUSY);
+	ck_assert_int_eq(vrdma_destroy_qp(cli.qp), 0);
+	ck_assert_int_eq(vrdma_destroy_cq(cli.cq), 0);
+	ck_assert_int_eq(vrdma_dereg_mr(cli.mr), 0);
+	ck_assert_int_eq(vrdma_free_buf(cli.dev, cli.buf), 0);
+	ck_assert_int_eq(vrdma_dealloc_pd(cli.pd), 0);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+static Suite *api_suite(void)
+{
+	Suite *s = suite_create("api");
+	TCase *tc = tcase_create("no-daemon");
+	TCase *live = tcase_create("live");
+
+	tcase_add_test(tc, t_null_args);
+	tcase_add_test(tc, t_open_no_daemon);
+	tcase_add_test(tc, t_open_bad_args);
+	tcase_add_test(tc, t_status_str);
+	suite_add_tcase(s, tc);
+
+	tcase_add_unchecked_fixture(live, root_make, root_remove);
+	tcase_add_checked_fixture(live, daemon_start, daemon_stop);
+	tcase_set_timeout(live, 60);
+	tcase_add_test(live, t_live_mr);
+	tcase_add_test(live, t_live_cq_qp);
+	tcase_add_test(live, t_live_names);
+	tcase_add_test(live, t_live_connect_errors);
+	tcase_add_test(live, t_live_sq_overflow);
+	tcase_add_test(live, t_live_transfer);
+	suite_add_tcase(s, live);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(api_suite());
+	int failed;
+
+	if (!getenv("VRDMA_BUILD") || access(getenv("VRDMA_BUILD"), F_OK))
+		fprintf(stderr, "test_api: VRDMA_BUILD not set: live tests skip\n");
+	srunner_run_all(sr, CK_ENV);	/* CK_VERBOSITY=verbose lists each test */
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,908 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The plain-host platform: a dom0 instance on a private run dir, served
+ * by a thread of the test (every dom0 call takes t0.mu), and guests in
+ * the test's main thread or in forked children.  Every wait is bounded.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host_proto.h"
+#include "vplat.h"
+
+#define T_WAIT_MS 5000
+
+static struct {
+	struct vplat *d;
+	pthread_t th;
+	pthread_mutex_t mu;
+	int running, stop;
+	char dir[64];
+} t0 = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+struct rec {
+	int n;
+	char path[64][VPLAT_KEY_MAX];
+};
+
+static void t0_lock(void)
+{
+	pthread_mutex_lock(&t0.mu);
+}
+
+static void t0_unlock(void)
+{
+	pthread_mutex_unlock(&t0.mu);
+}
+
+static void *t0_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd pfd = { .fd = vplat_fd(t0.d), .events = POLLIN };
+
+		poll(&pfd, 1, 20);
+		t0_lock();
+		if (t0.stop) {
+			t0_unlock();
+			return NULL;
+		}
+		vplat_process(t0.d);
+		t0_unlock();
+	}
+}
+
+static void t0_run(void)
+{
+	ck_assert_int_eq(pthread_create(&t0.th, NULL, t0_loop, NULL), 0);
+	t0.running = 1;
+}
+
+/* dom0 on a fresh run dir; the serving thread only if `run`. */
+static void t0_open(int run)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_DOM0_ROLE, .run_dir = t0.dir };
+	const char *tmp = getenv("TMPDIR");
+
+	t0.running = t0.stop = 0;	/* CK_FORK=no runs every test in one process */
+	snprintf(t0.dir, sizeof(t0.dir), "%s/vrdma-plat-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(t0.dir));
+	ck_assert_int_eq(vplat_open(&cfg, &t0.d), 0);
+	if (run)
+		t0_run();
+}
+
+static void t0_close(void)
+{
+	char p[128];
+
+	if (t0.running) {
+		t0_lock();
+		t0.stop = 1;
+		t0_unlock();
+		pthread_join(t0.th, NULL);
+	}
+	vplat_close(t0.d);
+	snprintf(p, sizeof(p), "%s/%s", t0.dir, VHP_SOCK_NAME);
+	unlink(p);
+	rmdir(t0.dir);
+}
+
+static struct vplat *guest_open(void)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST, .run_dir = t0.dir };
+	struct vplat *g = NULL;
+
+	ck_assert_int_eq(vplat_open(&cfg, &g), 0);
+	return g;
+}
+
+static void rec_cb(struct vplat *p, const char *path, void *arg)
+{
+	struct rec *r = arg;
+
+	(void)p;
+	if (r->n < 64)
+		snprintf(r->path[r->n++], VPLAT_KEY_MAX, "%s", path);
+}
+
+static int rec_has(struct rec *r, const char *path)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->path[i], path) == 0)
+			return 1;
+	return 0;
+}
+
+/* Wait (bounded) until dom0's recorder saw path. */
+static int d0_saw(struct rec *r, const char *path)
+{
+	int64_t end = vplat_now_ms() + T_WAIT_MS;
+	int ok;
+
+	do {
+		t0_lock();
+		ok = rec_has(r, path);
+		t0_unlock();
+		if (ok)
+			return 1;
+		usleep(5000);
+	} while (vplat_now_ms() < end);
+	return 0;
+}
+
+/* Pump a guest's events (bounded) until its recorder saw path. */
+static int g_saw_ms(struct vplat *g, struct rec *r, const char *path, int ms)
+{
+	int64_t end = vplat_now_ms() + ms;
+
+	while (!rec_has(r, path)) {
+		struct pollfd pfd = { .fd = vplat_fd(g), .events = POLLIN };
+		int64_t left = end - vplat_now_ms();
+
+		if (left <= 0)
+			return 0;
+		poll(&pfd, 1, (int)left);
+		ck_assert_int_eq(vplat_process(g), 0);
+	}
+	return 1;
+}
+
+static int g_saw(struct vplat *g, struct rec *r, const char *path)
+{
+	return g_saw_ms(g, r, path, T_WAIT_MS);
+}
+
+static int count_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static int d0_read(const char *path, char *buf, size_t len)
+{
+	int r;
+
+	t0_lock();
+	r = vplat_key_read(t0.d, path, buf, len);
+	t0_unlock();
+	return r;
+}
+
+static int d0_write(const char *path, const char *val)
+{
+	int r;
+
+	t0_lock();
+	r = vplat_key_write(t0.d, path, val);
+	t0_unlock();
+	return r;
+}
+
+/* ---- open ---- */
+
+START_TEST(t_open)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST, .kind = "xen" };
+	struct vplat *g1, *g2, *x = NULL;
+
+	t0_open(1);
+	ck_assert_str_eq(vplat_kind(t0.d), "host");
+	ck_assert_uint_eq(vplat_domid(t0.d), 0);
+	g1 = guest_open();
+	g2 = guest_open();
+	ck_assert_uint_eq(vplat_domid(g1), 1);
+	ck_assert_uint_eq(vplat_domid(g2), 2);
+	ck_assert_str_eq(vplat_kind(g1), "host");
+	vplat_close(g1);
+	g1 = guest_open();
+	ck_assert_uint_eq(vplat_domid(g1), 3);	/* never reused */
+	ck_assert_int_eq(vplat_open(&cfg, &x), -EPROTONOSUPPORT);
+	cfg.kind = "bogus";
+	ck_assert_int_eq(vplat_open(&cfg, &x), -EPROTONOSUPPORT);
+	vplat_close(g1);
+	vplat_close(g2);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_no_dom0)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST, .run_dir = "/nonexistent-vrdma" };
+	struct vplat *g = NULL;
+
+	ck_assert_int_lt(vplat_open(&cfg, &g), 0);
+}
+END_TEST
+
+/* ---- keys ---- */
+
+START_TEST(t_toolstack)
+{
+	char buf[VPLAT_VAL_MAX], k[VPLAT_KEY_MAX], want[VPLAT_KEY_MAX];
+	struct vplat *g;
+	uint32_t d, v;
+
+	t0_open(1);
+	g = guest_open();
+	d = vplat_domid(g);
+	snprintf(k, sizeof(k), "/local/domain/%u/name", d);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), 0);
+	ck_assert_msg(strncmp(buf, "test_plat.", 10) == 0, "name %s", buf);
+	snprintf(k, sizeof(k), "/local/domain/%u/device/vrdma/0/backend", d);
+	snprintf(want, sizeof(want), "/local/domain/0/backend/vrdma/%u/0", d);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, want);
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/frontend", d);
+	snprintf(want, sizeof(want), "/local/domain/%u/device/vrdma/0", d);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, want);
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/frontend-id", d);
+	t0_lock();
+	ck_assert_int_eq(vplat_key_read_u32(t0.d, k, &v), 0);
+	t0_unlock();
+	ck_assert_uint_eq(v, d);
+	/* The guest sees them too: relative home paths and its backend dir. */
+	ck_assert_int_eq(vplat_key_read_u32(g, "device/vrdma/0/backend-id", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "device/vrdma/0/state", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/state", d);
+	ck_assert_int_eq(vplat_key_read_u32(g, k, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_keys)
+{
+	char buf[VPLAT_VAL_MAX], k[VPLAT_KEY_MAX], big[VPLAT_VAL_MAX + 1];
+	struct vplat *g;
+	unsigned cnt;
+	uint32_t v;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_key_write(g, "data/x", "hello"), 0);
+	ck_assert_int_eq(vplat_key_printf(g, "data/y", "%u", 42u), 0);
+	ck_assert_int_eq(vplat_key_write(g, "data/sub/z", ""), 0);
+	ck_assert_int_eq(vplat_key_read(g, "data/x", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "hello");
+	ck_assert_int_eq(vplat_key_read(g, "data/x", buf, 3), -E2BIG);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), 0);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/x", &v), -EINVAL);
+	ck_assert_int_eq(vplat_key_list(g, "data", buf, sizeof(buf), &cnt), 0);
+	ck_assert_uint_eq(cnt, 3);
+	ck_assert_str_eq(buf, "x");	/* order is unspecified; x came first */
+	ck_assert_int_eq(buf[2 + 2 + 4], '\0');
+	snprintf(k, sizeof(k), "/local/domain/%u/data/x", vplat_domid(g));
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "hello");
+	ck_assert_int_eq(vplat_key_rm(g, "data"), 0);
+	ck_assert_int_eq(vplat_key_read(g, "data/x", buf, sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(vplat_key_read(g, "data/sub/z", buf, sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(vplat_key_rm(g, "data"), -ENOENT);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(vplat_key_write(g, "big", big), -E2BIG);
+	/* dom0 can do anything, relative paths are below /local/domain/0. */
+	ck_assert_int_eq(d0_write("backend/vrdma/x", "1"), 0);
+	ck_assert_int_eq(d0_read("/local/domain/0/backend/vrdma/x", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "1");
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_perm)
+{
+	char buf[VPLAT_VAL_MAX], k[VPLAT_KEY_MAX];
+	struct vplat *g1, *g2;
+	unsigned cnt;
+
+	t0_open(1);
+	g1 = guest_open();
+	g2 = guest_open();
+	ck_assert_int_eq(vplat_key_write(g1, "/local/domain/0/x", "1"), -EACCES);
+	snprintf(k, sizeof(k), "/local/domain/%u/x", vplat_domid(g2));
+	ck_assert_int_eq(vplat_key_write(g1, k, "1"), -EACCES);
+	ck_assert_int_eq(vplat_key_read(g1, k, buf, sizeof(buf)), -EACCES);
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/state", vplat_domid(g1));
+	ck_assert_int_eq(vplat_key_write(g1, k, "4"), -EACCES);
+	ck_assert_int_eq(vplat_key_rm(g1, k), -EACCES);
+	ck_assert_int_eq(vplat_key_read(g1, k, buf, sizeof(buf)), 0);
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/state", vplat_domid(g2));
+	ck_assert_int_eq(vplat_key_read(g1, k, buf, sizeof(buf)), -EACCES);
+	ck_assert_int_eq(vplat_key_list(g1, "/local/domain", buf, sizeof(buf), &cnt), -EACCES);
+	snprintf(k, sizeof(k), "/local/domain/%u", vplat_domid(g1));
+	ck_assert_int_eq(vplat_key_rm(g1, k), -EACCES);	/* its home itself */
+	ck_assert_int_eq(vplat_key_write(g1, "/local/domain/1/../2/x", "1"), -EINVAL);
+	ck_assert_int_eq(vplat_key_write(g1, "a//b", "1"), -EINVAL);
+	ck_assert_int_eq(vplat_key_write(g1, "a/", "1"), -EINVAL);
+	ck_assert_int_eq(vplat_watch(g1, "/local/domain/0", rec_cb, NULL), -EACCES);
+	vplat_close(g1);
+	vplat_close(g2);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_watch)
+{
+	char fe[96], be[96], k[VPLAT_KEY_MAX];
+	static struct rec r0, rg;
+	struct vplat *g;
+	uint32_t d;
+
+	t0_open(1);
+	g = guest_open();
+	d = vplat_domid(g);
+	snprintf(fe, sizeof(fe), "/local/domain/%u/device/vrdma/0", d);
+	snprintf(be, sizeof(be), "/local/domain/0/backend/vrdma/%u/0", d);
+
+	/* dom0 watches the frontend dir: once at registration, then guest writes. */
+	t0_lock();
+	ck_assert_int_eq(vplat_watch(t0.d, fe, rec_cb, &r0), 0);
+	t0_unlock();
+	ck_assert(d0_saw(&r0, fe));
+	ck_assert_int_eq(vplat_key_write(g, "device/vrdma/0/ring-ref0", "8"), 0);
+	snprintf(k, sizeof(k), "%s/ring-ref0", fe);
+	ck_assert(d0_saw(&r0, k));
+	ck_assert_int_eq(vplat_key_write(g, "unrelated", "x"), 0);
+
+	/* The guest watches its backend dir: registration, then dom0 writes. */
+	ck_assert_int_eq(vplat_watch(g, be, rec_cb, &rg), 0);
+	ck_assert(g_saw(g, &rg, be));
+	snprintf(k, sizeof(k), "%s/state", be);
+	ck_assert_int_eq(d0_write(k, "2"), 0);
+	ck_assert(g_saw(g, &rg, k));
+	vplat_unwatch(g, be, &rg);
+	rg.n = 0;
+	ck_assert_int_eq(d0_write(k, "3"), 0);
+	ck_assert(!g_saw_ms(g, &rg, k, 100));
+
+	t0_lock();
+	ck_assert(!rec_has(&r0, "/local/domain/1/unrelated"));
+	vplat_unwatch(t0.d, fe, &r0);
+	t0_unlock();
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+static void *late_writer(void *arg)
+{
+	const char *const *kv = arg;
+
+	usleep(50000);
+	d0_write(kv[0], kv[1]);
+	return NULL;
+}
+
+START_TEST(t_key_wait)
+{
+	const char *stop[] = { "6", NULL };
+	char k[VPLAT_KEY_MAX];
+	const char *kv[2] = { k, "4" };
+	struct vplat *g;
+	pthread_t th;
+
+	t0_open(1);
+	g = guest_open();
+	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/state", vplat_domid(g));
+	ck_assert_int_eq(pthread_create(&th, NULL, late_writer, kv), 0);
+	ck_assert_int_eq(vplat_key_wait(g, k, "4", NULL, T_WAIT_MS), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(vplat_key_wait(g, k, "4", NULL, 0), 0);	/* already */
+	ck_assert_int_eq(vplat_key_wait(g, k, "9", NULL, 100), -ETIMEDOUT);
+	ck_assert_int_eq(vplat_key_wait(g, "missing", "1", NULL, 50), -ETIMEDOUT);
+	kv[1] = "6";
+	ck_assert_int_eq(pthread_create(&th, NULL, late_writer, kv), 0);
+	ck_assert_int_eq(vplat_key_wait(g, k, "5", stop, T_WAIT_MS), -ECONNRESET);
+	pthread_join(th, NULL);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* ---- grants ---- */
+
+static void fill_pages(struct vplat_share *s, size_t pg)
+{
+	uint32_t i;
+
+	for (i = 0; i < vplat_share_npages(s); i++)
+		memset((char *)vplat_share_addr(s) + i * pg, 'A' + (int)i, pg);
+}
+
+START_TEST(t_share_map)
+{
+	static const uint32_t perm[8] = { 3, 0, 7, 1, 6, 2, 5, 4 };
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct vplat_share *s, *s2;
+	struct vplat_map *m;
+	uint32_t refs[8], mix[4], i;
+	const uint32_t *sr;
+	struct vplat *g;
+	char *a;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 8, 1, &s), 0);
+	ck_assert_uint_eq(vplat_share_npages(s), 8);
+	a = vplat_share_addr(s);
+	for (i = 0; i < 8 * pg; i++)
+		ck_assert_int_eq(a[i], 0);	/* zeroed */
+	fill_pages(s, pg);
+	sr = vplat_share_refs(s);
+
+	/* In order. */
+	t0_lock();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), sr, 8, 1, &m), 0);
+	t0_unlock();
+	a = vplat_map_addr(m);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(a[i * pg], 'A' + (int)i);
+		ck_assert_int_eq(a[i * pg + pg - 1], 'A' + (int)i);
+	}
+	a[5 * pg + 17] = 'z';	/* dom0 writes back */
+	ck_assert_int_eq(((char *)vplat_share_addr(s))[5 * pg + 17], 'z');
+	vplat_unmap(m);
+
+	/* Scrambled. */
+	for (i = 0; i < 8; i++)
+		refs[i] = sr[perm[i]];
+	t0_lock();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, 8, 0, &m), 0);
+	t0_unlock();
+	a = vplat_map_addr(m);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(a[i * pg + 1], 'A' + (int)perm[i]);
+	vplat_unmap(m);
+
+	/* Two shares interleaved in one mapping. */
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 2, 1, &s2), 0);
+	memset(vplat_share_addr(s2), 'q', 2 * pg);
+	mix[0] = vplat_share_refs(s2)[1];
+	mix[1] = sr[2];
+	mix[2] = sr[3];
+	mix[3] = vplat_share_refs(s2)[0];
+	t0_lock();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), mix, 4, 1, &m), 0);
+	t0_unlock();
+	a = vplat_map_addr(m);
+	ck_assert_int_eq(a[0], 'q');
+	ck_assert_int_eq(a[pg], 'C');
+	ck_assert_int_eq(a[2 * pg], 'D');
+	ck_assert_int_eq(a[3 * pg], 'q');
+	a[3 * pg] = 'w';
+	ck_assert_int_eq(((char *)vplat_share_addr(s2))[0], 'w');
+	vplat_unmap(m);
+	vplat_unshare(s2);
+	vplat_unshare(s);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_bad_ref)
+{
+	struct vplat_share *s;
+	struct vplat_map *m = NULL;
+	struct vplat *g;
+	uint32_t refs[4];
+	int before;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 3, 1, &s), 0);
+	memcpy(refs, vplat_share_refs(s), 3 * sizeof(uint32_t));
+	refs[3] = refs[2] + 1000;
+	t0_lock();
+	before = count_maps();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, 4, 1, &m), -EFAULT);
+	refs[3] = refs[0];
+	refs[0] = 0;
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, 4, 1, &m), -EFAULT);
+	ck_assert_int_eq(count_maps(), before);	/* nothing left mapped */
+	ck_assert_int_eq(vplat_map(t0.d, 999, refs + 1, 2, 1, &m), -ESRCH);
+	ck_assert_int_eq(vplat_map(t0.d, 0, refs + 1, 2, 1, &m), -ESRCH);
+	t0_unlock();
+	ck_assert_ptr_null(m);
+	vplat_unshare(s);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_read_only)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct vplat_share *s;
+	struct vplat_map *m;
+	struct vplat *g;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 2, 0, &s), 0);
+	memset(vplat_share_addr(s), 'r', 2 * pg);	/* the owner still writes */
+	t0_lock();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), vplat_share_refs(s), 2, 1, &m), -EACCES);
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), vplat_share_refs(s), 2, 0, &m), 0);
+	t0_unlock();
+	ck_assert_int_eq(((char *)vplat_map_addr(m))[pg + 3], 'r');
+	vplat_unmap(m);
+	vplat_unshare(s);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+START_TEST(t_limits)
+{
+	struct vplat_share *s, *s2;
+	char k[32];
+	struct vplat *g;
+	int i, r = 0;
+
+	setenv("VRDMA_MAX_GUEST_PAGES", "16", 1);
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 17, 1, &s), -ENOMEM);
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 16, 1, &s), 0);
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1, 1, &s2), -ENOMEM);
+	vplat_unshare(s);
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1, 1, &s2), 0);	/* freed */
+	vplat_unshare(s2);
+	for (i = 0; i < 1100 && r == 0; i++) {
+		snprintf(k, sizeof(k), "k/%d", i);
+		r = vplat_key_write(g, k, "v");
+	}
+	ck_assert_int_eq(r, -ENOSPC);
+	ck_assert_int_eq(i, 1025);
+	ck_assert_int_eq(vplat_key_write(g, "k/0", "overwrite is fine"), 0);
+	unsetenv("VRDMA_MAX_GUEST_PAGES");
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* ---- channels ---- */
+
+START_TEST(t_chan)
+{
+	struct vplat_chan *gc, *dc;
+	struct vplat *g;
+	uint32_t port, port2;
+	struct vplat_chan *gc2;
+	struct pollfd pfd;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &gc, &port), 0);
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &gc2, &port2), 0);
+	ck_assert_uint_ne(port, port2);
+	t0_lock();
+	ck_assert_int_eq(vplat_chan_bind(t0.d, vplat_domid(g), port + port2 + 7, &dc), -ENOENT);
+	ck_assert_int_eq(vplat_chan_bind(t0.d, vplat_domid(g), port, &dc), 0);
+
+	/* guest -> dom0 */
+	ck_assert_int_eq(vplat_chan_ack(dc), 0);
+	ck_assert_int_eq(vplat_notify(gc), 0);
+	ck_assert_int_eq(vplat_notify(gc), 0);
+	pfd.fd = vplat_chan_fd(dc);
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, T_WAIT_MS), 1);
+	ck_assert_int_eq(vplat_chan_ack(dc), 1);
+	ck_assert_int_eq(vplat_chan_ack(dc), 0);
+	ck_assert_int_eq(vplat_notify(gc), 0);
+	ck_assert_int_eq(vplat_chan_wait(dc, T_WAIT_MS), 0);
+	ck_assert_int_eq(vplat_chan_wait(dc, 20), -ETIMEDOUT);
+	t0_unlock();
+	ck_assert_int_eq(vplat_chan_wait(gc, 20), -ETIMEDOUT);
+
+	/* dom0 -> guest, not seen on the other channel */
+	ck_assert_int_eq(vplat_notify(dc), 0);
+	ck_assert_int_eq(vplat_chan_wait(gc, T_WAIT_MS), 0);
+	ck_assert_int_eq(vplat_chan_ack(gc), 0);
+	ck_assert_int_eq(vplat_chan_ack(gc2), 0);
+	ck_assert_int_eq(vplat_chan_wait(gc, -1), -EINVAL);
+
+	vplat_chan_close(dc);
+	vplat_chan_close(gc2);
+	vplat_chan_close(gc);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* ---- guest death ---- */
+
+struct child_info {
+	uint32_t domid, port, refs[4];
+};
+
+/* A guest in a child process: share, channel, report, then wait to die. */
+static void child_guest(int wfd)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST, .run_dir = t0.dir };
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct child_info ci = { 0 };
+	struct vplat_share *s;
+	struct vplat_chan *c;
+	struct vplat *g;
+
+	if (vplat_open(&cfg, &g) || vplat_share(g, VPLAT_DOM0, 4, 1, &s) ||
+	    vplat_chan_alloc(g, VPLAT_DOM0, &c, &ci.port))
+		_exit(1);
+	fill_pages(s, pg);
+	ci.domid = vplat_domid(g);
+	memcpy(ci.refs, vplat_share_refs(s), sizeof(ci.refs));
+	if (write(wfd, &ci, sizeof(ci)) != sizeof(ci))
+		_exit(1);
+	poll(NULL, 0, 30000);	/* the parent kills us long before */
+	_exit(0);
+}
+
+START_TEST(t_guest_killed)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char be[96], k[VPLAT_KEY_MAX], buf[64];
+	struct child_info ci;
+	static struct rec r0;
+	struct vplat_chan *dc;
+	struct vplat_map *m;
+	struct pollfd pfd;
+	int pfds[2], base, i;
+	pid_t pid;
+	char *a;
+
+	t0_open(0);	/* fork before the serving thread exists */
+	ck_assert_int_eq(pipe(pfds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(pfds[0]);
+		child_guest(pfds[1]);
+	}
+	close(pfds[1]);
+	base = count_fds();
+	t0_run();
+	pfd.fd = pfds[0];
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, T_WAIT_MS), 1);
+	ck_assert_int_eq(read(pfds[0], &ci, sizeof(ci)), sizeof(ci));
+
+	snprintf(be, sizeof(be), "/local/domain/0/backend/vrdma/%u", ci.domid);
+	t0_lock();
+	ck_assert_int_eq(vplat_watch(t0.d, be, rec_cb, &r0), 0);
+	ck_assert_int_eq(vplat_map(t0.d, ci.domid, ci.refs, 4, 1, &m), 0);
+	ck_assert_int_eq(vplat_chan_bind(t0.d, ci.domid, ci.port, &dc), 0);
+	t0_unlock();
+	ck_assert(d0_saw(&r0, be));
+	a = vplat_map_addr(m);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(a[i * pg], 'A' + i);
+
+	t0_lock();
+	r0.n = 0;
+	t0_unlock();
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	ck_assert(d0_saw(&r0, be));	/* the backend learns it from its watch */
+	snprintf(k, sizeof(k), "%s/0/state", be);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), -ENOENT);
+	snprintf(k, sizeof(k), "/local/domain/%u/name", ci.domid);
+	ck_assert_int_eq(d0_read(k, buf, sizeof(buf)), -ENOENT);
+	t0_lock();
+	ck_assert_int_eq(vplat_chan_wait(dc, T_WAIT_MS), -EPIPE);
+	ck_assert_int_eq(vplat_notify(dc), -EPIPE);
+	ck_assert_int_eq(vplat_map(t0.d, ci.domid, ci.refs, 4, 1, &m), 0 - ESRCH);
+	ck_assert_int_eq(vplat_chan_bind(t0.d, ci.domid, ci.port, &dc), 0 - ESRCH);
+	vplat_unwatch(t0.d, be, &r0);
+	t0_unlock();
+	/* The mapping stays valid until unmapped (mmap semantics). */
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(a[i * pg + 9], 'A' + i);
+	vplat_unmap(m);
+	vplat_chan_close(dc);
+	ck_assert_int_eq(count_fds(), base);
+	close(pfds[0]);
+	t0_close();
+}
+END_TEST
+
+/* An in-process guest's shares and channels leave no fd behind in dom0. */
+START_TEST(t_no_fd_leak)
+{
+	struct vplat_share *s[3];
+	struct vplat_chan *c;
+	int64_t end;
+	struct vplat *g;
+	uint32_t port;
+	int base, i;
+
+	t0_open(1);
+	g = guest_open();
+	base = count_fds();
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1 + i, 1, &s[i]), 0);
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &c, &port), 0);
+	ck_assert_int_eq(count_fds(), base + 3 + 4);	/* dom0 copies + ours */
+	for (i = 0; i < 3; i++)
+		vplat_unshare(s[i]);
+	vplat_chan_close(c);
+	/* UNSHARE and CHAN_CLOSE are one-way: wait (bounded) for dom0. */
+	end = vplat_now_ms() + T_WAIT_MS;
+	while (count_fds() != base && vplat_now_ms() < end)
+		usleep(5000);
+	ck_assert_int_eq(count_fds(), base);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* ---- hostile clients ---- */
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	ck_assert_int_ge(s, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", t0.dir, VHP_SOCK_NAME);
+	ck_assert_int_eq(connect(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return s;
+}
+
+/* dom0 hangs up on the raw client: read gives EOF (bounded by SO_RCVTIMEO). */
+static void raw_expect_eof(int s)
+{
+	char buf[256];
+	ssize_t n;
+
+	do
+		n = recv(s, buf, sizeof(buf), 0);
+	while (n > 0);		/* a reply may come first */
+	ck_assert_int_eq(n, 0);
+	close(s);
+}
+
+START_TEST(t_malformed)
+{
+	struct vhp_hdr h = { 0 };
+	char buf[VPLAT_VAL_MAX];
+	struct vplat *g;
+	int s;
+
+	t0_open(1);
+	g = guest_open();
+
+	s = raw_connect();	/* garbage */
+	ck_assert_int_eq(send(s, "xyz", 3, 0), 3);
+	raw_expect_eof(s);
+
+	s = raw_connect();	/* a request before HELLO */
+	h.type = VHP_KEY_READ;
+	h.len = 2;
+	ck_assert_int_eq(vhp_send(s, &h, "/", NULL, 0, 0), 0);
+	raw_expect_eof(s);
+
+	s = raw_connect();	/* length field that lies */
+	h.type = VHP_HELLO;
+	h.arg[0] = VHP_VERSION;
+	h.len = 100;
+	ck_assert_int_eq(send(s, &h, sizeof(h), 0), sizeof(h));
+	raw_expect_eof(s);
+
+	s = raw_connect();	/* HELLO, then an unknown type */
+	h.len = 4;
+	ck_assert_int_eq(vhp_send(s, &h, "raw", NULL, 0, 0), 0);
+	h.type = 999;
+	h.len = 0;
+	ck_assert_int_eq(vhp_send(s, &h, NULL, NULL, 0, 0), 0);
+	raw_expect_eof(s);
+
+	s = raw_connect();	/* HELLO, then a path without its NUL */
+	h.type = VHP_HELLO;
+	h.len = 4;
+	ck_assert_int_eq(vhp_send(s, &h, "raw", NULL, 0, 0), 0);
+	h.type = VHP_KEY_WRITE;
+	h.len = 3;
+	ck_assert_int_eq(vhp_send(s, &h, "a\0b", NULL, 0, 0), 0);
+	raw_expect_eof(s);
+
+	s = raw_connect();	/* a CHAN whose "eventfds" are a pipe */
+	h.type = VHP_HELLO;
+	h.len = 4;
+	ck_assert_int_eq(vhp_send(s, &h, "raw", NULL, 0, 0), 0);
+	{
+		int p[2];
+
+		ck_assert_int_eq(pipe(p), 0);
+		h.type = VHP_CHAN;
+		h.len = 0;
+		ck_assert_int_eq(vhp_send(s, &h, NULL, p, 2, 0), 0);
+		close(p[0]);
+		close(p[1]);
+	}
+	raw_expect_eof(s);
+
+	/* The honest guest never noticed. */
+	ck_assert_int_eq(vplat_key_write(g, "still", "here"), 0);
+	ck_assert_int_eq(vplat_key_read(g, "still", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "here");
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+static Suite *plat_suite(void)
+{
+	Suite *s = suite_create("plat");
+	TCase *tc = tcase_create("host");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, t_open);
+	tcase_add_test(tc, t_no_dom0);
+	tcase_add_test(tc, t_toolstack);
+	tcase_add_test(tc, t_keys);
+	tcase_add_test(tc, t_perm);
+	tcase_add_test(tc, t_watch);
+	tcase_add_test(tc, t_key_wait);
+	tcase_add_test(tc, t_share_map);
+	tcase_add_test(tc, t_bad_ref);
+	tcase_add_test(tc, t_read_only);
+	tcase_add_test(tc, t_limits);
+	tcase_add_test(tc, t_chan);
+	tcase_add_test(tc, t_guest_killed);
+	tcase_add_test(tc, t_no_fd_leak);
+	tcase_add_test(tc, t_malformed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(plat_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
