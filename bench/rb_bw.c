@@ -39,7 +39,7 @@ int rb_run_memcpy(const struct rb_opts *o)
 {
 	uint64_t total = rb_default_iters(o, 2ull << 30);
 	uint64_t batch = rb_batch(o->size, total);
-	uint64_t n = total / batch, i, k, done;
+	uint64_t n = total / batch, i, k, done, s = 0, slots;
 	uint64_t deadline, *t;
 	char *src, *dst;
 	struct rb_bw r;
@@ -47,22 +47,27 @@ int rb_run_memcpy(const struct rb_opts *o)
 
 	if (!n)
 		n = 1;
-	src = malloc(o->size);
-	dst = malloc(o->size);
+	/* Rotate over `window` bytes like vrdma-bw rotates over its slots, so
+	 * both touch the same amount of memory. */
+	slots = o->window > o->size ? o->window / o->size : 1;
+	src = malloc(o->size * slots);
+	dst = malloc(o->size * slots);
 	t = calloc(n + 1, sizeof(*t));
 	if (!src || !dst || !t)
 		goto out_free;
 	/* Pre-fault both buffers so the run measures copies, not page faults. */
-	memset(src, 0xa5, o->size);
-	memset(dst, 0x5a, o->size);
+	memset(src, 0xa5, o->size * slots);
+	memset(dst, 0x5a, o->size * slots);
 	for (k = 0; k < 2 * batch; k++)
-		memcpy(dst, src, o->size);
+		memcpy(dst + (k % slots) * o->size, src + (k % slots) * o->size, o->size);
 
 	deadline = rb_now_ns() + (uint64_t)o->timeout_s * 1000000000u;
 	t[0] = rb_now_ns();
 	for (i = 0, done = 0; i < n; i++) {
-		for (k = 0; k < batch; k++) {
-			memcpy(dst, src, o->size);
+		for (k = 0; k < batch; k++, s++) {
+			size_t off = (s % slots) * o->size;
+
+			memcpy(dst + off, src + off, o->size);
 			/* Keep the compiler from merging or dropping copies. */
 			__asm__ __volatile__("" : : "r"(dst) : "memory");
 		}

@@ -156,12 +156,13 @@ static void rb_usage(FILE *f, const char *prog)
 {
 	size_t i;
 
-	fprintf(f, "Usage: %s TEST [-s SIZE] [-n ITERS] [-T SEC] [--csv|--json]\n"
+	fprintf(f, "Usage: %s TEST [-s SIZE] [-w WINDOW] [-n ITERS] [-T SEC] [--csv|--json]\n"
 		"Tests:\n", prog);
 	for (i = 0; i < sizeof(rb_tests) / sizeof(rb_tests[0]); i++)
 		fprintf(f, "  %-8s %s\n", rb_tests[i].name, rb_tests[i].help);
 	fprintf(f, "Options:\n"
 		"  -s, --size SIZE     message size in bytes (K/M suffix ok; default 65536, shmlat 8)\n"
+		"  -w, --window SIZE   memcpy: rotate over this many bytes (default: SIZE)\n"
 		"  -n, --iters N       iterations (default: about one second of work)\n"
 		"  -T, --timeout SEC   limit for the whole run (default 30)\n"
 		"      --csv, --json   machine-readable output\n");
@@ -190,6 +191,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, 's' },
+		{ "window", required_argument, NULL, 'w' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "csv", no_argument, NULL, 'C' },
@@ -203,10 +205,14 @@ int main(int argc, char **argv)
 	size_t i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:n:T:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:n:T:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (rb_parse_size(optarg, &o.size))
+				goto bad;
+			break;
+		case 'w':
+			if (rb_parse_size(optarg, &o.window))
 				goto bad;
 			break;
 		case 'n':

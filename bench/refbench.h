@@ -14,6 +14,7 @@ enum rb_fmt { RB_FMT_TEXT, RB_FMT_CSV, RB_FMT_JSON };
 
 struct rb_opts {
 	size_t size;		/* message size in bytes */
+	size_t window;		/* memcpy: rotate over this many bytes (0: size) */
 	uint64_t iters;		/* 0: pick a default per test */
 	int timeout_s;		/* limit for the whole run */
 	enum rb_fmt fmt;

@@ -260,6 +260,8 @@ static int serve(const char *service)
 			return 1;
 		}
 		memcpy(&m, c.buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(m));
+		if (m.type == M_BYE && wc.opcode == VRDMA_WC_RECV_OP)
+			break;		/* the client may already be gone */
 		if ((err = post_recv_slot(&c, qp, (unsigned)wc.wr_id)))
 			die("repost", err);
 		if (wc.opcode == VRDMA_WC_RECV_RDMA_WITH_IMM_OP) {
@@ -280,8 +282,6 @@ static int serve(const char *service)
 			for (unsigned i = 0; i < m.len && nextra < 4; i++)
 				extra[nextra++] = accept_one(&c, l);
 			r.result = 0;
-		} else if (m.type == M_BYE) {
-			break;
 		}
 		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
 			die("server send", err);
