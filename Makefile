@@ -42,7 +42,7 @@ WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
 ALLCFLAGS = -std=gnu11 -fPIC -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CFLAGS) \
-	    -Iinclude -Icommon -Iplatform -MMD -MP
+	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP
 LDFLAGS  ?=
 ALLLDFLAGS = $(SANFLAGS) $(LDFLAGS)
 RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -67,7 +67,8 @@ BACKEND_SRCS    := $(wildcard backend/*.c)
 VRDMACTL_SRCS   := $(wildcard dom0-daemon/vrdmactl*.c)
 VRDMAD_SRCS     := $(filter-out $(VRDMACTL_SRCS),$(wildcard dom0-daemon/*.c))
 GT_MAIN_SRCS    := guest-tests/bw.c guest-tests/lat.c
-GT_COMMON_SRCS  := $(filter-out $(GT_MAIN_SRCS),$(wildcard guest-tests/*.c))
+GT_COMMON_SRCS  := $(filter-out $(GT_MAIN_SRCS),$(wildcard guest-tests/*.c)) bench/perfstat.c
+REFBENCH_SRCS   := bench/refbench.c bench/perfstat.c $(wildcard bench/rb_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -117,7 +118,7 @@ $(B)/bin/vrdma-%: $(B)/obj/guest-tests/%.o $(GT_COMMON_OBJS) $(LIBSO)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma $(RPATH) $(LIBS) -lm
 
-$(B)/bin/vrdma-refbench: $(call obj,$(wildcard bench/*.c))
+$(B)/bin/vrdma-refbench: $(call obj,$(REFBENCH_SRCS))
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(LIBS) -lm

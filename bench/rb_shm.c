@@ -69,7 +69,7 @@ int rb_run_shmlat(const struct rb_opts *o)
 	uint64_t deadline = rb_now_ns() + (uint64_t)o->timeout_s * 1000000000u;
 	uint64_t i, *d;
 	struct rb_shm *s;
-	struct rb_lat r;
+	struct ps_lat r;
 	pid_t pid;
 	int ret = 0, st;
 
@@ -109,7 +109,7 @@ int rb_run_shmlat(const struct rb_opts *o)
 	    !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		ret = -EPIPE;
 	if (!ret) {
-		rb_lat_from_samples(&r, sizeof(s->ping), d, n);
+		ps_lat_compute(&r, sizeof(s->ping), d, n);
 		rb_print_lat(o, "shmlat", &r);
 	}
 out_unmap:

@@ -61,41 +61,6 @@ void rb_bw_from_samples(struct rb_bw *r, size_t size, uint64_t batch,
 	r->peak_mib = best > r->avg_mib ? best : r->avg_mib;
 }
 
-static int rb_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* d_ns: round trips; sorted in place.  Latency is half a round trip. */
-int rb_lat_from_samples(struct rb_lat *r, size_t size, uint64_t *d_ns, uint64_t n)
-{
-	double sum = 0, sq = 0;
-	uint64_t i;
-
-	if (!n)
-		return -EINVAL;
-	qsort(d_ns, n, sizeof(*d_ns), rb_cmp_u64);
-	for (i = 0; i < n; i++)
-		sum += (double)d_ns[i] / 2000.0;
-	r->avg = sum / (double)n;
-	for (i = 0; i < n; i++) {
-		double d = (double)d_ns[i] / 2000.0 - r->avg;
-
-		sq += d * d;
-	}
-	r->size = size;
-	r->iters = n;
-	r->stdev = sqrt(sq / (double)n);
-	r->min = (double)d_ns[0] / 2000.0;
-	r->max = (double)d_ns[n - 1] / 2000.0;
-	r->typical = (double)d_ns[n / 2] / 2000.0;
-	r->p99 = (double)d_ns[(n * 99) / 100] / 2000.0;
-	r->p999 = (double)d_ns[(n * 999) / 1000] / 2000.0;
-	return 0;
-}
-
 void rb_print_bw(const struct rb_opts *o, const char *test, const struct rb_bw *r)
 {
 	switch (o->fmt) {
@@ -117,7 +82,7 @@ void rb_print_bw(const struct rb_opts *o, const char *test, const struct rb_bw *
 	}
 }
 
-void rb_print_lat(const struct rb_opts *o, const char *test, const struct rb_lat *r)
+void rb_print_lat(const struct rb_opts *o, const char *test, const struct ps_lat *r)
 {
 	switch (o->fmt) {
 	case RB_FMT_CSV:

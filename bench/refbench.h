@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perfstat.h"
+
 enum rb_fmt { RB_FMT_TEXT, RB_FMT_CSV, RB_FMT_JSON };
 
 struct rb_opts {
@@ -29,18 +31,12 @@ struct rb_bw {
 	double mpps;
 };
 
-struct rb_lat {
-	size_t size;
-	uint64_t iters;
-	double min, max, typical, avg, stdev, p99, p999;	/* usec */
-};
 
 uint64_t rb_now_ns(void);
 void rb_bw_from_samples(struct rb_bw *r, size_t size, uint64_t batch,
 			const uint64_t *t_ns, uint64_t n);
-int rb_lat_from_samples(struct rb_lat *r, size_t size, uint64_t *d_ns, uint64_t n);
 void rb_print_bw(const struct rb_opts *o, const char *test, const struct rb_bw *r);
-void rb_print_lat(const struct rb_opts *o, const char *test, const struct rb_lat *r);
+void rb_print_lat(const struct rb_opts *o, const char *test, const struct ps_lat *r);
 
 int rb_run_memcpy(const struct rb_opts *o);
 int rb_run_tcp(const struct rb_opts *o);

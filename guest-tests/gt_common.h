@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "vrdma/vrdma.h"
+#include "perfstat.h"
 
 #define GT_MAX_SIZE	(8u << 20)	/* largest message (-a ends here) */
 #define GT_DATA_CAP	(16u << 20)	/* data region: wrap offsets beyond */
@@ -163,11 +164,6 @@ struct gt_bw_res {
 	double peak_mib, avg_mib, mpps;
 };
 
-struct gt_lat_res {
-	size_t size;
-	uint64_t iters;
-	double min, max, typical, avg, stdev, p99, p999;	/* usec */
-};
 
 uint64_t gt_now_ns(void);
 uint64_t gt_deadline(const struct gt_ctx *c);
@@ -176,10 +172,9 @@ void gt_fill(uint8_t *p, size_t len, uint32_t seed, uint64_t idx);
 int gt_check(const uint8_t *p, size_t len, uint32_t seed, uint64_t idx);
 void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
 		   const uint64_t *t_ns, const uint64_t *cnt, uint32_t n);
-int gt_lat_compute(struct gt_lat_res *r, size_t size, uint64_t *rtt_ns, uint64_t n);
 void gt_report_begin(const struct gt_opts *o);
 void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r);
-void gt_report_lat(const struct gt_opts *o, const struct gt_lat_res *r);
+void gt_report_lat(const struct gt_opts *o, const struct ps_lat *r);
 void gt_report_end(const struct gt_opts *o, int ok, int verified);
 const char *gt_mode_name(enum gt_mode m);
 

@@ -80,7 +80,7 @@ static int lat_wait(struct gt_ctx *c, uint32_t size, uint32_t seed, uint64_t i)
 }
 
 static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
-			struct gt_lat_res *res, int *verified)
+			struct ps_lat *res, int *verified)
 {
 	uint32_t seed = (uint32_t)gt_now_ns() ^ size;
 	uint64_t warm = LAT_WARMUP, total = warm + c->iters, i;
@@ -114,7 +114,7 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
 	ret = gt_drain(c);
 	if (ret)
 		return ret;
-	gt_lat_compute(res, size, rtt, c->iters);
+	ps_lat_compute(res, size, rtt, c->iters);
 	if (c->rx_bad) {
 		fprintf(stderr, "%s: wrong data from the server at %u bytes\n",
 			c->o->prog, size);
@@ -137,7 +137,7 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
 
 static int lat_client(struct gt_opts *o)
 {
-	struct gt_lat_res res;
+	struct ps_lat res;
 	struct gt_ctl m = { 0 };
 	struct gt_ctx c;
 	uint64_t *rtt = NULL;
