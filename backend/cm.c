@@ -12,6 +12,12 @@
  *                                     CONNECTED(peer_qpn, pdata)
  *              REJECT(listener, conn id)  -> connector gets REJECTED REFUSED
  *   nobody answers within 10 s       -> connector gets REJECTED TIMEDOUT
+ *   listener has 64 unanswered       -> connector gets REJECTED REFUSED at once
+ *
+ * Quotas (review I2): a guest holds at most 16 listeners and 32 pending
+ * CONNECTs, so no guest takes a node table.  Service names are one
+ * node-wide namespace, first come first served.  A CONN_REQUEST waits in
+ * its vbe_conn until the listener's event ring has room (never dropped).
  *
  * Connector and acceptor are remembered by (domid, devid, handle), never by
  * pointer, so either side may vanish at any time.
@@ -38,29 +44,62 @@ static struct vbe_listener *vbe_cm_lis_get(struct vbe_guest *g, uint32_t h)
 	return l;
 }
 
+static bool vbe_cm_mine(const struct vbe_guest *g, uint32_t domid, uint32_t devid)
+{
+	return g->domid == domid && g->devid == devid;
+}
+
+/* Free a conn slot; an undelivered request leaves its listener's count. */
+static void vbe_cm_conn_free(struct vbe_node *n, struct vbe_conn *c)
+{
+	struct vbe_listener *l = &n->lis[c->lis];
+	struct vbe_guest *lg;
+
+	if (!c->delivered && l->s.used) {
+		lg = vbe_node_guest(n, l->domid, l->devid);
+		if (lg && lg->nconnq)
+			lg->nconnq--;
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+/* Tell connector QP `h` of cg that its attempt failed (QP back to RESET). */
+static void vbe_cm_refuse(struct vbe_guest *cg, uint32_t h, uint64_t id, int status,
+			  const uint8_t *pdata, uint32_t pdata_len)
+{
+	struct vbe_qp *qp;
+	struct vrdma_evt e;
+
+	/* No VBE_GET inside ?: -- cppcheck 2.x crashes on it (review). */
+	if (!cg || cg->dead)
+		return;
+	qp = VBE_GET(cg->qps, VBE_MAX_QPS, h);
+	if (!qp || qp->conn_id != id)
+		return;
+	qp->state = VBE_QPS_RESET;
+	qp->conn_id = 0;
+	memset(&e, 0, sizeof(e));
+	e.type = VRDMA_EVT_REJECTED;
+	e.status = (uint16_t)status;
+	e.handle = qp->handle;
+	e.id = id;
+	if (pdata && pdata_len) {
+		e.u.conn.pdata_len = pdata_len;
+		memcpy(e.u.conn.pdata, pdata, pdata_len);
+	}
+	vbe_evt_qp(cg, qp, &e);
+}
+
 /* Finish a pending request on the connector's side and free the slot. */
 static void vbe_cm_conn_end(struct vbe_node *n, struct vbe_conn *c, int status,
 			    const uint8_t *pdata, uint32_t pdata_len)
 {
 	struct vbe_guest *cg = vbe_node_guest(n, c->domid, c->devid);
-	struct vbe_qp *qp = cg && !cg->dead ? VBE_GET(cg->qps, VBE_MAX_QPS, c->qp) : NULL;
-	struct vrdma_evt e;
+	uint32_t h = c->qp;
+	uint64_t id = c->id;
 
-	if (qp && qp->conn_id == c->id) {
-		qp->state = VBE_QPS_RESET;
-		qp->conn_id = 0;
-		memset(&e, 0, sizeof(e));
-		e.type = VRDMA_EVT_REJECTED;
-		e.status = (uint16_t)status;
-		e.handle = qp->handle;
-		e.id = c->id;
-		if (pdata && pdata_len) {
-			e.u.conn.pdata_len = pdata_len;
-			memcpy(e.u.conn.pdata, pdata, pdata_len);
-		}
-		vbe_evt_post(cg, &e, false);
-	}
-	memset(c, 0, sizeof(*c));
+	vbe_cm_conn_free(n, c);
+	vbe_cm_refuse(cg, h, id, status, pdata, pdata_len);
 }
 
 int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
@@ -70,11 +109,19 @@ int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	struct vbe_listener *l;
 	uint32_t i;
 
+	unsigned mine = 0;
+
 	if (!vbe_cm_name_ok(svc, false))
 		return VRDMA_CS_INVAL;
-	for (i = 0; i < VBE_MAX_LISTENERS; i++)
-		if (n->lis[i].s.used && !strcmp(n->lis[i].service, svc))
+	for (i = 0; i < VBE_MAX_LISTENERS; i++) {
+		if (!n->lis[i].s.used)
+			continue;
+		if (!strcmp(n->lis[i].service, svc))
 			return VRDMA_CS_EXIST;
+		mine += vbe_cm_mine(g, n->lis[i].domid, n->lis[i].devid);
+	}
+	if (mine >= VBE_GUEST_LISTENERS)
+		return VRDMA_CS_NOMEM;
 	i = VBE_TAKE(n->lis, VBE_MAX_LISTENERS);
 	if (i == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
@@ -116,7 +163,9 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	struct vbe_node *n = g->node;
 	struct vbe_listener *l = NULL;
 	struct vbe_conn *cn = NULL;
-	uint32_t i;
+	struct vbe_guest *lg;
+	unsigned mine = 0, backlog = 0;
+	uint32_t i, li;
 
 	(void)out;
 	if (!qp)
@@ -126,11 +175,11 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	    c->reserved)
 		return VRDMA_CS_INVAL;
 	memset(&late->e, 0, sizeof(late->e));
+	late->e.type = VRDMA_EVT_REJECTED;
+	late->e.handle = qp->handle;
 	if (c->node[0] && strcmp(c->node, n->name)) {
 		late->g = g;
-		late->e.type = VRDMA_EVT_REJECTED;
 		late->e.status = VRDMA_CS_UNREACH;
-		late->e.handle = qp->handle;
 		return VRDMA_CS_OK;
 	}
 	for (i = 0; i < VBE_MAX_LISTENERS && !l; i++)
@@ -138,41 +187,95 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 			l = &n->lis[i];
 	if (!l)
 		return VRDMA_CS_NOENT;
-	for (i = 0; i < VBE_MAX_CONNS && !cn; i++)
-		if (!n->conns[i].id)
-			cn = &n->conns[i];
-	if (!cn)
+	li = l->handle & 0xffff;
+	for (i = 0; i < VBE_MAX_CONNS; i++) {
+		struct vbe_conn *x = &n->conns[i];
+
+		if (!x->id) {
+			if (!cn)
+				cn = x;
+			continue;
+		}
+		mine += vbe_cm_mine(g, x->domid, x->devid);
+		backlog += x->lis == li;
+	}
+	if (!cn || mine >= VBE_GUEST_CONNS)
 		return VRDMA_CS_NOMEM;
+	lg = vbe_node_guest(n, l->domid, l->devid);
+	if (backlog >= VBE_LISTEN_BACKLOG || !lg || lg->dead || !lg->connected) {
+		/* Refused at once, as a full TCP listen queue would. */
+		late->g = g;
+		late->e.status = VRDMA_CS_REFUSED;
+		return VRDMA_CS_OK;
+	}
 	cn->id = ++n->next_conn_id;
 	cn->domid = g->domid;
 	cn->devid = g->devid;
 	cn->qp = qp->handle;
 	cn->qpn = qp->qpn;
-	cn->lis = l->handle & 0xffff;
+	cn->lis = li;
+	cn->pdata_len = c->pdata_len;
+	memcpy(cn->pdata, c->pdata, c->pdata_len);
+	cn->delivered = false;
 	cn->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
 	qp->state = VBE_QPS_CONNECTING;
 	qp->conn_id = cn->id;
+	lg->nconnq++;
 
-	late->g = vbe_node_guest(n, l->domid, l->devid);
+	/* Delivered after CMD_DONE (vbe_cm_late), or when the ring has room. */
+	late->g = lg;
 	late->conn = (int)(cn - n->conns);
-	late->e.type = VRDMA_EVT_CONN_REQUEST;
-	late->e.handle = l->handle;
-	late->e.id = cn->id;
-	late->e.u.conn.peer_qpn = qp->qpn;
-	late->e.u.conn.pdata_len = c->pdata_len;
-	memcpy(late->e.u.conn.pdata, c->pdata, c->pdata_len);
 	return VRDMA_CS_OK;
 }
 
-/* After CONNECT's CMD_DONE: deliver; an undeliverable request is refused. */
+/* After CONNECT's CMD_DONE: the connector's REJECTED, or the request. */
 void vbe_cm_late(struct vbe_node *n, struct vbe_late *late)
 {
-	int err = late->g ? vbe_evt_post(late->g, &late->e, false) : -1;
+	struct vbe_qp *qp;
 
-	if (err && late->conn >= 0 && n->conns[late->conn].id == late->e.id) {
-		vlog_info("connection request %llu undeliverable: refused",
-			  (unsigned long long)late->e.id);
-		vbe_cm_conn_end(n, &n->conns[late->conn], VRDMA_CS_REFUSED, NULL, 0);
+	(void)n;
+	if (late->conn >= 0) {
+		vbe_cm_deliver(late->g);
+		return;
+	}
+	qp = VBE_GET(late->g->qps, VBE_MAX_QPS, late->e.handle);
+	if (qp)
+		vbe_evt_qp(late->g, qp, &late->e);
+}
+
+/* Hand g its waiting CONN_REQUESTs, oldest first, while its ring has room. */
+void vbe_cm_deliver(struct vbe_guest *g)
+{
+	struct vbe_node *n = g->node;
+	struct vrdma_evt e;
+
+	while (g->nconnq && !g->dead) {
+		struct vbe_conn *c = NULL;
+		uint32_t i;
+
+		for (i = 0; i < VBE_MAX_CONNS; i++) {
+			struct vbe_conn *x = &n->conns[i];
+			struct vbe_listener *l = &n->lis[x->lis];
+
+			if (x->id && !x->delivered && l->s.used &&
+			    vbe_cm_mine(g, l->domid, l->devid) && (!c || x->id < c->id))
+				c = x;
+		}
+		if (!c) {
+			g->nconnq = 0;	/* cannot happen; do not spin on it */
+			return;
+		}
+		memset(&e, 0, sizeof(e));
+		e.type = VRDMA_EVT_CONN_REQUEST;
+		e.handle = n->lis[c->lis].handle;
+		e.id = c->id;
+		e.u.conn.peer_qpn = c->qpn;
+		e.u.conn.pdata_len = c->pdata_len;
+		memcpy(e.u.conn.pdata, c->pdata, c->pdata_len);
+		if (vbe_evt_post(g, &e, false))
+			return;
+		c->delivered = true;
+		g->nconnq--;
 	}
 }
 
@@ -215,12 +318,14 @@ int vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	if (!c)
 		return VRDMA_CS_NOENT;
 	cg = vbe_node_guest(g->node, c->domid, c->devid);
-	cqp = cg && !cg->dead ? VBE_GET(cg->qps, VBE_MAX_QPS, c->qp) : NULL;
+	cqp = NULL;
+	if (cg && !cg->dead)
+		cqp = VBE_GET(cg->qps, VBE_MAX_QPS, c->qp);
 	if (!cqp || cqp->conn_id != c->id) {
-		memset(c, 0, sizeof(*c));
+		vbe_cm_conn_free(g->node, c);
 		return VRDMA_CS_NOENT;
 	}
-	memset(c, 0, sizeof(*c));
+	vbe_cm_conn_free(g->node, c);
 
 	cqp->conn_id = 0;
 	cqp->peer_domid = g->domid;
@@ -243,7 +348,7 @@ int vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	e.u.conn.peer_qpn = qp->qpn;
 	e.u.conn.pdata_len = a->pdata_len;
 	memcpy(e.u.conn.pdata, a->pdata, a->pdata_len);
-	vbe_evt_post(cg, &e, false);
+	vbe_evt_qp(cg, cqp, &e);
 	out[0] = cqp->qpn;
 
 	/* WRs posted while connecting may go now. */
@@ -279,7 +384,7 @@ void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp)
 		return;
 	for (i = 0; i < VBE_MAX_CONNS; i++)
 		if (n->conns[i].id == qp->conn_id)
-			memset(&n->conns[i], 0, sizeof(n->conns[i]));
+			vbe_cm_conn_free(n, &n->conns[i]);
 	qp->conn_id = 0;
 }
 
@@ -296,9 +401,9 @@ void vbe_cm_guest_gone(struct vbe_guest *g)
 			vbe_cm_lis_free(n, l);
 	}
 	for (i = 0; i < VBE_MAX_CONNS; i++)
-		if (n->conns[i].id && n->conns[i].domid == g->domid &&
-		    n->conns[i].devid == g->devid)
-			memset(&n->conns[i], 0, sizeof(n->conns[i]));
+		if (n->conns[i].id && vbe_cm_mine(g, n->conns[i].domid, n->conns[i].devid))
+			vbe_cm_conn_free(n, &n->conns[i]);
+	g->nconnq = 0;
 }
 
 void vbe_cm_tick(struct vbe_node *n, int64_t now_ms)

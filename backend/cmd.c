@@ -42,6 +42,10 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	for (i = a->nlist; i < VRDMA_BUF_LIST_REFS; i++)
 		if (a->list_ref[i])
 			return VRDMA_CS_INVAL;
+	/* The body past the struct is reserved too (review). */
+	for (i = sizeof(*a); i < sizeof(r->u.raw); i++)
+		if (r->u.raw[i])
+			return VRDMA_CS_INVAL;
 	if (g->pages + a->npages > VBE_MAX_PAGES)
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->bufs, VBE_MAX_BUFS);
@@ -90,11 +94,7 @@ static int vbe_cmd_detach_buf(struct vbe_guest *g, const struct vrdma_req *r)
 		return VRDMA_CS_NOENT;
 	if (b->users)
 		return VRDMA_CS_BUSY;
-	vplat_unmap(b->map);
-	g->nmaps--;
-	g->pages -= b->npages;
-	memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
-	vbe_slot_free(&b->s);
+	vbe_buf_drop(g, b);
 	return VRDMA_CS_OK;
 }
 
@@ -232,9 +232,7 @@ static int vbe_cmd_destroy_cq(struct vbe_guest *g, const struct vrdma_req *r)
 		return VRDMA_CS_NOENT;
 	if (cq->users)
 		return VRDMA_CS_BUSY;
-	g->bufs[cq->buf].users--;
-	memset((char *)cq + sizeof(cq->s), 0, sizeof(*cq) - sizeof(cq->s));
-	vbe_slot_free(&cq->s);
+	vbe_cq_forget(g, cq);
 	return VRDMA_CS_OK;
 }
 
@@ -246,7 +244,7 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	struct vbe_cq *scq = VBE_GET(g->cqs, VBE_MAX_CQS, c->send_cq);
 	struct vbe_cq *rcq = VBE_GET(g->cqs, VBE_MAX_CQS, c->recv_cq);
 	struct vbe_qp *qp;
-	uint32_t idx;
+	uint32_t idx, qpn, slots;
 
 	if (!pd || !scq || !rcq)
 		return VRDMA_CS_NOENT;
@@ -254,9 +252,18 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	    !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR ||
 	    c->max_sge > VRDMA_MAX_SGE)
 		return VRDMA_CS_INVAL;
+	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
+	slots = c->max_send_wr + c->max_recv_wr;
+	if (slots > VBE_MAX_WR_SLOTS - g->wr_slots)
+		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->qps, VBE_MAX_QPS);
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
+	qpn = vbe_node_qpn(g->node);
+	if (!qpn) {
+		vbe_slot_free(&g->qps[idx].s);
+		return VRDMA_CS_NOMEM;
+	}
 	qp = &g->qps[idx];
 	qp->sq.e = calloc(c->max_send_wr, sizeof(*qp->sq.e));
 	qp->rq.e = calloc(c->max_recv_wr, sizeof(*qp->rq.e));
@@ -264,13 +271,15 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 		free(qp->sq.e);
 		free(qp->rq.e);
 		qp->sq.e = qp->rq.e = NULL;
+		vbe_node_qpn_free(g->node, qpn);
 		vbe_slot_free(&qp->s);
 		return VRDMA_CS_NOMEM;
 	}
+	g->wr_slots += slots;
 	qp->sq.size = c->max_send_wr;
 	qp->rq.size = c->max_recv_wr;
 	qp->handle = vbe_handle(&qp->s, idx);
-	qp->qpn = vbe_node_qpn(g->node);
+	qp->qpn = qpn;
 	qp->pd = c->pd & 0xffff;
 	qp->send_cq = c->send_cq & 0xffff;
 	qp->recv_cq = c->recv_cq & 0xffff;

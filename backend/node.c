@@ -22,28 +22,28 @@ struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t de
 	return NULL;
 }
 
-static bool vbe_qpn_used(struct vbe_node *n, uint32_t qpn)
-{
-	struct vbe_guest *g;
-	uint32_t i;
+#define VBE_QPN_SPACE	(1u << 24)
 
-	for (g = n->guests; g; g = g->next)
-		for (i = 0; g->qps && i < VBE_MAX_QPS; i++)
-			if (g->qps[i].s.used && g->qps[i].qpn == qpn)
-				return true;
-	return false;
-}
-
-/* 24-bit QP numbers, never 0, unique among live QPs of the node. */
+/* 24-bit QP numbers, never 0, unique among live QPs of the node: a
+ * node-wide bitmap (2 MiB), handed out round-robin.  0 = none left. */
 uint32_t vbe_node_qpn(struct vbe_node *n)
 {
-	uint32_t q;
+	uint32_t i, q;
 
-	for (;;) {
-		q = n->next_qpn++ & 0xffffff;
-		if (q && !vbe_qpn_used(n, q))
-			return q;
+	for (i = 0; i < VBE_QPN_SPACE; i++) {
+		q = n->next_qpn++ & (VBE_QPN_SPACE - 1);
+		if (!q || (n->qpn_map[q / 8] & (1u << (q % 8))))
+			continue;
+		n->qpn_map[q / 8] |= (uint8_t)(1u << (q % 8));
+		return q;
 	}
+	return 0;
+}
+
+void vbe_node_qpn_free(struct vbe_node *n, uint32_t qpn)
+{
+	if (qpn && qpn < VBE_QPN_SPACE)
+		n->qpn_map[qpn / 8] &= (uint8_t)~(1u << (qpn % 8));
 }
 
 static bool vbe_parse_id(const char *s, uint32_t *v)
@@ -59,25 +59,27 @@ static bool vbe_parse_id(const char *s, uint32_t *v)
 	return true;
 }
 
-/* Create guests whose backend dir appeared; mark the ones still there. */
-static void vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
+/* Create guests whose backend dir appeared; mark the ones still there.
+ * -ENOENT: no directory (its guests are gone); other errors: unknown. */
+static int vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 {
 	char path[VPLAT_KEY_MAX], list[4096];
 	struct vbe_guest *g;
 	unsigned count;
 	const char *d;
 	uint32_t devid;
+	int err;
 
 	snprintf(path, sizeof(path), VRDMA_XS_BACK_ROOT "/%u", domid);
-	if (vplat_key_list(n->plat, path, list, sizeof(list), &count))
-		return;
+	err = vplat_key_list(n->plat, path, list, sizeof(list), &count);
+	if (err)
+		return err;
 	for (d = list; *d; d += strlen(d) + 1) {
 		if (!vbe_parse_id(d, &devid))
 			continue;
 		g = vbe_node_guest(n, domid, devid);
 		if (!g) {
-			int err = vbe_xb_guest_new(n, domid, devid, &g);
-
+			err = vbe_xb_guest_new(n, domid, devid, &g);
 			if (err) {
 				vlog_dbg("backend: guest %u device %u not ready: %d",
 					 domid, devid, err);
@@ -89,6 +91,37 @@ static void vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 		}
 		g->seen = true;
 	}
+	return 0;
+}
+
+/* The domid a changed path is below, if it names one (review I6). */
+static bool vbe_node_path_dom(const char *path, uint32_t *domid)
+{
+	const size_t rl = sizeof(VRDMA_XS_BACK_ROOT) - 1;
+	char id[16];
+	size_t len;
+
+	if (strncmp(path, VRDMA_XS_BACK_ROOT "/", rl + 1))
+		return false;
+	path += rl + 1;
+	len = strcspn(path, "/");
+	if (!len || len >= sizeof(id))
+		return false;
+	memcpy(id, path, len);
+	id[len] = '\0';
+	return vbe_parse_id(id, domid);
+}
+
+/* A failed listing says nothing about who left: keep domid's guests (all
+ * for UINT32_MAX) rather than free them (review I6). */
+static void vbe_node_keep(struct vbe_node *n, const char *path, uint32_t domid, int err)
+{
+	struct vbe_guest *g;
+
+	vlog_warn("backend: rescan after %s: %s", path, strerror(-err));
+	for (g = n->guests; g; g = g->next)
+		if (domid == UINT32_MAX || g->domid == domid)
+			g->seen = true;
 }
 
 static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
@@ -99,15 +132,35 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 	unsigned count;
 	const char *d;
 	uint32_t domid;
+	bool one;
+	int err;
 
 	(void)p;
 	vlog_dbg("backend: rescan after change at %s", path);
+	/* A change below one domain's dir (our own state writes, mostly)
+	 * rescans that domain only; anything else rescans them all. */
+	one = vbe_node_path_dom(path, &domid);
 	for (g = n->guests; g; g = g->next)
-		g->seen = false;
-	if (!vplat_key_list(n->plat, VRDMA_XS_BACK_ROOT, list, sizeof(list), &count))
-		for (d = list; *d; d += strlen(d) + 1)
-			if (vbe_parse_id(d, &domid))
-				vbe_node_scan_dom(n, domid);
+		g->seen = one && g->domid != domid;
+	if (one) {
+		err = vbe_node_scan_dom(n, domid);
+		if (err && err != -ENOENT)
+			vbe_node_keep(n, path, domid, err);
+	} else {
+		err = vplat_key_list(n->plat, VRDMA_XS_BACK_ROOT, list, sizeof(list), &count);
+		if (err && err != -ENOENT) {
+			vbe_node_keep(n, path, UINT32_MAX, err);
+			return;
+		}
+		for (d = list; !err && *d; d += strlen(d) + 1) {
+			if (!vbe_parse_id(d, &domid))
+				continue;
+			err = vbe_node_scan_dom(n, domid);
+			if (err && err != -ENOENT)
+				vbe_node_keep(n, path, domid, err);
+			err = 0;
+		}
+	}
 	for (pg = &n->guests; (g = *pg);) {
 		if (g->seen) {
 			pg = &g->next;
@@ -138,8 +191,17 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	n->fd_cb = cfg->fd_cb;
 	n->fd_arg = cfg->fd_arg;
 	n->next_qpn = 1;
+	n->poll_bytes = VBE_POLL_BYTES;
+	n->poll_wrs = VBE_POLL_WRS;
+	n->poll_reqs = VBE_POLL_REQS;
+	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
+	if (!n->qpn_map) {
+		free(n);
+		return -ENOMEM;
+	}
 	err = vplat_watch(n->plat, VRDMA_XS_BACK_ROOT, vbe_node_watch, n);
 	if (err) {
+		free(n->qpn_map);
 		free(n);
 		return err;
 	}
@@ -158,6 +220,7 @@ void vbe_node_free(struct vbe_node *n)
 		n->guests = g->next;
 		vbe_xb_guest_free(g);
 	}
+	free(n->qpn_map);
 	free(n);
 }
 
@@ -166,10 +229,8 @@ void vbe_node_fd_ready(struct vbe_node *n, int fd)
 	struct vbe_guest *g;
 
 	for (g = n->guests; g; g = g->next)
-		if (g->chan && g->chan_fd == fd) {
+		if (g->chan && g->chan_fd == fd)
 			vplat_chan_ack(g->chan);
-			g->busy = true;
-		}
 }
 
 /* Disabled guests drop their resources here, where nothing points in. */
@@ -189,6 +250,9 @@ void vbe_node_flush(struct vbe_node *n)
 {
 	struct vbe_guest *g;
 
+	/* One byte per guest: did a guest process die under its rings? */
+	for (g = n->guests; g; g = g->next)
+		vbe_xb_check_live(g);
 	vbe_node_reap(n);
 	for (g = n->guests; g; g = g->next)
 		vbe_ring_flush(g);
@@ -196,16 +260,35 @@ void vbe_node_flush(struct vbe_node *n)
 	vbe_node_reap(n);
 }
 
+static int vbe_node_poll_one(struct vbe_guest *g)
+{
+	if (!g->connected || g->dead)
+		return 0;
+	vbe_run_start(g);
+	return vbe_ring_poll(g);
+}
+
 int vbe_node_poll(struct vbe_node *n)
 {
+	unsigned count = 0, first, i;
 	struct vbe_guest *g;
 	int total = 0;
 
-	for (g = n->guests; g; g = g->next) {
-		g->busy = false;
-		total += vbe_ring_poll(g);
-	}
+	/* Each guest gets its own budget (review C3): leftover work from the
+	 * last round first, then its ring; what is left keeps us polling.
+	 * Who goes first rotates. */
+	for (g = n->guests; g; g = g->next)
+		count++;
+	first = count ? n->rr++ % count : 0;
+	for (i = 0, g = n->guests; g; g = g->next, i++)
+		if (i >= first)
+			total += vbe_node_poll_one(g);
+	for (i = 0, g = n->guests; g && i < first; g = g->next, i++)
+		total += vbe_node_poll_one(g);
 	vbe_node_flush(n);
+	for (g = n->guests; g; g = g->next)
+		if (g->connected && !g->dead)
+			total += (int)g->runq.count;
 	return total;
 }
 
@@ -215,7 +298,8 @@ int vbe_node_arm(struct vbe_node *n)
 	int more = 0;
 
 	for (g = n->guests; g; g = g->next)
-		if (g->connected && !g->dead && vring_arm(&g->sring->req, g->req_cons))
+		if (g->connected && !g->dead &&
+		    (vring_arm(&g->sring->req, g->req_cons) || g->runq.count))
 			more = 1;
 	return more;
 }
@@ -231,7 +315,12 @@ void vbe_node_disarm(struct vbe_node *n)
 
 void vbe_node_tick(struct vbe_node *n, int64_t now_ms)
 {
+	struct vbe_guest *g;
+
 	n->now_ms = now_ms;
+	/* Removing a dir only queues a watch event: the list stays valid. */
+	for (g = n->guests; g; g = g->next)
+		vbe_xb_tick(g);
 	vbe_cm_tick(n, now_ms);
 	vbe_node_flush(n);
 }

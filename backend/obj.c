@@ -58,7 +58,9 @@ int vbe_obj_init(struct vbe_guest *g)
 	g->mrs = calloc(VBE_MAX_MRS, sizeof(*g->mrs));
 	g->cqs = calloc(VBE_MAX_CQS, sizeof(*g->cqs));
 	g->qps = calloc(VBE_MAX_QPS, sizeof(*g->qps));
-	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps) {
+	g->dirty = calloc(VBE_MAX_CQS, sizeof(*g->dirty));
+	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps || !g->dirty ||
+	    vbe_qfifo_init(&g->evq) || vbe_qfifo_init(&g->runq)) {
 		vbe_obj_fini(g);
 		return -ENOMEM;
 	}
@@ -72,6 +74,11 @@ void vbe_obj_fini(struct vbe_guest *g)
 	free(g->mrs);
 	free(g->cqs);
 	free(g->qps);
+	free(g->dirty);
+	vbe_qfifo_fini(&g->evq);
+	vbe_qfifo_fini(&g->runq);
+	g->dirty = NULL;
+	g->ndirty = 0;
 	g->bufs = NULL;
 	g->pds = NULL;
 	g->mrs = NULL;
@@ -96,21 +103,23 @@ void vbe_obj_release(struct vbe_guest *g)
 			vbe_slot_free(&g->mrs[i].s);
 	for (i = 0; i < VBE_MAX_CQS; i++)
 		if (g->cqs[i].s.used)
-			vbe_slot_free(&g->cqs[i].s);
+			vbe_cq_forget(g, &g->cqs[i]);
 	for (i = 0; i < VBE_MAX_PDS; i++)
 		if (g->pds[i].s.used)
 			vbe_slot_free(&g->pds[i].s);
-	for (i = 0; i < VBE_MAX_BUFS; i++) {
-		struct vbe_buf *b = &g->bufs[i];
+	for (i = 0; i < VBE_MAX_BUFS; i++)
+		if (g->bufs[i].s.used)
+			vbe_buf_drop(g, &g->bufs[i]);
+}
 
-		if (!b->s.used)
-			continue;
-		vplat_unmap(b->map);
-		g->nmaps--;
-		g->pages -= b->npages;
-		memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
-		vbe_slot_free(&b->s);
-	}
+/* Unmap an attached buffer and free its slot (DETACH_BUF, release). */
+void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b)
+{
+	vplat_unmap(b->map);
+	g->nmaps--;
+	g->pages -= b->npages;
+	memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
+	vbe_slot_free(&b->s);
 }
 
 /* ---- completion queues ---- */
@@ -125,37 +134,55 @@ void vbe_cq_push(struct vbe_guest *g, uint32_t cqi, const struct vrdma_cqe *c)
 	/* The guest's cons is untrusted: an honest guest sizes its CQs for
 	 * every outstanding WR, so a full CQ is its fault. */
 	cons = vring_load_acq(&cq->hdr->ring.cons);
-	if (!vring_sane(cq->prod, cons, cq->size) || cq->prod - cons >= cq->size) {
+	if ((uint32_t)(cq->prod - cons) >= cq->size) {
 		vbe_guest_fatal(g, "CQ %#x overflow (prod %u cons %u size %u)",
 				vbe_handle(&cq->s, cqi), cq->prod, cons, cq->size);
 		return;
 	}
 	cq->cqe[cq->prod & (cq->size - 1)] = *c;
 	cq->prod++;
-	cq->dirty = true;
-	g->busy = true;
+	if (!cq->dirty) {
+		cq->dirty = true;
+		g->dirty[g->ndirty++] = (uint16_t)cqi;
+	}
 	g->ctr.completions++;
 	if (c->status)
 		g->ctr.errors++;
 }
 
-/* Publish the batch of every dirty CQ; one channel kick per guest. */
+/* Publish the batch of every dirty CQ; one channel kick per guest.  Only
+ * the CQs written since the last flush are visited (review I5). */
 void vbe_cq_flush(struct vbe_guest *g)
 {
-	uint32_t i;
+	unsigned i;
 
 	if (!g->cqs || g->dead)
 		return;
-	for (i = 0; i < VBE_MAX_CQS; i++) {
-		struct vbe_cq *cq = &g->cqs[i];
+	for (i = 0; i < g->ndirty; i++) {
+		struct vbe_cq *cq = &g->cqs[g->dirty[i]];
 
-		if (!cq->s.used || !cq->dirty)
-			continue;
 		cq->dirty = false;
 		if (vring_push(&cq->hdr->ring, cq->pub, cq->prod))
 			g->kick = true;
 		cq->pub = cq->prod;
 	}
+	g->ndirty = 0;
+}
+
+/* Free a CQ slot; it leaves the dirty list (unpublished CQEs die with it). */
+void vbe_cq_forget(struct vbe_guest *g, struct vbe_cq *cq)
+{
+	unsigned i, j;
+
+	if (cq->dirty) {
+		for (i = j = 0; i < g->ndirty; i++)
+			if (&g->cqs[g->dirty[i]] != cq)
+				g->dirty[j++] = g->dirty[i];
+		g->ndirty = j;
+	}
+	g->bufs[cq->buf].users--;
+	memset((char *)cq + sizeof(cq->s), 0, sizeof(*cq) - sizeof(cq->s));
+	vbe_slot_free(&cq->s);
 }
 
 /* ---- work queues ---- */
@@ -182,6 +209,7 @@ void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 	}
 	qp->sq.head = (qp->sq.head + 1) % qp->sq.size;
 	qp->sq.count--;
+	qp->wr_off = 0;		/* the next WR starts from its first byte */
 }
 
 void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
@@ -254,7 +282,7 @@ void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp)
 	e.type = VRDMA_EVT_QP_ERROR;
 	e.status = VRDMA_CS_UNREACH;
 	e.handle = qp->handle;
-	vbe_evt_post(g, &e, false);
+	vbe_evt_qp(g, qp, &e);
 }
 
 /* Peer QP of qp if it is still connected to qp, else NULL. */
@@ -284,6 +312,9 @@ void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
 		qp->tgt->disconnect(g, qp);
 	vbe_qp_error(g, qp);
 	vbe_cm_qp_gone(g, qp);
+	vbe_sched_qp_gone(g, qp);
+	vbe_node_qpn_free(g->node, qp->qpn);
+	g->wr_slots -= qp->sq.size + qp->rq.size;
 	g->pds[qp->pd].users--;
 	g->cqs[qp->send_cq].users--;
 	g->cqs[qp->recv_cq].users--;

@@ -54,26 +54,14 @@ static void vbe_evt_put(struct vbe_guest *g, const struct vrdma_evt *e)
 {
 	g->evt[g->evt_prod & (g->evt_size - 1)] = *e;
 	g->evt_prod++;
-	g->busy = true;
-}
-
-static void vbe_evt_drain(struct vbe_guest *g)
-{
-	uint32_t space;
-
-	while (g->bl_count && !g->dead) {
-		if (vbe_evt_space(g, &space) || !space)
-			return;
-		vbe_evt_put(g, &g->backlog[g->bl_head]);
-		g->bl_head = (g->bl_head + 1) % VBE_BACKLOG;
-		g->bl_count--;
-	}
 }
 
 /*
  * Post an event.  A CMD_DONE always fits for an honest guest (one command
- * in flight); async events wait in a small backlog and past it are
- * dropped (-ENOSPC, counted).
+ * in flight): async events never take the last free slot (review C1), so
+ * a guest that is slow to drain them cannot be disabled by a peer's
+ * CONNECT flood.  An async event that does not fit returns -ENOSPC and
+ * the caller keeps it on its object (sched.c, cm.c).
  */
 int vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd)
 {
@@ -81,10 +69,9 @@ int vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd)
 
 	if (g->dead || !g->connected)
 		return -EPIPE;
-	vbe_evt_drain(g);
 	if (vbe_evt_space(g, &space))
 		return -EPROTO;
-	if (space && !g->bl_count) {
+	if (space > (cmd ? 0u : 1u)) {
 		vbe_evt_put(g, e);
 		return 0;
 	}
@@ -92,12 +79,6 @@ int vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd)
 		vbe_guest_fatal(g, "event ring full for a command result");
 		return -EPROTO;
 	}
-	if (g->bl_count < VBE_BACKLOG) {
-		g->backlog[(g->bl_head + g->bl_count) % VBE_BACKLOG] = *e;
-		g->bl_count++;
-		return 0;
-	}
-	g->ctr.evt_dropped++;
 	return -ENOSPC;
 }
 
@@ -203,7 +184,8 @@ int vbe_ring_poll(struct vbe_guest *g)
 				prod, g->req_cons, g->req_size);
 		return 0;
 	}
-	while (g->req_cons != prod && !g->dead) {
+	/* A bounded batch per poll: the rest waits for the next round. */
+	while (g->req_cons != prod && !g->dead && (unsigned)n < g->node->poll_reqs) {
 		memcpy(&r, &g->req[g->req_cons & (g->req_size - 1)], sizeof(r));
 		/* From here on only the copy counts, whatever the guest writes. */
 		__asm__ __volatile__("" ::: "memory");

@@ -6,6 +6,10 @@
  * RC verbs: local problems are LOC_*, problems found at the responder are
  * REM_* for the requester; either way the requester's QP goes to error
  * and its remaining WRs are flushed.
+ *
+ * A guest moves at most its per-poll budget (sched.c): a big WR is moved
+ * in pieces across polls (qp->wr_off) and completes when the last piece
+ * lands, so one guest's 256 MiB WRITE cannot stall everybody else.
  */
 #include <string.h>
 
@@ -13,11 +17,36 @@
 #include "target.h"
 
 #define VBE_WAIT	(-1)	/* no receive posted yet: keep the WR queued */
+#define VBE_PART	(-2)	/* a piece moved; the rest in a later turn */
 
 struct vbe_piece {
 	uint8_t *p;
 	uint32_t len;
 };
+
+/* key names an MR of g in qp's PD with `acc` rights that holds
+ * [addr, addr + len): its mapped address, else NULL. */
+static uint8_t *vbe_mr_ptr(struct vbe_guest *g, const struct vbe_qp *qp, uint32_t key,
+			   uint64_t addr, uint64_t len, uint32_t acc)
+{
+	uint32_t idx = key >> 8;
+	struct vbe_mr *mr;
+	uint64_t off;
+
+	if (idx >= VBE_MAX_MRS)
+		return NULL;
+	mr = &g->mrs[idx];
+	if (!mr->s.used || mr->key != key || mr->pd != qp->pd ||
+	    (mr->access & acc) != acc)
+		return NULL;
+	/* Overflow-safe: addr - iova cannot wrap once addr >= iova. */
+	if (addr < mr->iova)
+		return NULL;
+	off = addr - mr->iova;
+	if (off > mr->length || len > mr->length - off)
+		return NULL;
+	return g->bufs[mr->buf].addr + mr->offset + off;
+}
 
 /* Local SGEs -> mapped pieces: lkey valid, same PD, in bounds, rights. */
 static int vbe_sges(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
@@ -28,26 +57,13 @@ static int vbe_sges(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 	*total = 0;
 	for (i = 0; i < w->num_sge; i++) {
 		const struct vrdma_wire_sge *s = &w->wr.sge[i];
-		uint32_t idx = s->lkey >> 8;
-		struct vbe_mr *mr;
-		uint64_t off;
 
 		if (!s->length)
 			continue;
-		if (idx >= VBE_MAX_MRS)
+		pc[n].p = vbe_mr_ptr(g, qp, s->lkey, s->addr, s->length,
+				     write ? VRDMA_ACC_LOCAL_WRITE : 0);
+		if (!pc[n].p)
 			return VRDMA_WS_LOC_PROT_ERR;
-		mr = &g->mrs[idx];
-		if (!mr->s.used || mr->key != s->lkey || mr->pd != qp->pd)
-			return VRDMA_WS_LOC_PROT_ERR;
-		if (write && !(mr->access & VRDMA_ACC_LOCAL_WRITE))
-			return VRDMA_WS_LOC_PROT_ERR;
-		/* Overflow-safe: addr - iova cannot wrap once addr >= iova. */
-		if (s->addr < mr->iova)
-			return VRDMA_WS_LOC_PROT_ERR;
-		off = s->addr - mr->iova;
-		if (off > mr->length || s->length > mr->length - off)
-			return VRDMA_WS_LOC_PROT_ERR;
-		pc[n].p = g->bufs[mr->buf].addr + mr->offset + off;
 		pc[n].len = s->length;
 		*total += s->length;
 		n++;
@@ -60,33 +76,35 @@ static int vbe_sges(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 static int vbe_remote(struct vbe_guest *pg, struct vbe_qp *pqp, uint32_t rkey,
 		      uint64_t addr, uint64_t len, uint32_t acc, uint8_t **p)
 {
-	uint32_t idx = rkey >> 8;
-	struct vbe_mr *mr;
-	uint64_t off;
-
 	*p = NULL;
 	if (!len)
 		return 0;
-	if (idx >= VBE_MAX_MRS)
-		return VRDMA_WS_REM_ACCESS_ERR;
-	mr = &pg->mrs[idx];
-	if (!mr->s.used || mr->key != rkey || mr->pd != pqp->pd || !(mr->access & acc))
-		return VRDMA_WS_REM_ACCESS_ERR;
-	if (addr < mr->iova)
-		return VRDMA_WS_REM_ACCESS_ERR;
-	off = addr - mr->iova;
-	if (off > mr->length || len > mr->length - off)
-		return VRDMA_WS_REM_ACCESS_ERR;
-	*p = pg->bufs[mr->buf].addr + mr->offset + off;
-	return 0;
+	*p = vbe_mr_ptr(pg, pqp, rkey, addr, len, acc);
+	return *p ? 0 : VRDMA_WS_REM_ACCESS_ERR;
 }
 
-/* Scatter-gather copy of n bytes: one memcpy per contiguous piece. */
-static void vbe_copy(const struct vbe_piece *d, unsigned nd,
-		     const struct vbe_piece *s, unsigned ns, uint64_t n)
+/* Skip `skip` bytes of a piece list: index and offset of the next byte. */
+static void vbe_seek(const struct vbe_piece *pc, unsigned np, uint64_t skip,
+		     unsigned *i, uint32_t *off)
 {
-	unsigned i = 0, j = 0;
-	uint32_t doff = 0, soff = 0;
+	for (*i = 0; *i < np && skip >= pc[*i].len; (*i)++)
+		skip -= pc[*i].len;
+	*off = (uint32_t)skip;
+}
+
+/*
+ * Scatter-gather copy of bytes [skip, skip + n) of both lists, one copy
+ * per contiguous piece.  memmove: a guest looping back inside one buffer
+ * may name overlapping ranges (its data, its problem, but no UB in dom0).
+ */
+static void vbe_copy(const struct vbe_piece *d, unsigned nd,
+		     const struct vbe_piece *s, unsigned ns, uint64_t skip, uint64_t n)
+{
+	unsigned i, j;
+	uint32_t doff, soff;
+
+	vbe_seek(d, nd, skip, &i, &doff);
+	vbe_seek(s, ns, skip, &j, &soff);
 
 	while (n && i < nd && j < ns) {
 		uint64_t chunk = d[i].len - doff;
@@ -95,7 +113,7 @@ static void vbe_copy(const struct vbe_piece *d, unsigned nd,
 			chunk = s[j].len - soff;
 		if (chunk > n)
 			chunk = n;
-		memcpy(d[i].p + doff, s[j].p + soff, chunk);
+		memmove(d[i].p + doff, s[j].p + soff, chunk);
 		n -= chunk;
 		doff += (uint32_t)chunk;
 		soff += (uint32_t)chunk;
@@ -110,10 +128,15 @@ static void vbe_copy(const struct vbe_piece *d, unsigned nd,
 	}
 }
 
-/* Deliver into the peer's next receive; VBE_WAIT if none is posted. */
-static int vbe_deliver(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_guest *pg,
-		       struct vbe_qp *pqp, const struct vbe_piece *src, unsigned ns,
-		       uint64_t total, bool with_data, bool imm, uint32_t imm_data)
+/*
+ * Deliver bytes [skip, skip + n) of a `total`-byte message into the peer's
+ * next receive; the receive completes with the last piece.  VBE_WAIT if
+ * none is posted.
+ */
+static int vbe_deliver(struct vbe_qp *qp, struct vbe_guest *pg, struct vbe_qp *pqp,
+		       const struct vbe_piece *src, unsigned ns, uint64_t total,
+		       uint64_t skip, uint64_t n, bool with_data, bool imm,
+		       uint32_t imm_data)
 {
 	struct vbe_wqe *rw = vbe_wq_head(&pqp->rq);
 	struct vbe_piece dst[VRDMA_MAX_SGE];
@@ -136,11 +159,12 @@ static int vbe_deliver(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_guest 
 			vbe_qp_error(pg, pqp);
 			return VRDMA_WS_REM_INV_REQ_ERR;
 		}
-		vbe_copy(dst, nd, src, ns, total);
+		vbe_copy(dst, nd, src, ns, skip, n);
+		if (skip + n < total)
+			return VBE_PART;
 	}
 	vbe_rq_complete(pg, pqp, with_data ? VRDMA_WC_RECV : VRDMA_WC_RECV_IMM,
 			VRDMA_WS_SUCCESS, (uint32_t)total, imm_data, imm, qp->qpn);
-	(void)g;
 	return 0;
 }
 
@@ -173,18 +197,22 @@ static int vbe_atomic(struct vbe_guest *pg, struct vbe_qp *pqp, const struct vbe
 	}
 	src.p = (uint8_t *)&old;
 	src.len = sizeof(old);
-	vbe_copy(pc, np, &src, 1, sizeof(old));
+	vbe_copy(pc, np, &src, 1, 0, sizeof(old));
 	return 0;
 }
 
-/* Execute the head WR: 0 / VRDMA_WS_* / VBE_WAIT; *wc and *len for the CQE. */
+/*
+ * Execute (the next piece of) the head WR: 0 / VRDMA_WS_* / VBE_WAIT /
+ * VBE_PART; *wc and *len for the CQE, *moved bytes moved now.
+ */
 static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
-		    struct vbe_guest *pg, struct vbe_qp *pqp, uint8_t *wc, uint32_t *len)
+		    struct vbe_guest *pg, struct vbe_qp *pqp, uint8_t *wc, uint32_t *len,
+		    uint64_t *moved)
 {
 	struct vbe_piece pc[VRDMA_MAX_SGE], rem;
 	bool rd = w->opcode == VRDMA_OP_READ || w->opcode == VRDMA_OP_CMP_SWAP ||
 		  w->opcode == VRDMA_OP_FETCH_ADD;
-	uint64_t total;
+	uint64_t total, skip = qp->wr_off, n;
 	unsigned np;
 	uint8_t *p;
 	int st;
@@ -197,11 +225,15 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 	if (st)
 		return st;
 	*len = (uint32_t)total;
+	/* This turn's piece: what the budget allows (sq_run checked > 0). */
+	n = skip < total ? total - skip : 0;
+	if (n > g->budget_bytes)
+		n = g->budget_bytes;
 	switch (w->opcode) {
 	case VRDMA_OP_SEND:
 	case VRDMA_OP_SEND_IMM:
 		*wc = VRDMA_WC_SEND;
-		st = vbe_deliver(g, qp, pg, pqp, pc, np, total, true,
+		st = vbe_deliver(qp, pg, pqp, pc, np, total, skip, n, true,
 				 w->opcode == VRDMA_OP_SEND_IMM, w->wr.imm_data);
 		break;
 	case VRDMA_OP_WRITE:
@@ -213,9 +245,11 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 			break;
 		rem.p = p;
 		rem.len = (uint32_t)total;
-		vbe_copy(&rem, 1, pc, np, total);
-		if (w->opcode == VRDMA_OP_WRITE_IMM)
-			st = vbe_deliver(g, qp, pg, pqp, NULL, 0, total, false, true,
+		vbe_copy(&rem, 1, pc, np, skip, n);
+		if (skip + n < total)
+			st = VBE_PART;
+		else if (w->opcode == VRDMA_OP_WRITE_IMM)
+			st = vbe_deliver(qp, pg, pqp, NULL, 0, total, 0, 0, false, true,
 					 w->wr.imm_data);
 		break;
 	case VRDMA_OP_READ:
@@ -226,19 +260,25 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 			break;
 		rem.p = p;
 		rem.len = (uint32_t)total;
-		vbe_copy(pc, np, &rem, 1, total);
+		vbe_copy(pc, np, &rem, 1, skip, n);
+		if (skip + n < total)
+			st = VBE_PART;
 		break;
 	default:
 		*wc = w->opcode == VRDMA_OP_CMP_SWAP ? VRDMA_WC_CMP_SWAP : VRDMA_WC_FETCH_ADD;
 		*len = 8;
+		n = 8;
 		st = vbe_atomic(pg, pqp, w, pc, np, total);
 		break;
 	}
+	if (!st || st == VBE_PART) {
+		*moved = n;
+		g->ctr.tx_bytes += n;
+		pg->ctr.rx_bytes += n;
+	}
 	if (!st) {
 		g->ctr.tx_ops++;
-		g->ctr.tx_bytes += *len;
 		pg->ctr.rx_ops++;
-		pg->ctr.rx_bytes += *len;
 	}
 	return st;
 }
@@ -248,6 +288,7 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	struct vbe_guest *pg;
 	struct vbe_qp *pqp;
 	struct vbe_wqe *w;
+	uint64_t moved;
 	uint32_t len;
 	uint8_t wc;
 	int st;
@@ -264,11 +305,19 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			vbe_qp_peer_lost(g, qp);
 			return;
 		}
+		if (!vbe_budget_left(g, qp))
+			return;
 		wc = VRDMA_WC_SEND;
 		len = 0;
-		st = vbe_exec(g, qp, w, pg, pqp, &wc, &len);
+		moved = 0;
+		st = vbe_exec(g, qp, w, pg, pqp, &wc, &len, &moved);
 		if (st == VBE_WAIT)
 			return;
+		vbe_budget_charge(g, moved);
+		if (st == VBE_PART) {
+			qp->wr_off += moved;
+			continue;
+		}
 		vbe_sq_complete(g, qp, wc, (uint8_t)st, st ? 0 : len);
 		if (st) {
 			vbe_qp_error(g, qp);

@@ -6,6 +6,7 @@
  *   xenbus.c     per-guest handshake and teardown
  *   ring.c       request pull + validation, event ring producer, fatal
  *   obj.c        per-guest object tables, CQ writer, QP error/flush
+ *   sched.c      waiting async events, run list and per-poll budgets
  *   cmd.c        the commands of wire.h
  *   cm.c         intra-node connection management
  *   target_*.c   where the data goes (target.h)
@@ -31,9 +32,18 @@
 #define VBE_MAX_BUFS		1024
 #define VBE_MAX_LISTENERS	256	/* per node */
 #define VBE_MAX_CONNS		256	/* pending connection requests per node */
+#define VBE_GUEST_LISTENERS	16	/* per guest: nobody takes the whole table */
+#define VBE_GUEST_CONNS		32	/* pending CONNECTs per connecting guest */
+#define VBE_LISTEN_BACKLOG	64	/* unanswered requests per listener */
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
-#define VBE_BACKLOG		32	/* async events waiting for ring space */
+#define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
+
+/* Work one guest may do per vbe_node_poll (C3): bytes copied, WRs run,
+ * requests pulled.  Leftover work waits on the guest's run list. */
+#define VBE_POLL_BYTES		(1u << 20)
+#define VBE_POLL_WRS		64
+#define VBE_POLL_REQS		256
 
 struct vbe_target;
 struct vbe_guest;
@@ -101,6 +111,22 @@ struct vbe_qp {
 	const struct vbe_target *tgt;
 	uint32_t peer_domid, peer_devid, peer_handle, peer_qpn;
 	uint64_t conn_id;		/* pending CONNECT, 0 = none */
+
+	/* Async events waiting for event-ring space (C1): at most one CM
+	 * result and one QP_ERROR per QP, so the wait is bounded by the QP
+	 * table; evq says the QP sits on the guest's event queue. */
+	struct vrdma_evt pend_cm;	/* CONNECTED / REJECTED, type 0 = none */
+	bool pend_err;			/* QP_ERROR */
+	bool evq;
+	bool runq;			/* on the run list: WRs left over (C3) */
+	uint64_t wr_off;		/* bytes of the head send WR already moved */
+};
+
+/* A FIFO of QP handles (event queue, run list): a QP is on it at most
+ * once, so VBE_MAX_QPS entries always suffice. */
+struct vbe_qfifo {
+	uint32_t *h;
+	uint32_t head, count;
 };
 
 struct vbe_counters {
@@ -120,7 +146,9 @@ struct vbe_guest {
 	bool watching, seen;
 	bool dead;			/* disabled: rings no longer read */
 	bool released;			/* dead and resources dropped */
-	bool connected, busy, kick;
+	bool connected, kick;
+	bool busy;			/* unused: vbe_node_poll visits everyone */
+	bool live;			/* sring.guest_live armed at connect: watch it */
 	char why[128];
 
 	/* device area */
@@ -133,8 +161,19 @@ struct vbe_guest {
 	struct vplat_chan *chan;
 	int chan_fd;
 
-	struct vrdma_evt backlog[VBE_BACKLOG];
-	unsigned bl_head, bl_count;
+	/* Async events wait on their objects, not in a droppable backlog:
+	 * evq lists the QPs with pending events, nconnq counts pending
+	 * CONN_REQUESTs (vbe_conn.delivered).  Both empty out as the objects
+	 * go, so a reconnect starts clean. */
+	struct vbe_qfifo evq;
+	unsigned bl_head, bl_count;	/* unused (xenbus.c resets them) */
+	unsigned nconnq;		/* CONN_REQUESTs to us not yet on the ring */
+	struct vbe_qfifo runq;		/* QPs with send work left over */
+	uint64_t budget_bytes;		/* left in this poll (C3) */
+	unsigned budget_wrs;
+	uint16_t *dirty;		/* CQ indexes with unpublished CQEs */
+	unsigned ndirty;
+	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
 
 	struct vbe_buf *bufs;
 	struct vbe_pd *pds;
@@ -157,6 +196,9 @@ struct vbe_conn {
 	uint32_t domid, devid, qp;	/* connector */
 	uint32_t qpn;
 	uint32_t lis;			/* listener index */
+	uint32_t pdata_len;
+	uint8_t pdata[VRDMA_PDATA_MAX];
+	bool delivered;			/* CONN_REQUEST is on the listener's ring */
 	int64_t deadline;
 };
 
@@ -171,6 +213,10 @@ struct vbe_node {
 	int64_t now_ms;
 	bool reap;
 	uint64_t disabled;
+	uint64_t poll_bytes;		/* per-guest budgets (tests lower them) */
+	unsigned poll_wrs, poll_reqs;
+	unsigned rr;			/* which guest goes first in the next poll */
+	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
 	struct vbe_listener lis[VBE_MAX_LISTENERS];
 	struct vbe_conn conns[VBE_MAX_CONNS];
 };
@@ -191,7 +237,8 @@ struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
 
 /* node.c */
 struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t devid);
-uint32_t vbe_node_qpn(struct vbe_node *n);
+uint32_t vbe_node_qpn(struct vbe_node *n);	/* 0: none left */
+void vbe_node_qpn_free(struct vbe_node *n, uint32_t qpn);
 void vbe_node_flush(struct vbe_node *n);	/* reap disabled guests, publish */
 
 /* xenbus.c */
@@ -200,6 +247,8 @@ int  vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
 void vbe_xb_guest_free(struct vbe_guest *g);
 void vbe_xb_set_state(struct vbe_guest *g, int state);
 void vbe_xb_release(struct vbe_guest *g);	/* disabled guest: drop everything */
+void vbe_xb_check_live(struct vbe_guest *g);	/* guest process gone? close */
+void vbe_xb_tick(struct vbe_guest *g);		/* domain gone? remove its dir */
 
 /* ring.c */
 int  vbe_ring_poll(struct vbe_guest *g);
@@ -214,6 +263,8 @@ void vbe_obj_release(struct vbe_guest *g);	/* every object, every map */
 void vbe_obj_fini(struct vbe_guest *g);
 void vbe_cq_push(struct vbe_guest *g, uint32_t cq, const struct vrdma_cqe *c);
 void vbe_cq_flush(struct vbe_guest *g);
+void vbe_cq_forget(struct vbe_guest *g, struct vbe_cq *cq);
+void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b);
 void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
@@ -228,6 +279,16 @@ static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
 {
 	return q->count ? &q->e[q->head] : NULL;
 }
+
+/* sched.c */
+int  vbe_qfifo_init(struct vbe_qfifo *q);
+void vbe_qfifo_fini(struct vbe_qfifo *q);
+void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *e);
+void vbe_evt_drain(struct vbe_guest *g);
+bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
+void vbe_run_start(struct vbe_guest *g);
+void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
@@ -247,6 +308,7 @@ int  vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 int  vbe_cm_reject(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_cm_guest_gone(struct vbe_guest *g);
+void vbe_cm_deliver(struct vbe_guest *g);
 void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
 
 #endif /* VRDMA_VBE_H */

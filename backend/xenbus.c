@@ -8,9 +8,21 @@
  *                            page 0, bind the channel; state Connected
  *   frontend Closing/Closed  tear down (peers see errors); state Closed
  *   or its directory gone
+ *   frontend Closed and we   InitWait again: ready for the next frontend
+ *   are Closed               (process) in that domain; also on Initialising
+ *
+ * Lifecycle beyond the handshake (docs/xen.md):
+ *   guest process died       sring.guest_live cleared by the unmap-notify
+ *   (domain lives)           (Xen): tear down, Closed, and write Closed for
+ *                            the dead frontend -> InitWait as above
+ *   domain destroyed         frontend directory gone: tear down at once; on
+ *                            the next tick remove the orphaned backend dir
+ *   vrdmad restarted         a frontend found already Connected was talking
+ *                            to the previous instance, whose ring state is
+ *                            lost: Closed, so it fails cleanly
  *
  * Anything wrong in the frontend's keys or pages refuses the guest: one
- * log line and state Closed.  It may retry from Initialising.
+ * log line and state Closed.  It may retry from Initialising or Closed.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -59,6 +71,17 @@ static int vbe_xb_publish(struct vbe_guest *g, const char *key, const char *fmt,
 	return vplat_key_write(g->node->plat, path, val);
 }
 
+static void vbe_xb_unmap_ring(struct vbe_guest *g)
+{
+	if (g->ring_map) {
+		vplat_unmap(g->ring_map);
+		g->ring_map = NULL;
+		g->nmaps--;
+	}
+	g->sring = NULL;
+	g->live = false;
+}
+
 /* Drop the connection: objects (peers see errors), channel, rings. */
 static void vbe_xb_disconnect(struct vbe_guest *g)
 {
@@ -72,12 +95,13 @@ static void vbe_xb_disconnect(struct vbe_guest *g)
 		g->chan = NULL;
 		g->chan_fd = -1;
 	}
-	if (g->ring_map) {
-		vplat_unmap(g->ring_map);
-		g->ring_map = NULL;
-		g->nmaps--;
-	}
-	g->sring = NULL;
+	/*
+	 * A disabled guest's process may live on (a hostile one just sits
+	 * there): keep the area mapped, only to watch its liveness byte, so
+	 * its domain can connect again once that process is gone.
+	 */
+	if (!(g->dead && g->live))
+		vbe_xb_unmap_ring(g);
 	g->req = NULL;
 	g->evt = NULL;
 	g->bl_count = 0;
@@ -94,10 +118,15 @@ static void vbe_xb_close(struct vbe_guest *g)
 		vbe_xb_set_state(g, VRDMA_XB_CLOSED);
 }
 
+static void vbe_xb_rearm(struct vbe_guest *g);
+
 /* Called from the node's reap once a disabled guest is safe to drop. */
 void vbe_xb_release(struct vbe_guest *g)
 {
 	vbe_xb_close(g);
+	/* Its frontend said Closed while we were disabling it. */
+	if (g->front_state == VRDMA_XB_CLOSED)
+		vbe_xb_rearm(g);
 }
 
 static int vbe_xb_refuse(struct vbe_guest *g, const char *fmt, ...)
@@ -168,6 +197,8 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	if (hdr.magic != VRDMA_WIRE_MAGIC || hdr.version != VRDMA_WIRE_VERSION ||
 	    hdr.req_order != req_order || hdr.evt_order != evt_order)
 		return vbe_xb_refuse(g, "device area header does not match its keys");
+	/* Armed by the guest's platform before it published: watch it from now. */
+	g->live = hdr.guest_live == VRDMA_SRING_LIVE;
 	err = vplat_chan_bind(plat, g->domid, port, &g->chan);
 	if (err) {
 		g->chan = NULL;
@@ -192,14 +223,129 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	if (g->node->fd_cb)
 		g->node->fd_cb(g->node->fd_arg, g->chan_fd, 1);
 	vbe_xb_set_state(g, VRDMA_XB_CONNECTED);
-	vlog_info("guest %u connected (req ring %u, event ring %u)", g->domid,
-		  g->req_size, g->evt_size);
+	vlog_info("guest %u connected (req ring %u, event ring %u%s)", g->domid,
+		  g->req_size, g->evt_size, g->live ? ", liveness tracked" : "");
 	return 0;
+}
+
+/* Nobody is left on that side to say Closed: say it for them (only while
+ * their directory exists: never recreate it).  Their state watch then
+ * brings us back to InitWait for the next process. */
+static void vbe_xb_front_closed(struct vbe_guest *g)
+{
+	char path[VPLAT_KEY_MAX], val[16];
+
+	snprintf(path, sizeof(path), "%s/state", g->fdir);
+	if (vplat_key_read(g->node->plat, path, val, sizeof(val)) == 0)
+		vplat_key_printf(g->node->plat, path, "%d", VRDMA_XB_CLOSED);
+}
+
+/*
+ * The guest's process let go of the device area (exit, crash): its
+ * unmap-notify cleared the byte.  Connected: tear down.  Already closed
+ * (disabled, or found Connected at our start) and only watched: drop the
+ * watch.  Either way the domain may connect again.
+ */
+void vbe_xb_check_live(struct vbe_guest *g)
+{
+	if (!g->live || !g->sring)
+		return;
+	if (__atomic_load_n(&g->sring->guest_live, __ATOMIC_ACQUIRE) == VRDMA_SRING_LIVE)
+		return;
+	vlog_info("guest %u device %u: its process went away (unmap-notify)%s",
+		  g->domid, g->devid, g->connected && !g->dead ? ": closing" : "");
+	if (g->connected && !g->dead) {
+		g->live = false;
+		vbe_xb_close(g);
+	} else {
+		vbe_xb_unmap_ring(g);
+	}
+	vbe_xb_front_closed(g);
+}
+
+/*
+ * vrdmad (re)started under a frontend that is Connected: the old instance's
+ * ring state is gone, so we stay Closed; but map page 0 read-only to learn
+ * when that process ends (or that it already has), so the domain can
+ * connect again.
+ */
+static void vbe_xb_watch_stale(struct vbe_guest *g)
+{
+	struct vplat_map *map;
+	uint32_t ref;
+
+	if (vbe_xb_read_u32(g, "ring-ref0", &ref) ||
+	    vplat_map(g->node->plat, g->domid, &ref, 1, 0, &map))
+		return;
+	g->ring_map = map;
+	g->nmaps++;
+	g->sring = vplat_map_addr(map);
+	g->live = true;
+	vbe_xb_check_live(g);	/* already gone: Closed for it at once */
+}
+
+/* Is the frontend's directory gone (its domain destroyed)? */
+static bool vbe_xb_front_gone(struct vbe_guest *g)
+{
+	char list[64];
+	unsigned count = 0;
+	int err = vplat_key_list(g->node->plat, g->fdir, list, sizeof(list), &count);
+
+	return err == -ENOENT || (err == 0 && count == 0);
+}
+
+/*
+ * xl removes /local/domain/<id> when it destroys a domain but knows nothing
+ * of our backend directory.  Remove it once the frontend is gone for good:
+ * a tick later, so a toolstack that does remove it gets the first go.  The
+ * node's watch then frees the guest.
+ */
+void vbe_xb_tick(struct vbe_guest *g)
+{
+	char path[VPLAT_KEY_MAX], list[64];
+	unsigned count = 0;
+	int err;
+
+	if (g->front_state != VRDMA_XB_UNKNOWN || !vbe_xb_front_gone(g))
+		return;
+	vlog_info("guest %u device %u: frontend gone (domain destroyed?): "
+		  "removing the backend directory", g->domid, g->devid);
+	if (g->state != VRDMA_XB_CLOSED)
+		vbe_xb_close(g);
+	g->front_state = -1;	/* once */
+	vplat_key_rm(g->node->plat, g->bdir);
+	snprintf(path, sizeof(path), VRDMA_XS_BACK_ROOT "/%u", g->domid);
+	err = vplat_key_list(g->node->plat, path, list, sizeof(list), &count);
+	if (err == 0 && count == 0)
+		vplat_key_rm(g->node->plat, path);
+}
+
+/*
+ * Closed -> InitWait for a new frontend instance (process) of the domain.
+ * A disabled guest too, once released: the violation ended with the
+ * connection it broke (on Xen a domain has one device, so disabling it for
+ * good would lock the whole domain out).
+ */
+static void vbe_xb_rearm(struct vbe_guest *g)
+{
+	if (g->state != VRDMA_XB_CLOSED)
+		return;
+	if (g->dead) {
+		if (!g->released)
+			return;		/* the reap comes first; it rearms */
+		vlog_info("guest %u device %u: new frontend after a disabled one",
+			  g->domid, g->devid);
+		g->dead = false;
+		g->released = false;
+	}
+	vbe_xb_unmap_ring(g);		/* a liveness watch is moot now */
+	vbe_xb_set_state(g, VRDMA_XB_INITWAIT);
 }
 
 static void vbe_xb_front_changed(struct vplat *p, const char *path, void *arg)
 {
 	struct vbe_guest *g = arg;
+	bool first = g->front_state == -1;
 	uint32_t fs;
 	int err;
 
@@ -212,8 +358,17 @@ static void vbe_xb_front_changed(struct vplat *p, const char *path, void *arg)
 		return;
 	g->front_state = (int)fs;
 	switch (fs) {
-	case VRDMA_XB_INITIALISED:
 	case VRDMA_XB_CONNECTED:
+		if (first) {
+			/* Connected to an earlier vrdmad: its ring state died with it. */
+			vlog_warn("guest %u device %u: frontend already Connected (vrdmad "
+				  "restarted?): closing it", g->domid, g->devid);
+			vbe_xb_close(g);
+			vbe_xb_watch_stale(g);
+			break;
+		}
+		/* fall through */
+	case VRDMA_XB_INITIALISED:
 		if (g->state == VRDMA_XB_INITWAIT && !g->dead)
 			vbe_xb_connect(g);
 		break;
@@ -221,11 +376,13 @@ static void vbe_xb_front_changed(struct vplat *p, const char *path, void *arg)
 	case VRDMA_XB_CLOSED:
 		if (g->state != VRDMA_XB_CLOSED)
 			vbe_xb_close(g);
+		/* That frontend is done: be ready for the next in that domain. */
+		if (fs == VRDMA_XB_CLOSED)
+			vbe_xb_rearm(g);
 		break;
 	case VRDMA_XB_INITIALISING:
 		/* A frontend starting over after a close. */
-		if (g->state == VRDMA_XB_CLOSED && !g->dead)
-			vbe_xb_set_state(g, VRDMA_XB_INITWAIT);
+		vbe_xb_rearm(g);
 		break;
 	default:
 		/* Frontend directory gone (or state garbage): the guest left. */
@@ -293,6 +450,7 @@ void vbe_xb_guest_free(struct vbe_guest *g)
 	if (g->watching)
 		vplat_unwatch(g->node->plat, g->fdir, g);
 	g->watching = false;
+	g->live = false;	/* no liveness watch outlives the guest */
 	vbe_xb_disconnect(g);
 	vbe_obj_fini(g);
 	free(g);

@@ -4,9 +4,13 @@
  * response that starts with "error:" is a failure (vrdmactl exits 1).
  */
 #include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../backend/backend.h"
+#include "vplat.h"
 #include "vrdmad.h"
 
 #define VD_CMD_MAX_ARGS	8
@@ -69,11 +73,68 @@ static void vd_cmd_census(struct vd_daemon *d, int argc, char **argv, FILE *out)
 		c.listeners, vd_cmd_count_fds());
 }
 
-/* Issue 5 (set/get/stats/top) and issue 3 (attach/detach) go here. */
+/* "<domid> [devid]": plain decimal numbers, devid 0 by default. */
+static int vd_cmd_dev_args(int argc, char **argv, uint32_t *domid, uint32_t *devid,
+			   FILE *out)
+{
+	unsigned long v[2] = { 0, 0 };
+	char *end;
+	int i;
+
+	if (argc < 2 || argc > 3) {
+		fprintf(out, "error: usage: %s <domid> [devid]\n", argv[0]);
+		return -1;
+	}
+	for (i = 1; i < argc; i++) {
+		errno = 0;
+		v[i - 1] = strtoul(argv[i], &end, 10);
+		if (argv[i][0] < '0' || argv[i][0] > '9' || *end || errno ||
+		    v[i - 1] > UINT16_MAX) {
+			fprintf(out, "error: %s: bad number '%.32s'\n", argv[0], argv[i]);
+			return -1;
+		}
+	}
+	*domid = (uint32_t)v[0];
+	*devid = (uint32_t)v[1];
+	return 0;
+}
+
+/* Toolstack duty: the guest's device nodes; the backend follows its watch. */
+static void vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	uint32_t domid, devid;
+	int err;
+
+	if (vd_cmd_dev_args(argc, argv, &domid, &devid, out))
+		return;
+	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
+	if (err)
+		fprintf(out, "error: attach %u/%u: %s\n", domid, devid, strerror(-err));
+	else
+		fprintf(out, "attached domain %u device %u\n", domid, devid);
+}
+
+static void vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	uint32_t domid, devid;
+	int err;
+
+	if (vd_cmd_dev_args(argc, argv, &domid, &devid, out))
+		return;
+	err = vplat_dev_detach(d->plat, "vrdma", domid, devid);
+	if (err)
+		fprintf(out, "error: detach %u/%u: %s\n", domid, devid, strerror(-err));
+	else
+		fprintf(out, "detached domain %u device %u\n", domid, devid);
+}
+
+/* Issue 5 (set/get/stats/top) goes here. */
 static const struct vd_cmd vd_cmds[] = {
 	{ "list", vd_cmd_list },
 	{ "census", vd_cmd_census },
 	{ "ping", vd_cmd_ping },
+	{ "attach", vd_cmd_attach },
+	{ "detach", vd_cmd_detach },
 };
 
 void vd_cmd_handle(void *arg, const char *line, FILE *out)

@@ -240,13 +240,35 @@ static int vc_cmd_ping(struct vc_opts *o, int argc, char **argv)
 	return vc_no_args(argc, argv) ? 1 : vc_request(o, "ping");
 }
 
+/* attach|detach <domid> [devid]: numbers checked here and by vrdmad. */
+static int vc_cmd_dev(struct vc_opts *o, int argc, char **argv)
+{
+	char req[64];
+	int i;
+
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "%s: usage: %s %s <domid> [devid]\n", prog, prog, argv[0]);
+		return 1;
+	}
+	for (i = 1; i < argc; i++)
+		if (!argv[i][0] || strspn(argv[i], "0123456789") != strlen(argv[i]) ||
+		    strlen(argv[i]) > 5) {
+			fprintf(stderr, "%s: %s: bad number '%s'\n", prog, argv[0], argv[i]);
+			return 1;
+		}
+	snprintf(req, sizeof(req), "%s %s %s", argv[0], argv[1], argc > 2 ? argv[2] : "0");
+	return vc_request(o, req);
+}
+
 static int vc_cmd_help(struct vc_opts *o, int argc, char **argv);
 
-/* Issue 5 adds set/get/stats/top, issue 3 attach/detach: one line each. */
+/* Issue 5 adds set/get/stats/top: one line each. */
 static const struct vc_cmd vc_cmds[] = {
 	{ "list", vc_cmd_list, "[-j]", "guests, QPs, MRs and counters (-j: JSON)" },
 	{ "census", vc_cmd_census, "", "object counts and open fds, as JSON" },
 	{ "ping", vc_cmd_ping, "", "check that vrdmad answers" },
+	{ "attach", vc_cmd_dev, "<domid> [devid]", "create a domain's vrdma device (xenstore)" },
+	{ "detach", vc_cmd_dev, "<domid> [devid]", "remove it (the guest sees errors)" },
 	{ "help", vc_cmd_help, "", "this text" },
 };
 
@@ -261,7 +283,7 @@ static void vc_usage(FILE *f)
 		"  -j           JSON output where the command has it\n"
 		"Commands:\n", prog, VC_RUN_DIR_DEF);
 	for (i = 0; i < VC_NCMDS; i++)
-		fprintf(f, "  %-8s %-6s %s\n", vc_cmds[i].name, vc_cmds[i].args,
+		fprintf(f, "  %-8s %-15s %s\n", vc_cmds[i].name, vc_cmds[i].args,
 			vc_cmds[i].desc);
 }
 

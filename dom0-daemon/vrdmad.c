@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
@@ -152,6 +153,22 @@ static int vd_signals(void)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * Every guest share holds an fd in vrdmad: take the whole hard limit
+ * (review I1).  The platform derives its per-guest caps from the result,
+ * so failing here only means smaller caps.
+ */
+static void vd_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		vlog_warn("cannot raise the open-file limit: %s", strerror(errno));
+}
+
 static int vd_write_pid(const char *path)
 {
 	int fd, err = 0;
@@ -214,6 +231,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 			vlog_err("control socket %s: %s", d->ctl_path, strerror(-err));
 		return err;
 	}
+	vd_raise_nofile();
 	err = vplat_open(&pcfg, &d->plat);
 	if (err) {
 		vlog_err("platform open (run_dir %s): %s", d->run_dir, strerror(-err));

@@ -28,7 +28,8 @@ int vfe_cmd_status_errno(uint16_t status)
 }
 
 /* evt_lock held.  A late answer to a command that timed out is dropped;
- * an answer to a command never issued is a protocol violation. */
+ * an answer to a command never issued, or naming another object than the
+ * request did, is a protocol violation. */
 int vfe_cmd_complete(struct vfe_dev *d, const struct vrdma_evt *e)
 {
 	if (e->id >= d->cmd_next_id || e->id == 0)
@@ -38,10 +39,18 @@ int vfe_cmd_complete(struct vfe_dev *d, const struct vrdma_evt *e)
 			  (unsigned long long)e->id);
 		return 0;
 	}
+	if (e->handle != d->cmd_wait_handle)
+		return -EPROTO;
 	d->cmd_status = e->status;
 	memcpy(d->cmd_out, e->u.out, sizeof(d->cmd_out));
 	__atomic_store_n(&d->cmd_done, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int vfe_cmd_bad(struct vfe_dev *d, const char *why)
+{
+	vfe_set_broken(d, why);
+	return -EIO;
 }
 
 static bool vfe_cmd_ready(void *arg)
@@ -61,6 +70,7 @@ int vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4])
 	pthread_mutex_lock(&d->evt_lock);
 	req->id = d->cmd_next_id++;
 	d->cmd_wait_id = req->id;
+	d->cmd_wait_handle = req->handle;
 	__atomic_store_n(&d->cmd_done, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->evt_lock);
 
@@ -74,7 +84,8 @@ int vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4])
 	rc = vfe_wait(d, vfe_cmd_ready, NULL, d, VFE_CMD_TIMEOUT_MS);
 	if (rc == -ETIMEDOUT) {
 		/* dom0 is wedged and the object's fate unknown: stop here
-		 * rather than pile up more 5 s waits (vrdma_close too). */
+		 * rather than pile up more 5 s waits.  Callers that free
+		 * objects treat it as -EIO. */
 		vlog_err("vrdma: dom0 did not answer command 0x%x in %d ms",
 			 req->opcode, VFE_CMD_TIMEOUT_MS);
 		vfe_set_broken(d, "command timed out");

@@ -5,6 +5,7 @@
  * and the event channel, go Initialised, wait for Connected.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,11 +221,18 @@ static int vfe_publish(struct vfe_dev *d)
 
 static int vfe_init_locks(struct vfe_dev *d)
 {
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&d->cmd_lock, NULL);
 	pthread_mutex_init(&d->ring_lock, NULL);
 	pthread_mutex_init(&d->evt_lock, NULL);
 	pthread_mutex_init(&d->plat_lock, NULL);
 	pthread_mutex_init(&d->wait_lock, NULL);
+	/* Waits are bounded in monotonic time, like every other deadline. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->wait_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	return 0;
 }
 
@@ -235,6 +243,86 @@ static void vfe_destroy_locks(struct vfe_dev *d)
 	pthread_mutex_destroy(&d->evt_lock);
 	pthread_mutex_destroy(&d->plat_lock);
 	pthread_mutex_destroy(&d->wait_lock);
+	pthread_cond_destroy(&d->wait_cond);
+}
+
+/* Watch callback, inside vplat_process(): only note the change; the
+ * state is read by vfe_check_backend() once vplat_process() returned. */
+static void vfe_back_watch(struct vplat *p, const char *path, void *arg)
+{
+	struct vfe_dev *d = arg;
+
+	(void)p;
+	(void)path;
+	d->back_changed = true;
+}
+
+/* Once connected: learn about a backend that closes on us (it disabled
+ * this guest, or vrdmad is shutting down) without a command timeout. */
+static void vfe_watch_backend(struct vfe_dev *d)
+{
+	char path[VPLAT_KEY_MAX + 64];
+
+	if (vfe_back_path(d, "state", path, sizeof(path)) ||
+	    vplat_watch(d->plat, path, vfe_back_watch, d)) {
+		/* Not fatal: a dead backend then shows as a command timeout. */
+		vlog_warn("vrdma frontend: cannot watch the backend state");
+		return;
+	}
+	d->watching = true;
+}
+
+static void vfe_unwatch_backend(struct vfe_dev *d)
+{
+	char path[VPLAT_KEY_MAX + 64];
+
+	if (d->watching && vfe_back_path(d, "state", path, sizeof(path)) == 0)
+		vplat_unwatch(d->plat, path, d);
+	d->watching = false;
+}
+
+/* plat_lock held.  Read the backend state after a watch fired. */
+static void vfe_read_back_state(struct vfe_dev *d)
+{
+	char path[VPLAT_KEY_MAX + 64];
+	uint32_t st;
+	int rc;
+
+	d->back_changed = false;
+	rc = vfe_back_path(d, "state", path, sizeof(path));
+	if (!rc)
+		rc = vplat_key_read_u32(d->plat, path, &st);
+	if (rc == -ENOENT || rc == -EPIPE || rc == -ENAMETOOLONG) {
+		vfe_set_broken(d, "backend gone");
+	} else if (rc) {
+		d->back_changed = true;		/* e.g. a slow dom0: read again later */
+	} else if (st == VRDMA_XB_CLOSING || st == VRDMA_XB_CLOSED) {
+		vfe_set_broken(d, "backend closed the device (dom0 disabled this guest?)");
+	}
+}
+
+int vfe_check_backend(struct vfe_dev *d)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	int rc;
+
+	if (vfe_is_broken(d))
+		return -EIO;
+	/* Whoever holds plat_lock is talking to dom0 anyway; we look next time. */
+	if (pthread_mutex_trylock(&d->plat_lock))
+		return 0;
+	if (d->watching && !d->disconnected) {
+		pfd.fd = vplat_fd(d->plat);
+		if (poll(&pfd, 1, 0) > 0) {
+			rc = vplat_process(d->plat);
+			if (rc == -EPIPE || rc == -ECONNRESET)
+				vfe_set_broken(d, "dom0 went away");
+		}
+		if (d->back_changed)
+			vfe_read_back_state(d);
+	}
+	pthread_mutex_unlock(&d->plat_lock);
+	return vfe_is_broken(d) ? -EIO : 0;
 }
 
 int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
@@ -274,6 +362,7 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	rc = vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CONNECTED);
 	if (rc)
 		goto err_area;
+	vfe_watch_backend(d);
 	vlog_dbg("vrdma frontend connected: backend %s node '%s' orders %u/%u",
 		 d->backend, d->node_name, d->req_order, d->evt_order);
 	return 0;
@@ -289,12 +378,16 @@ err_locks:
 	return rc;
 }
 
-void vfe_close(struct vfe_dev *d)
+void vfe_disconnect(struct vfe_dev *d)
 {
 	int64_t deadline = vplat_now_ms() + VFE_CLOSE_WAIT_MS;
 	char path[VPLAT_KEY_MAX + 64];
 
 	pthread_mutex_lock(&d->plat_lock);
+	if (d->disconnected)
+		goto out;
+	d->disconnected = true;
+	vfe_unwatch_backend(d);
 	if (vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSING) == 0 &&
 	    vfe_back_path(d, "state", path, sizeof(path)) == 0) {
 		/* The backend unmaps before saying Closed; bounded either way. */
@@ -302,6 +395,14 @@ void vfe_close(struct vfe_dev *d)
 			vlog_dbg("vrdma frontend: backend did not close in time");
 		vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSED);
 	}
+out:
+	pthread_mutex_unlock(&d->plat_lock);
+}
+
+void vfe_close(struct vfe_dev *d)
+{
+	vfe_disconnect(d);
+	pthread_mutex_lock(&d->plat_lock);
 	vplat_chan_close(d->chan);
 	vplat_unshare(d->area);
 	vplat_close(d->plat);

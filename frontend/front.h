@@ -12,6 +12,7 @@
  *   ring_lock  request producer (private prod, notify)
  *   evt_lock   event consumer (private cons, dispatch)
  *   plat_lock  vplat calls other than notify/wait (vplat is not thread-safe)
+ *   wait_lock  who sleeps on the channel (wait_cond, wait_gen, sleeper)
  * The library's own locks (QP/CQ/object) may be taken inside evt_lock by
  * its event callback, never the reverse.
  */
@@ -63,6 +64,15 @@ struct vfe_dev {
 	pthread_mutex_t evt_lock;
 	pthread_mutex_t plat_lock;
 	pthread_mutex_t wait_lock;	/* one sleeper on the channel at a time */
+	pthread_cond_t wait_cond;	/* the sleeper woke: others re-check */
+	uint64_t wait_gen;		/* bumped at every wakeup (wait_lock) */
+	bool sleeper;			/* a thread sleeps on the channel */
+
+	/* Backend state watch: the callback only flags a change, the state
+	 * is read outside vplat_process() (plat_lock). */
+	bool watching;
+	bool back_changed;
+	bool disconnected;		/* vfe_disconnect() done */
 
 	uint32_t req_prod;		/* private producer index (ring_lock) */
 	uint32_t req_pushed;		/* last published prod (ring_lock) */
@@ -73,6 +83,7 @@ struct vfe_dev {
 	/* The command in flight (cmd_lock issues, evt_lock completes). */
 	uint64_t cmd_next_id;
 	uint64_t cmd_wait_id;
+	uint32_t cmd_wait_handle;	/* CMD_DONE must echo it */
 	int cmd_done;			/* atomic */
 	uint16_t cmd_status;
 	uint32_t cmd_out[4];
@@ -84,7 +95,14 @@ struct vfe_dev {
 /* front.c: handshake */
 int  vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	      vfe_evt_fn *cb, void *cb_arg);
+/* Say Closing and wait (bounded) for the backend to let go of everything
+ * it mapped; vfe_close() does it if not done before. */
+void vfe_disconnect(struct vfe_dev *d);
 void vfe_close(struct vfe_dev *d);
+/* Off the data path (before sleeping, ring full): run platform watch
+ * callbacks and mark the device broken if the backend closed on us.
+ * Cheap when nothing changed.  0 or -EIO. */
+int  vfe_check_backend(struct vfe_dev *d);
 /* Mark the device unusable; why is logged once. */
 void vfe_set_broken(struct vfe_dev *d, const char *why);
 bool vfe_is_broken(const struct vfe_dev *d);
@@ -113,5 +131,8 @@ int  vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4]);
 int  vfe_cmd_status_errno(uint16_t status);
 /* Called by the event consumer for a CMD_DONE (evt_lock held). */
 int  vfe_cmd_complete(struct vfe_dev *d, const struct vrdma_evt *e);
+/* A command result that makes no sense (the caller checked out[]):
+ * mark the device broken, -EIO. */
+int  vfe_cmd_bad(struct vfe_dev *d, const char *why);
 
 #endif /* VRDMA_FRONT_H */

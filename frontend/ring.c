@@ -68,6 +68,9 @@ int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
 		} else {
 			struct timespec ts = { 0, 100000 };
 
+			/* Long wait: is the backend still there at all? */
+			if (spins % 64 == 0 && vfe_check_backend(d))
+				return -EIO;
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -159,25 +162,54 @@ static int64_t vfe_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Sleep for one slice.  Only one thread sleeps on the channel (it is one
- * eventfd/port for the whole device); others nap briefly and re-check. */
+static void vfe_deadline_ts(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * Sleep for one slice.  The channel is one eventfd/port for the whole
+ * device, so one thread sleeps on it; when it wakes (notified or its slice
+ * is over) it bumps wait_gen and wakes the others, who wait on wait_cond
+ * (bounded) and re-check their own condition.
+ */
 static int vfe_sleep_slice(struct vfe_dev *d, int ms)
 {
-	int rc = 0;
+	struct timespec ts;
+	uint64_t gen;
+	int rc;
 
-	if (pthread_mutex_trylock(&d->wait_lock) == 0) {
-		rc = vplat_chan_wait(d->chan, ms);
+	pthread_mutex_lock(&d->wait_lock);
+	if (d->sleeper) {
+		gen = d->wait_gen;
+		vfe_deadline_ts(&ts, ms);
+		while (gen == d->wait_gen &&
+		       pthread_cond_timedwait(&d->wait_cond, &d->wait_lock, &ts) == 0)
+			;
 		pthread_mutex_unlock(&d->wait_lock);
-		if (rc == -ETIMEDOUT)
-			rc = 0;
-		if (rc == -EPIPE) {
-			vfe_set_broken(d, "dom0 went away");
-			rc = -EIO;
-		}
-	} else {
-		struct timespec ts = { 0, 500000 };
+		return 0;
+	}
+	d->sleeper = true;
+	pthread_mutex_unlock(&d->wait_lock);
 
-		nanosleep(&ts, NULL);
+	rc = vplat_chan_wait(d->chan, ms);
+
+	pthread_mutex_lock(&d->wait_lock);
+	d->sleeper = false;
+	d->wait_gen++;
+	pthread_cond_broadcast(&d->wait_cond);
+	pthread_mutex_unlock(&d->wait_lock);
+	if (rc == -ETIMEDOUT)
+		rc = 0;
+	if (rc == -EPIPE) {
+		vfe_set_broken(d, "dom0 went away");
+		rc = -EIO;
 	}
 	return rc;
 }
@@ -208,6 +240,10 @@ int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 			continue;
 		if (ready(arg))
 			return 0;
+		/* Off the data path: one cheap look at the backend state. */
+		rc = vfe_check_backend(d);
+		if (rc < 0)
+			return rc;
 		rc = vfe_sleep_slice(d, left < VFE_SLICE_MS ? (int)left : VFE_SLICE_MS);
 		if (rc < 0)
 			return rc;

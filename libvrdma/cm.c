@@ -18,6 +18,8 @@ struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *servic
 		errno = EINVAL;
 		return NULL;
 	}
+	if (vlib_broken(dev))
+		return NULL;
 	rc = vlib_name(req.u.listen.service, service);
 	if (rc)
 		goto err;
@@ -35,10 +37,7 @@ struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *servic
 		goto err;
 	}
 	l->handle = out[0];
-	pthread_mutex_lock(&dev->obj_lock);
-	l->next = dev->listeners;
-	dev->listeners = l;
-	pthread_mutex_unlock(&dev->obj_lock);
+	VLIB_LINK(dev, &dev->listeners, l);
 	return l;
 
 err:
@@ -48,13 +47,11 @@ err:
 
 int vlib_close_listener(struct vrdma_listener *l, bool force)
 {
-	struct vrdma_req req = { .opcode = VRDMA_CMD_UNLISTEN, .handle = l->handle };
 	struct vrdma_device *dev = l->dev;
-	int rc = 0;
+	int rc;
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force)
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_UNLISTEN, l->handle, force);
+	if (rc)
 		return rc;
 	pthread_mutex_lock(&dev->obj_lock);
 	VLIB_UNLINK(&dev->listeners, l);

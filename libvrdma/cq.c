@@ -21,6 +21,8 @@ struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_con
 		errno = EINVAL;
 		return NULL;
 	}
+	if (vlib_broken(dev))
+		return NULL;
 	while ((1 << order) < cqe)
 		order++;
 	c = calloc(1, sizeof(*c));
@@ -43,6 +45,8 @@ struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_con
 	req.u.create_cq.page = 0;
 	req.u.create_cq.order = order;
 	rc = vfe_cmd(&dev->fe, &req, out);
+	if (!rc && out[1] != c->size)
+		rc = vfe_cmd_bad(&dev->fe, "CREATE_CQ result with another CQ size");
 	if (rc)
 		goto err_buf;
 
@@ -51,10 +55,7 @@ struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_con
 	c->pub.cq_context = cq_context;
 	c->pub.cqe = (int)c->size;
 	c->pub.handle = out[0];
-	pthread_mutex_lock(&dev->obj_lock);
-	c->next = dev->cqs;
-	dev->cqs = c;
-	pthread_mutex_unlock(&dev->obj_lock);
+	VLIB_LINK(dev, &dev->cqs, c);
 	return &c->pub;
 
 err_buf:
@@ -68,8 +69,7 @@ err_free:
 int vlib_destroy_cq(struct vlib_cq *c, bool force)
 {
 	struct vrdma_device *dev = c->pub.device;
-	struct vrdma_req req = { .opcode = VRDMA_CMD_DESTROY_CQ, .handle = c->pub.handle };
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&dev->obj_lock);
 	if (c->users && !force) {
@@ -79,13 +79,9 @@ int vlib_destroy_cq(struct vlib_cq *c, bool force)
 	VLIB_UNLINK(&dev->cqs, c);
 	pthread_mutex_unlock(&dev->obj_lock);
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force) {
-		pthread_mutex_lock(&dev->obj_lock);
-		c->next = dev->cqs;
-		dev->cqs = c;
-		pthread_mutex_unlock(&dev->obj_lock);
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DESTROY_CQ, c->pub.handle, force);
+	if (rc) {
+		VLIB_LINK(dev, &dev->cqs, c);
 		return rc;
 	}
 	vlib_buf_free(dev, c->buf, true);
@@ -102,26 +98,73 @@ int vrdma_destroy_cq(struct vrdma_cq *cq)
 	return vlib_ret(vlib_destroy_cq(vlib_cq(cq), false));
 }
 
-/* A QP using this CQ is being destroyed: CQEs already produced for it are
- * dropped when polled; anything later naming it is a violation. */
-void vlib_cq_forget_qp(struct vlib_cq *c, uint32_t qp)
+/* Drop the gone entries the consumer has passed (lock held). */
+static void vlib_cq_prune(struct vlib_cq *c)
 {
-	struct vlib_gone *g;
 	unsigned i, n = 0;
 
-	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < c->ngone; i++)	/* prune entries already passed */
+	for (i = 0; i < c->ngone; i++)
 		if ((int32_t)(c->gone[i].until - c->cons) > 0)
 			c->gone[n++] = c->gone[i];
 	c->ngone = n;
-	g = realloc(c->gone, (n + 1) * sizeof(*g));
-	if (g) {
-		c->gone = g;
-		g[n].qp = qp;
-		g[n].until = vring_load_acq(&c->hdr->ring.prod);
-		c->ngone++;
+}
+
+/* Room for one more gone entry, so that forgetting a QP cannot fail. */
+int vlib_cq_gone_prepare(struct vlib_cq *c)
+{
+	struct vlib_gone *g;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	vlib_cq_prune(c);
+	if (c->ngone == c->gone_cap) {
+		g = realloc(c->gone, (c->gone_cap + 4) * sizeof(*g));
+		if (g) {
+			c->gone = g;
+			c->gone_cap += 4;
+		} else {
+			rc = -ENOMEM;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* A QP using this CQ is being destroyed: CQEs already produced for it are
+ * dropped when polled; anything later naming it is a violation.  Up to
+ * `held` of them occupy the CQ until polled (vlib_cq_held). */
+void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q, uint32_t held)
+{
+	struct vlib_gone *g;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->last_qp == q)
+		c->last_qp = NULL;
+	vlib_cq_prune(c);
+	if (c->ngone == c->gone_cap) {	/* prepare failed, forced destroy */
+		vlog_err("vrdma: out of memory: CQEs of destroyed QP %u will break the device",
+			 q->pub.handle);
+	} else {
+		g = &c->gone[c->ngone++];
+		g->qp = q->pub.handle;
+		g->until = vring_load_acq(&c->hdr->ring.prod);
+		g->held = held;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Capacity still taken by unpolled CQEs of destroyed QPs (lock held). */
+uint32_t vlib_cq_held(struct vlib_cq *c)
+{
+	uint32_t held = 0, left;
+	unsigned i;
+
+	vlib_cq_prune(c);
+	for (i = 0; i < c->ngone; i++) {
+		left = c->gone[i].until - c->cons;
+		held += left < c->gone[i].held ? left : c->gone[i].held;
+	}
+	return held;
 }
 
 static bool vlib_cq_gone(const struct vlib_cq *c, uint32_t qp)
@@ -168,16 +211,22 @@ static int vlib_wc_opcode(uint8_t op, enum vrdma_wc_opcode *wop)
 	}
 }
 
-/* Send CQE: sq_retired moves forward, never past what we posted. */
+/*
+ * Send CQE: sq_retired moves strictly forward, never past what we posted,
+ * and names the slot of the WR it completes (wr_id, length, opcode).
+ */
 static int vlib_cqe_send(struct vlib_qp *q, const struct vrdma_cqe *e)
 {
 	uint32_t posted = __atomic_load_n(&q->sq_posted, __ATOMIC_ACQUIRE);
 	uint32_t old = q->sq_retired;
+	const struct vlib_slot *s;
 
-	if ((uint32_t)(e->sq_retired - old) > (uint32_t)(posted - old))
+	if (e->sq_retired == old ||
+	    (uint32_t)(e->sq_retired - old) > (uint32_t)(posted - old))
 		return -EPROTO;
-	if (e->sq_retired != old &&
-	    e->byte_len > q->sq_len[(e->sq_retired - 1) % q->cap.max_send_wr])
+	s = &q->sq_slot[(e->sq_retired - 1) & q->sq_mask];
+	if (e->wr_id != s->wr_id || e->byte_len > s->len ||
+	    (e->status == VRDMA_WS_SUCCESS && e->opcode != s->wc))
 		return -EPROTO;
 	__atomic_store_n(&q->sq_retired, e->sq_retired, __ATOMIC_RELEASE);
 	return 0;
@@ -188,21 +237,35 @@ static int vlib_cqe_recv(struct vlib_qp *q, const struct vrdma_cqe *e)
 {
 	uint32_t posted = __atomic_load_n(&q->rq_posted, __ATOMIC_ACQUIRE);
 	uint32_t old = q->rq_retired;
+	const struct vlib_slot *s = &q->rq_slot[old & q->rq_mask];
 
-	if (posted == old)
+	if (posted == old || e->wr_id != s->wr_id)
 		return -EPROTO;
-	if (e->opcode == VRDMA_WC_RECV &&
-	    e->byte_len > q->rq_len[old % q->cap.max_recv_wr])
+	if (e->opcode == VRDMA_WC_RECV && e->byte_len > s->len)
 		return -EPROTO;
 	__atomic_store_n(&q->rq_retired, old + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* The QP a CQE names (lock held): the last one seen, else by handle.  It
+ * stays alive while we hold the lock: destroying it takes this lock. */
+static struct vlib_qp *vlib_cq_qp(struct vlib_cq *c, uint32_t handle)
+{
+	struct vrdma_device *dev = c->pub.device;
+	struct vlib_qp *q = c->last_qp;
+
+	if (q && q->pub.handle == handle)
+		return q;
+	pthread_mutex_lock(&dev->obj_lock);
+	q = vlib_qp_find(dev, handle);
+	pthread_mutex_unlock(&dev->obj_lock);
+	return q;
 }
 
 /* Check and convert one CQE.  1: wc filled; 0: dropped (dead QP);
  * -EPROTO: dom0 wrote nonsense. */
 static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_wc *wc)
 {
-	struct vrdma_device *dev = c->pub.device;
 	struct vlib_qp *q;
 	int is_send, rc;
 
@@ -212,14 +275,12 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	if (is_send < 0 || vlib_wc_status(e->status, &wc->status) ||
 	    (e->flags & ~VRDMA_CQE_F_IMM))
 		return -EPROTO;
-	pthread_mutex_lock(&dev->obj_lock);
-	q = vlib_qp_find(dev, e->qp);
-	pthread_mutex_unlock(&dev->obj_lock);
-	/* q stays alive: destroying it takes this CQ's lock, which we hold. */
+	q = vlib_cq_qp(c, e->qp);
 	if (!q)
 		return vlib_cq_gone(c, e->qp) ? 0 : -EPROTO;
 	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub)
 		return -EPROTO;
+	c->last_qp = q;
 	rc = is_send ? vlib_cqe_send(q, e) : vlib_cqe_recv(q, e);
 	if (rc)
 		return rc;
@@ -236,11 +297,15 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	return 1;
 }
 
+/*
+ * A bad CQE breaks the device.  Completions taken before it are returned
+ * (n > 0) and the next call fails; with none, this call fails (EIO).
+ */
 int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 {
 	struct vlib_cq *c;
 	struct vrdma_cqe e;
-	uint32_t prod;
+	uint32_t prod, start;
 	int n = 0, rc;
 
 	if (!cq || !cq->device || num_entries < 0 || (num_entries && !wc)) {
@@ -256,21 +321,24 @@ int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 		vfe_set_broken(&cq->device->fe, "CQ producer index out of range");
 		goto err_io;
 	}
+	start = c->cons;
 	while (n < num_entries && c->cons != prod) {
 		memcpy(&e, &c->ring[c->cons & (c->size - 1)], sizeof(e));
 		rc = vlib_cqe(c, &e, &wc[n]);
-		__atomic_store_n(&c->cons, c->cons + 1, __ATOMIC_RELEASE);
 		if (rc < 0) {
 			vlog_err("vrdma: bad CQE qp %u opcode %u status %u",
 				 e.qp, e.opcode, e.status);
 			vfe_set_broken(&cq->device->fe, "invalid CQE from dom0");
-			wc[n].status = VRDMA_WC_GENERAL_ERR;
-			n++;
 			break;
 		}
+		__atomic_store_n(&c->cons, c->cons + 1, __ATOMIC_RELEASE);
 		n += rc;
 	}
-	vring_consumed(&c->hdr->ring, c->cons);
+	/* The shared line is written only when something was consumed. */
+	if (c->cons != start)
+		vring_consumed(&c->hdr->ring, c->cons);
+	if (!n && vfe_is_broken(&cq->device->fe))
+		goto err_io;
 	pthread_mutex_unlock(&c->lock);
 	return n;
 

@@ -24,6 +24,30 @@ static int vlib_dispatch(void *arg, const struct vrdma_evt *e)
 	}
 }
 
+int vlib_destroy_cmd(struct vrdma_device *dev, uint8_t opcode, uint32_t handle,
+		     bool force)
+{
+	struct vrdma_req req = { .opcode = opcode, .handle = handle };
+	int rc;
+
+	if (vfe_is_broken(&dev->fe))
+		return 0;
+	rc = vfe_cmd(&dev->fe, &req, NULL);
+	/* Broken or timed out (the device is broken now): dom0 releases
+	 * everything when the device closes, the local object can go. */
+	if (rc == -EIO || rc == -ETIMEDOUT || force)
+		return 0;
+	return rc;
+}
+
+bool vlib_broken(struct vrdma_device *dev)
+{
+	if (!vfe_is_broken(&dev->fe))
+		return false;
+	errno = EIO;
+	return true;
+}
+
 int vlib_name(char dst[VRDMA_NAME_MAX], const char *src)
 {
 	size_t n;
@@ -80,39 +104,52 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 	return dev;
 }
 
-/* Pop the first object of a list under obj_lock (NULL when empty). */
-#define VLIB_POP(dev, head) ({						\
-	__typeof__((dev)->head) _o;					\
-	pthread_mutex_lock(&(dev)->obj_lock);				\
-	_o = (dev)->head;						\
-	pthread_mutex_unlock(&(dev)->obj_lock);				\
-	_o; })
+/* Free a list's objects with fn; nobody else uses the device any more. */
+#define VLIB_FREE_ALL(head, fn) do {					\
+	while (head) {							\
+		__typeof__(head) _o = (head);				\
+		(head) = _o->next;					\
+		fn(_o);							\
+	}								\
+} while (0)
 
+static void vlib_free_listener(struct vrdma_listener *l)
+{
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+static void vlib_free_cq(struct vlib_cq *c)
+{
+	pthread_mutex_destroy(&c->lock);
+	free(c->gone);
+	free(c);	/* its area is on the buffer list */
+}
+
+/*
+ * No command per leftover object: the backend releases everything of the
+ * device when it disconnects.  Disconnect first (dom0 unmaps what it
+ * mapped), then give the pages back and free the local objects.
+ */
 int vrdma_close(struct vrdma_device *dev)
 {
-	struct vrdma_listener *l;
-	struct vlib_qp *q;
-	struct vlib_mr *m;
-	struct vlib_cq *c;
-	struct vlib_pd *p;
 	struct vlib_buf *b;
+	unsigned i;
 
 	if (!dev)
 		return EINVAL;
-	/* Destroy what the app left open, children first.  Forced: a failed
-	 * command (broken device) still frees the local object. */
-	while ((l = VLIB_POP(dev, listeners)))
-		vlib_close_listener(l, true);
-	while ((q = VLIB_POP(dev, qps)))
-		vlib_destroy_qp(q, true);
-	while ((m = VLIB_POP(dev, mrs)))
-		vlib_dereg_mr(m, true);
-	while ((c = VLIB_POP(dev, cqs)))
-		vlib_destroy_cq(c, true);
-	while ((p = VLIB_POP(dev, pds)))
-		vlib_dealloc_pd(p, true);
-	while ((b = VLIB_POP(dev, bufs)))
-		vlib_buf_free(dev, b, true);
+	vfe_disconnect(&dev->fe);
+	while ((b = dev->bufs)) {
+		dev->bufs = b->next;
+		vfe_unshare(&dev->fe, b->share);
+		free(b);
+	}
+	VLIB_FREE_ALL(dev->listeners, vlib_free_listener);
+	for (i = 0; i < VLIB_QP_HASH; i++)
+		VLIB_FREE_ALL(dev->qps[i], vlib_qp_free);
+	VLIB_FREE_ALL(dev->mrs, free);
+	VLIB_FREE_ALL(dev->cqs, vlib_free_cq);
+	VLIB_FREE_ALL(dev->pds, free);
 	vfe_close(&dev->fe);
 	pthread_mutex_destroy(&dev->obj_lock);
 	free(dev);

@@ -42,6 +42,8 @@ int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 	rc = vfe_cmd(&dev->fe, &req, out_val);
 	/* dom0 copied the refs while attaching: the list pages are done. */
 	vfe_unshare(&dev->fe, list);
+	if (!rc && out_val[1] != npages)
+		rc = vfe_cmd_bad(&dev->fe, "ATTACH_BUF result with another page count");
 	if (rc)
 		goto err_unshare_data;
 
@@ -49,10 +51,7 @@ int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 	b->len = (size_t)npages * VRDMA_PAGE_SIZE;
 	b->handle = out_val[0];
 	b->internal = internal;
-	pthread_mutex_lock(&dev->obj_lock);
-	b->next = dev->bufs;
-	dev->bufs = b;
-	pthread_mutex_unlock(&dev->obj_lock);
+	VLIB_LINK(dev, &dev->bufs, b);
 	*out = b;
 	return 0;
 
@@ -67,8 +66,7 @@ err_free:
  * DETACH keeps the buffer. */
 int vlib_buf_free(struct vrdma_device *dev, struct vlib_buf *b, bool force)
 {
-	struct vrdma_req req = { .opcode = VRDMA_CMD_DETACH_BUF, .handle = b->handle };
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&dev->obj_lock);
 	if (b->mrs && !force) {
@@ -78,13 +76,9 @@ int vlib_buf_free(struct vrdma_device *dev, struct vlib_buf *b, bool force)
 	VLIB_UNLINK(&dev->bufs, b);
 	pthread_mutex_unlock(&dev->obj_lock);
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force) {
-		pthread_mutex_lock(&dev->obj_lock);
-		b->next = dev->bufs;
-		dev->bufs = b;
-		pthread_mutex_unlock(&dev->obj_lock);
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DETACH_BUF, b->handle, force);
+	if (rc) {
+		VLIB_LINK(dev, &dev->bufs, b);
 		return rc;
 	}
 	vfe_unshare(&dev->fe, b->share);
@@ -102,6 +96,8 @@ void *vrdma_alloc_buf(struct vrdma_device *dev, size_t length)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (vlib_broken(dev))
+		return NULL;
 	npages = (length + VRDMA_PAGE_SIZE - 1) / VRDMA_PAGE_SIZE;
 	if (length > (size_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE) {
 		errno = EINVAL;
@@ -150,6 +146,8 @@ struct vrdma_pd *vrdma_alloc_pd(struct vrdma_device *dev)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (vlib_broken(dev))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
@@ -163,18 +161,14 @@ struct vrdma_pd *vrdma_alloc_pd(struct vrdma_device *dev)
 	}
 	p->pub.device = dev;
 	p->pub.handle = out[0];
-	pthread_mutex_lock(&dev->obj_lock);
-	p->next = dev->pds;
-	dev->pds = p;
-	pthread_mutex_unlock(&dev->obj_lock);
+	VLIB_LINK(dev, &dev->pds, p);
 	return &p->pub;
 }
 
 int vlib_dealloc_pd(struct vlib_pd *p, bool force)
 {
 	struct vrdma_device *dev = p->pub.device;
-	struct vrdma_req req = { .opcode = VRDMA_CMD_DEALLOC_PD, .handle = p->pub.handle };
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&dev->obj_lock);
 	if (p->users && !force) {
@@ -184,13 +178,9 @@ int vlib_dealloc_pd(struct vlib_pd *p, bool force)
 	VLIB_UNLINK(&dev->pds, p);
 	pthread_mutex_unlock(&dev->obj_lock);
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force) {
-		pthread_mutex_lock(&dev->obj_lock);
-		p->next = dev->pds;
-		dev->pds = p;
-		pthread_mutex_unlock(&dev->obj_lock);
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DEALLOC_PD, p->pub.handle, force);
+	if (rc) {
+		VLIB_LINK(dev, &dev->pds, p);
 		return rc;
 	}
 	free(p);
@@ -286,10 +276,7 @@ static struct vrdma_mr *vlib_reg_mr(struct vrdma_pd *pd, void *addr, size_t leng
 	m->pub.lkey = out[1];
 	m->pub.rkey = out[2];
 	m->buf = b;
-	pthread_mutex_lock(&dev->obj_lock);
-	m->next = dev->mrs;
-	dev->mrs = m;
-	pthread_mutex_unlock(&dev->obj_lock);
+	VLIB_LINK(dev, &dev->mrs, m);
 	return &m->pub;
 
 err_unpin:
@@ -311,18 +298,18 @@ struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (vlib_broken(pd->device))
+		return NULL;
 	return vlib_reg_mr(pd, addr, length, access);
 }
 
 int vlib_dereg_mr(struct vlib_mr *m, bool force)
 {
 	struct vrdma_device *dev = m->pub.device;
-	struct vrdma_req req = { .opcode = VRDMA_CMD_DEREG_MR, .handle = m->pub.handle };
-	int rc = 0;
+	int rc;
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force)
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DEREG_MR, m->pub.handle, force);
+	if (rc)
 		return rc;
 	pthread_mutex_lock(&dev->obj_lock);
 	VLIB_UNLINK(&dev->mrs, m);

@@ -27,6 +27,27 @@ static int vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sg
 	return 0;
 }
 
+/* The completion opcode dom0 reports for a send WR that succeeded. */
+static uint8_t vlib_send_wc(uint8_t op)
+{
+	switch (op) {
+	case VRDMA_OP_WRITE:
+	case VRDMA_OP_WRITE_IMM:	return VRDMA_WC_WRITE;
+	case VRDMA_OP_READ:		return VRDMA_WC_READ;
+	case VRDMA_OP_CMP_SWAP:		return VRDMA_WC_CMP_SWAP;
+	case VRDMA_OP_FETCH_ADD:	return VRDMA_WC_FETCH_ADD;
+	default:			return VRDMA_WC_SEND;
+	}
+}
+
+/* Remember what the completion of this slot must say. */
+static void vlib_slot_set(struct vlib_slot *s, uint64_t wr_id, uint32_t len, uint8_t wc)
+{
+	s->wr_id = wr_id;
+	s->len = len;
+	s->wc = wc;
+}
+
 static int vlib_send_req(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
 			 struct vrdma_req *r, uint32_t *total)
 {
@@ -114,7 +135,8 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		rc = vfe_ring_put(&dev->fe, &r);
 		if (rc)
 			break;
-		q->sq_len[q->sq_posted % q->cap.max_send_wr] = total;
+		vlib_slot_set(&q->sq_slot[q->sq_posted & q->sq_mask], r.id, total,
+			      vlib_send_wc(r.opcode));
 		__atomic_store_n(&q->sq_posted, q->sq_posted + 1, __ATOMIC_RELEASE);
 	}
 	if (vfe_ring_unlock(&dev->fe) && !rc)
@@ -162,7 +184,8 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		rc = vfe_ring_put(&dev->fe, &r);
 		if (rc)
 			break;
-		q->rq_len[q->rq_posted % q->cap.max_recv_wr] = total;
+		vlib_slot_set(&q->rq_slot[q->rq_posted & q->rq_mask], r.id, total,
+			      VRDMA_WC_RECV);
 		__atomic_store_n(&q->rq_posted, q->rq_posted + 1, __ATOMIC_RELEASE);
 	}
 	if (vfe_ring_unlock(&dev->fe) && !rc)

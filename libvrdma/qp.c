@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Queue pairs: creation with the CQ capacity rule, posting, QP events. */
+/* Queue pairs: creation with the CQ capacity rule, destruction, QP events. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,7 @@ struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle)
 {
 	struct vlib_qp *q;
 
-	for (q = dev->qps; q; q = q->next)
+	for (q = *vlib_qp_bucket(dev, handle); q; q = q->next)
 		if (q->pub.handle == handle)
 			return q;
 	return NULL;
@@ -28,17 +28,20 @@ static int vlib_qp_caps(const struct vrdma_qp_cap *cap)
 	return 0;
 }
 
-/* The CQ capacity rule: every WR that can be outstanding on the QPs using
- * a CQ has room in it, so an honest guest never overflows a CQ.
- * obj_lock held; reserves on success. */
+/*
+ * The CQ capacity rule: every WR that can be outstanding on the QPs using
+ * a CQ has room in it, so an honest guest never overflows a CQ.  Capacity
+ * of destroyed QPs whose completions are still unpolled (held) counts too.
+ * obj_lock held; reserves on success.
+ */
 static int vlib_qp_reserve(struct vlib_cq *scq, struct vlib_cq *rcq,
-			   const struct vrdma_qp_cap *cap)
+			   const struct vrdma_qp_cap *cap, uint32_t sheld, uint32_t rheld)
 {
 	if (scq == rcq) {
-		if (scq->committed + cap->max_send_wr + cap->max_recv_wr > scq->size)
+		if (scq->committed + sheld + cap->max_send_wr + cap->max_recv_wr > scq->size)
 			return -EINVAL;
-	} else if (scq->committed + cap->max_send_wr > scq->size ||
-		   rcq->committed + cap->max_recv_wr > rcq->size) {
+	} else if (scq->committed + sheld + cap->max_send_wr > scq->size ||
+		   rcq->committed + rheld + cap->max_recv_wr > rcq->size) {
 		return -EINVAL;
 	}
 	scq->committed += cap->max_send_wr;
@@ -57,18 +60,57 @@ static void vlib_qp_unreserve(struct vlib_cq *scq, struct vlib_cq *rcq,
 	rcq->users--;
 }
 
-static void vlib_qp_free(struct vlib_qp *q)
+/*
+ * Reserve room for a new QP in its CQs.  The CQ locks (lower address first
+ * when there are two) keep the held capacity from changing under us: a
+ * destroy records its gone entry and releases its reservation separately.
+ */
+static int vlib_qp_reserve_locked(struct vrdma_device *dev, struct vlib_qp *q,
+				  struct vlib_cq *scq, struct vlib_cq *rcq,
+				  struct vlib_pd *p)
+{
+	struct vlib_cq *first = scq < rcq ? scq : rcq, *second = scq < rcq ? rcq : scq;
+	uint32_t sheld, rheld;
+	int rc;
+
+	pthread_mutex_lock(&first->lock);
+	if (second != first)
+		pthread_mutex_lock(&second->lock);
+	sheld = vlib_cq_held(scq);
+	rheld = rcq == scq ? sheld : vlib_cq_held(rcq);
+	pthread_mutex_lock(&dev->obj_lock);
+	rc = vlib_qp_reserve(scq, rcq, &q->cap, sheld, rheld);
+	if (!rc)
+		p->users++;
+	pthread_mutex_unlock(&dev->obj_lock);
+	if (second != first)
+		pthread_mutex_unlock(&second->lock);
+	pthread_mutex_unlock(&first->lock);
+	return rc;
+}
+
+void vlib_qp_free(struct vlib_qp *q)
 {
 	pthread_mutex_destroy(&q->sq_lock);
 	pthread_mutex_destroy(&q->rq_lock);
-	free(q->sq_len);
-	free(q->rq_len);
+	free(q->sq_slot);
+	free(q->rq_slot);
 	free(q);
+}
+
+static uint32_t vlib_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
 }
 
 static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr)
 {
 	struct vlib_qp *q = calloc(1, sizeof(*q));
+	uint32_t ns = vlib_pow2(attr->cap.max_send_wr), nr = vlib_pow2(attr->cap.max_recv_wr);
 
 	if (!q)
 		return NULL;
@@ -76,13 +118,29 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr)
 	pthread_mutex_init(&q->rq_lock, NULL);
 	q->cap = attr->cap;
 	q->sq_sig_all = attr->sq_sig_all;
-	q->sq_len = calloc(attr->cap.max_send_wr, sizeof(uint32_t));
-	q->rq_len = calloc(attr->cap.max_recv_wr, sizeof(uint32_t));
-	if (!q->sq_len || !q->rq_len) {
+	q->sq_slot = calloc(ns, sizeof(*q->sq_slot));
+	q->rq_slot = calloc(nr, sizeof(*q->rq_slot));
+	q->sq_mask = ns - 1;
+	q->rq_mask = nr - 1;
+	if (!q->sq_slot || !q->rq_slot) {
 		vlib_qp_free(q);
 		return NULL;
 	}
 	return q;
+}
+
+static void vlib_create_qp_req(struct vrdma_req *req, struct vrdma_pd *pd,
+			       const struct vrdma_qp_init_attr *attr)
+{
+	const struct vrdma_qp_cap *cap = &attr->cap;
+
+	req->u.create_qp.pd = pd->handle;
+	req->u.create_qp.send_cq = attr->send_cq->handle;
+	req->u.create_qp.recv_cq = attr->recv_cq->handle;
+	req->u.create_qp.max_send_wr = cap->max_send_wr;
+	req->u.create_qp.max_recv_wr = cap->max_recv_wr;
+	req->u.create_qp.max_sge = cap->max_send_sge > cap->max_recv_sge ?
+				   cap->max_send_sge : cap->max_recv_sge;
 }
 
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr)
@@ -100,6 +158,8 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 		return NULL;
 	}
 	dev = pd->device;
+	if (vlib_broken(dev))
+		return NULL;
 	rc = vlib_qp_caps(&attr->cap);
 	if (rc)
 		goto err;
@@ -110,21 +170,11 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 	}
 	scq = vlib_cq(attr->send_cq);
 	rcq = vlib_cq(attr->recv_cq);
-	pthread_mutex_lock(&dev->obj_lock);
-	rc = vlib_qp_reserve(scq, rcq, &attr->cap);
-	if (!rc)
-		vlib_pd(pd)->users++;
-	pthread_mutex_unlock(&dev->obj_lock);
+	rc = vlib_qp_reserve_locked(dev, q, scq, rcq, vlib_pd(pd));
 	if (rc)
 		goto err_free;
 
-	req.u.create_qp.pd = pd->handle;
-	req.u.create_qp.send_cq = attr->send_cq->handle;
-	req.u.create_qp.recv_cq = attr->recv_cq->handle;
-	req.u.create_qp.max_send_wr = attr->cap.max_send_wr;
-	req.u.create_qp.max_recv_wr = attr->cap.max_recv_wr;
-	req.u.create_qp.max_sge = attr->cap.max_send_sge > attr->cap.max_recv_sge ?
-				  attr->cap.max_send_sge : attr->cap.max_recv_sge;
+	vlib_create_qp_req(&req, pd, attr);
 	rc = vfe_cmd(&dev->fe, &req, out);
 	if (rc)
 		goto err_unreserve;
@@ -138,8 +188,14 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 	q->pub.qp_num = out[1];
 	q->pub.state = VRDMA_QPS_RESET;
 	pthread_mutex_lock(&dev->obj_lock);
-	q->next = dev->qps;
-	dev->qps = q;
+	if (vlib_qp_find(dev, q->pub.handle)) {
+		/* CQEs and events are routed by handle: two QPs cannot share one. */
+		pthread_mutex_unlock(&dev->obj_lock);
+		rc = vfe_cmd_bad(&dev->fe, "dom0 gave a new QP the handle of a live one");
+		goto err_unreserve;
+	}
+	q->next = *vlib_qp_bucket(dev, q->pub.handle);
+	*vlib_qp_bucket(dev, q->pub.handle) = q;
 	pthread_mutex_unlock(&dev->obj_lock);
 	return &q->pub;
 
@@ -158,26 +214,35 @@ err:
 int vlib_destroy_qp(struct vlib_qp *q, bool force)
 {
 	struct vrdma_device *dev = q->pub.device;
-	struct vrdma_req req = { .opcode = VRDMA_CMD_DESTROY_QP, .handle = q->pub.handle };
 	struct vlib_cq *scq = vlib_cq(q->pub.send_cq), *rcq = vlib_cq(q->pub.recv_cq);
-	int rc = 0;
+	int rc;
 
-	if (!vfe_is_broken(&dev->fe))
-		rc = vfe_cmd(&dev->fe, &req, NULL);
-	if (rc && rc != -EIO && !force)
+	/* Room for the gone entries first: after the command there is no
+	 * way back, and a CQE of an unknown QP would break the device. */
+	rc = vlib_cq_gone_prepare(scq);
+	if (!rc && rcq != scq)
+		rc = vlib_cq_gone_prepare(rcq);
+	if (rc && !force)
+		return rc;
+	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DESTROY_QP, q->pub.handle, force);
+	if (rc)
 		return rc;
 	/* dom0 produces nothing for it from now on: CQEs already in the CQs
-	 * are dropped when polled, later ones would be a violation. */
-	vlib_cq_forget_qp(scq, q->pub.handle);
-	if (rcq != scq)
-		vlib_cq_forget_qp(rcq, q->pub.handle);
+	 * are dropped when polled, later ones would be a violation.  Their
+	 * share of the CQs stays reserved until they are polled. */
+	if (rcq == scq) {
+		vlib_cq_forget_qp(scq, q, q->cap.max_send_wr + q->cap.max_recv_wr);
+	} else {
+		vlib_cq_forget_qp(scq, q, q->cap.max_send_wr);
+		vlib_cq_forget_qp(rcq, q, q->cap.max_recv_wr);
+	}
 	pthread_mutex_lock(&dev->obj_lock);
-	VLIB_UNLINK(&dev->qps, q);
+	VLIB_UNLINK(vlib_qp_bucket(dev, q->pub.handle), q);
 	vlib_qp_unreserve(scq, rcq, &q->cap);
 	vlib_pd(q->pub.pd)->users--;
 	pthread_mutex_unlock(&dev->obj_lock);
-	/* Pollers and the event consumer found q under obj_lock and use it
-	 * under their own lock: wait for them to let go. */
+	/* Pollers and the event consumer found q under their own lock or
+	 * obj_lock and use it under their own lock: wait for them to let go. */
 	pthread_mutex_lock(&scq->lock);
 	pthread_mutex_unlock(&scq->lock);
 	pthread_mutex_lock(&rcq->lock);

@@ -37,7 +37,16 @@
 	}								\
 	_found; })
 
+/* Link obj at the head of a list under obj_lock. */
+#define VLIB_LINK(dev, headp, obj) do {					\
+	pthread_mutex_lock(&(dev)->obj_lock);				\
+	(obj)->next = *(headp);						\
+	*(headp) = (obj);						\
+	pthread_mutex_unlock(&(dev)->obj_lock);				\
+} while (0)
+
 #define VLIB_LISTEN_QUEUE	64	/* pending connection requests */
+#define VLIB_QP_HASH		256	/* buckets, by handle (index in the low bits) */
 
 struct vlib_buf {
 	struct vlib_buf *next;
@@ -62,10 +71,13 @@ struct vlib_mr {
 };
 
 /* A QP destroyed while its CQEs may still sit in a CQ: CQEs naming it
- * before index `until` are dropped, later ones are a violation. */
+ * before index `until` are dropped, later ones are a violation.  Until the
+ * consumer passes `until`, up to `held` of those CQEs (the QP's share of
+ * the CQ) still occupy it, so that capacity stays reserved. */
 struct vlib_gone {
 	uint32_t qp;
 	uint32_t until;
+	uint32_t held;
 };
 
 struct vlib_cq {
@@ -80,7 +92,15 @@ struct vlib_cq {
 	unsigned users;			/* QPs (obj_lock) */
 	uint64_t committed;		/* WRs the QPs may have outstanding */
 	struct vlib_gone *gone;		/* (lock) */
-	unsigned ngone;
+	unsigned ngone, gone_cap;
+	struct vlib_qp *last_qp;	/* QP of the last CQE (lock) */
+};
+
+/* One work queue slot: what the CQE retiring it must say. */
+struct vlib_slot {
+	uint64_t wr_id;
+	uint32_t len;			/* bytes posted, bounds byte_len */
+	uint8_t wc;			/* VRDMA_WC_* expected on success */
 };
 
 struct vlib_qp {
@@ -94,8 +114,11 @@ struct vlib_qp {
 	 * side reads the other's with acquire loads. */
 	uint32_t sq_posted, sq_retired;
 	uint32_t rq_posted, rq_retired;
-	uint32_t *sq_len;		/* bytes per SQ slot, for byte_len checks */
-	uint32_t *rq_len;
+	/* Slots indexed by counter & mask: power-of-two arrays, so the
+	 * index stays right when the counters wrap at 2^32. */
+	struct vlib_slot *sq_slot;
+	struct vlib_slot *rq_slot;
+	uint32_t sq_mask, rq_mask;
 	/* Connection state from events (evt_lock). */
 	int conn_done;			/* atomic: CONNECTED or REJECTED seen */
 	uint16_t conn_status;
@@ -119,7 +142,7 @@ struct vrdma_device {
 	struct vlib_pd *pds;
 	struct vlib_mr *mrs;
 	struct vlib_cq *cqs;
-	struct vlib_qp *qps;
+	struct vlib_qp *qps[VLIB_QP_HASH];	/* chained by next */
 	struct vrdma_listener *listeners;
 };
 
@@ -149,6 +172,18 @@ static inline int vlib_ret(int rc)
 	return rc < 0 ? -rc : rc;
 }
 
+static inline struct vlib_qp **vlib_qp_bucket(struct vrdma_device *dev, uint32_t handle)
+{
+	return &dev->qps[handle & (VLIB_QP_HASH - 1)];
+}
+
+/* device.c: a destroy command for an object; 0 when the local object may
+ * go (done, or the device is broken or dom0 did not answer, or forced). */
+int  vlib_destroy_cmd(struct vrdma_device *dev, uint8_t opcode, uint32_t handle,
+		      bool force);
+/* Constructors: EIO at once on a broken device (NULL + errno). */
+bool vlib_broken(struct vrdma_device *dev);
+
 /* mem.c */
 int  vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 		    struct vlib_buf **out);
@@ -158,10 +193,13 @@ int  vlib_dealloc_pd(struct vlib_pd *p, bool force);
 
 /* cq.c */
 int  vlib_destroy_cq(struct vlib_cq *c, bool force);
-void vlib_cq_forget_qp(struct vlib_cq *c, uint32_t qp);
+int  vlib_cq_gone_prepare(struct vlib_cq *c);
+void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q, uint32_t held);
+uint32_t vlib_cq_held(struct vlib_cq *c);
 
 /* qp.c */
 struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle);
+void vlib_qp_free(struct vlib_qp *q);
 int  vlib_destroy_qp(struct vlib_qp *q, bool force);
 int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
 

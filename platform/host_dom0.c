@@ -203,6 +203,13 @@ static void hd_accept(struct hd *d)
 		close(s);
 		return;
 	}
+	/* fds are allocated lowest first: a high number means few are left,
+	 * and running out would break every guest's fd passing (review I1). */
+	if ((uint64_t)s + HD_FD_RESERVE / 4 >= d->fd_limit) {
+		vlog_warn("platform: refusing a guest: file descriptors running low");
+		close(s);
+		return;
+	}
 	g = calloc(1, sizeof(*g));
 	if (!g) {
 		close(s);
@@ -275,6 +282,7 @@ static int hd_open(const struct vplat_cfg *cfg, struct vplat **out)
 	d->next_domid = 1;
 	d->levq_tail = &d->levq;
 	d->max_pages = HD_MAX_PAGES;
+	hd_fd_caps(d);
 	e = getenv("VRDMA_MAX_GUEST_PAGES");
 	if (e && *e)
 		d->max_pages = strtoull(e, NULL, 0);

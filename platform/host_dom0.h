@@ -14,11 +14,15 @@
 #include "vplat_impl.h"
 
 #define HD_MAX_GUESTS		256
-#define HD_MAX_KEYS		1024	/* keys a guest may create */
+#define HD_MAX_KEYS		128	/* keys a guest may create (one max-order device: 43) */
 #define HD_MAX_WATCHES		128
 #define HD_MAX_SHARES		4096	/* each holds one memfd open */
 #define HD_MAX_CHANS		256
 #define HD_MAX_PAGES		262144	/* 1 GiB; env VRDMA_MAX_GUEST_PAGES */
+#define HD_MAX_RUNS		1024	/* mmaps a guest's live maps may take */
+#define HD_NODE_RUNS		32768	/* all guests: well below vm.max_map_count */
+#define HD_FD_RESERVE		256	/* fds vrdmad keeps for itself */
+#define HD_POPULATE_PAGES	64	/* maps this small (rings) are prefaulted */
 
 struct hd_share {
 	uint32_t first, npages;
@@ -43,6 +47,7 @@ struct hd_guest {
 	uint64_t pages;
 	struct hd_gchan *chans;
 	uint32_t nchans, ccap;
+	uint32_t runs;			/* mmaps of its live maps */
 };
 
 struct hd_chan {			/* a channel dom0 bound */
@@ -63,6 +68,11 @@ struct hd {
 	unsigned nguests;
 	uint32_t next_domid;
 	uint64_t max_pages;
+	/* Per-guest fd caps from RLIMIT_NOFILE (review I1): a guest cannot
+	 * drive vrdmad to EMFILE, where every guest's SCM_RIGHTS would fail. */
+	uint32_t max_shares, max_chans;
+	uint64_t fd_limit;		/* refuse guests past this fd number */
+	uint32_t runs;			/* mmaps of all live maps */
 	struct hd_lwatch *lwatches;
 	struct hd_levt *levq, **levq_tail;
 	uint64_t next_lw_id;
@@ -87,6 +97,7 @@ void hd_gnt_release(struct hd_guest *g);	/* guest gone: close its fds */
 int  hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	    int writable, struct vplat_map **out);
 void hd_unmap(struct vplat_map *m);
+void hd_fd_caps(struct hd *d);
 int  hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 		  struct vplat_chan **out);
 int  hd_notify(struct vplat_chan *c);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@
 struct hd_map {
 	struct vplat_map base;
 	size_t len;
+	struct hd *d;
+	uint32_t domid, runs;		/* against the guest's and node's caps */
 };
 
 static size_t hd_page_size(void)
@@ -78,7 +81,9 @@ static int hd_share_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, i
 	}
 	if (g->pages + npages > g->d->max_pages)
 		return hd_reply(g, h, -ENOMEM, NULL, 0, 0), 0;
-	if (g->nshares >= HD_MAX_SHARES)
+	/* fds are numbered lowest free first: a high one means vrdmad is
+	 * near EMFILE, which would break every guest's fd passing. */
+	if (g->nshares >= g->d->max_shares || (uint64_t)fds[0] >= g->d->fd_limit)
 		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
 	if (!hd_memfd_ok(fds[0], npages))
 		return hd_reply(g, h, -EINVAL, NULL, 0, 0), 0;
@@ -132,7 +137,7 @@ static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, in
 		return -EBADMSG;
 	if (hd_gchan_find(g, h->arg[0]))
 		return hd_reply(g, h, -EEXIST, NULL, 0, 0), 0;
-	if (g->nchans >= HD_MAX_CHANS)
+	if (g->nchans >= g->d->max_chans || (uint64_t)fds[1] >= g->d->fd_limit)
 		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
 	if (g->nchans == g->ccap) {
 		uint32_t ncap = g->ccap ? g->ccap * 2 : 8;
@@ -200,15 +205,17 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	size_t pg = hd_page_size();
 	struct hd_share *s = NULL;
 	struct hd_map *m;
-	uint32_t i, j;
+	uint32_t i, j, runs = 0;
 	char *base;
-	int r;
+	int flags, r;
 
 	if (!g)
 		return -ESRCH;
 	if (n > g->d->max_pages)
 		return -ENOMEM;
-	/* Check every ref before touching anything: all or nothing. */
+	/* Check every ref before touching anything: all or nothing.  Each
+	 * run of contiguous refs costs one mmap: alternating refs must not
+	 * push vrdmad past vm.max_map_count (review I1). */
 	for (i = 0; i < n; i++) {
 		if (!s || refs[i] - s->first >= s->npages)
 			s = hd_share_find(g, refs[i]);
@@ -216,7 +223,14 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 			return -EFAULT;
 		if (writable && !s->writable)
 			return -EACCES;
+		if (!i || refs[i] != refs[i - 1] + 1 || refs[i] == s->first)
+			runs++;
 	}
+	if (runs > HD_MAX_RUNS - g->runs || runs > HD_NODE_RUNS - g->d->runs)
+		return -ENOMEM;
+	/* Rings are touched at once; a big buffer faults in as it is used
+	 * rather than stalling the loop to populate it. */
+	flags = MAP_FIXED | MAP_SHARED | (n <= HD_POPULATE_PAGES ? MAP_POPULATE : 0);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -233,8 +247,7 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		for (j = i + 1; j < n && refs[j] == refs[j - 1] + 1 &&
 			       refs[j] - s->first < s->npages; j++)
 			;
-		if (mmap(base + (size_t)i * pg, (size_t)(j - i) * pg, prot,
-			 MAP_FIXED | MAP_SHARED | MAP_POPULATE, s->fd,
+		if (mmap(base + (size_t)i * pg, (size_t)(j - i) * pg, prot, flags, s->fd,
 			 (off_t)(refs[i] - s->first) * (off_t)pg) == MAP_FAILED) {
 			r = errno == EPERM || errno == EACCES ? -EACCES : -ENOMEM;
 			munmap(base, m->len);
@@ -243,6 +256,11 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		}
 	}
 	m->base.addr = base;
+	m->d = g->d;
+	m->domid = domid;
+	m->runs = runs;
+	g->runs += runs;
+	g->d->runs += runs;
 	*out = &m->base;
 	return 0;
 }
@@ -250,9 +268,37 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 void hd_unmap(struct vplat_map *bm)
 {
 	struct hd_map *m = (struct hd_map *)bm;
+	struct hd_guest *g = hd_guest_find(m->d, m->domid);
 
+	/* The guest may be gone already: its count went with it. */
+	if (g && g->runs >= m->runs)
+		g->runs -= m->runs;
+	m->d->runs -= m->runs;
 	munmap(m->base.addr, m->len);
 	free(m);
+}
+
+static uint64_t hd_clamp(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Per-guest fd caps from the fd limit vrdmad runs with (review I1):
+ * a share holds one fd, a channel two (four once dom0 binds it). */
+void hd_fd_caps(struct hd *d)
+{
+	struct rlimit rl;
+	uint64_t nofile = 1024, per;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl))
+		nofile = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
+	per = nofile > 2 * HD_FD_RESERVE ? (nofile - HD_FD_RESERVE) / HD_MAX_GUESTS : 0;
+	/* Floors keep a small setup usable; past them the fd_limit checks
+	 * (accept, SHARE, CHAN) refuse politely instead of hitting EMFILE. */
+	d->max_chans = (uint32_t)hd_clamp(per / 16, 4, HD_MAX_CHANS);
+	per = per > 1 + 4ull * d->max_chans ? per - 1 - 4ull * d->max_chans : 0;
+	d->max_shares = (uint32_t)hd_clamp(per, 64, HD_MAX_SHARES);
+	d->fd_limit = nofile > HD_FD_RESERVE ? nofile - HD_FD_RESERVE / 2 : nofile / 2;
 }
 
 /* ---- bound channels ---- */

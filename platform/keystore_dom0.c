@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * In-memory xenstore for the plain host.  A flat table of (path, value)
- * pairs and a flat table of watches: the store holds a few keys per guest
- * and linear scans keep it obviously correct.  Parents are implicit: a
- * path with children but no value reads as "" (xenstore directories).
+ * pairs and a flat table of watches.  Exact lookups (read, write) go
+ * through a hash index and per-owner counts are kept, so a full store
+ * (HD_MAX_GUESTS x HD_MAX_KEYS) does not cost a scan per operation
+ * (review I6); list, remove and directory reads still scan, they are
+ * rare.  Parents are implicit: a path with children but no value reads
+ * as "" (xenstore directories).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,9 +27,19 @@ struct ks_watch {
 	uint64_t token;
 };
 
+/* Keys held per owner (domid), against ks_write's max_owned. */
+struct ks_own {
+	uint32_t owner;
+	unsigned n;
+};
+
 struct ks {
 	struct ks_ent *ents;
 	size_t nents, cap;
+	uint32_t *hash;			/* entry index + 1, 0 = empty; open addressing */
+	size_t hsize;			/* power of two, >= 2 * cap */
+	struct ks_own *owns;
+	size_t nowns, ocap;
 	struct ks_watch *watches;
 	size_t nwatches, wcap;
 	ks_fire_fn *fire;
@@ -58,6 +71,8 @@ void ks_free(struct ks *ks)
 	for (i = 0; i < ks->nwatches; i++)
 		free(ks->watches[i].path);
 	free(ks->ents);
+	free(ks->hash);
+	free(ks->owns);
 	free(ks->watches);
 	free(ks);
 }
@@ -100,14 +115,95 @@ int ks_path_below(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* FNV-1a: paths are short and not chosen to collide with our seed-less
+ * table any better than the per-owner key limit allows. */
+static size_t ks_hash(const char *path)
+{
+	uint32_t h = 2166136261u;
+
+	while (*path)
+		h = (h ^ (uint8_t)*path++) * 16777619u;
+	return h;
+}
+
+static void ks_hash_put(struct ks *ks, size_t idx)
+{
+	size_t m = ks->hsize - 1, i = ks_hash(ks->ents[idx].path) & m;
+
+	while (ks->hash[i])
+		i = (i + 1) & m;
+	ks->hash[i] = (uint32_t)idx + 1;
+}
+
+/* Rebuild the index for at least `cap` entries (growth, after removals). */
+static int ks_rehash(struct ks *ks, size_t cap)
+{
+	size_t size = ks->hsize ? ks->hsize : 128, i;
+	uint32_t *h;
+
+	while (size < 2 * cap)
+		size *= 2;
+	h = calloc(size, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	free(ks->hash);
+	ks->hash = h;
+	ks->hsize = size;
+	for (i = 0; i < ks->nents; i++)
+		ks_hash_put(ks, i);
+	return 0;
+}
+
 static struct ks_ent *ks_find(struct ks *ks, const char *path)
+{
+	size_t m = ks->hsize - 1, i;
+
+	if (!ks->hsize)
+		return NULL;
+	for (i = ks_hash(path) & m; ks->hash[i]; i = (i + 1) & m)
+		if (strcmp(ks->ents[ks->hash[i] - 1].path, path) == 0)
+			return &ks->ents[ks->hash[i] - 1];
+	return NULL;
+}
+
+static struct ks_own *ks_own(struct ks *ks, uint32_t owner)
 {
 	size_t i;
 
-	for (i = 0; i < ks->nents; i++)
-		if (strcmp(ks->ents[i].path, path) == 0)
-			return &ks->ents[i];
+	for (i = 0; i < ks->nowns; i++)
+		if (ks->owns[i].owner == owner)
+			return &ks->owns[i];
 	return NULL;
+}
+
+static int ks_own_add(struct ks *ks, uint32_t owner)
+{
+	struct ks_own *o = ks_own(ks, owner);
+
+	if (!o) {
+		if (ks->nowns == ks->ocap) {
+			size_t ncap = ks->ocap ? ks->ocap * 2 : 16;
+			struct ks_own *n = realloc(ks->owns, ncap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			ks->owns = n;
+			ks->ocap = ncap;
+		}
+		o = &ks->owns[ks->nowns++];
+		o->owner = owner;
+		o->n = 0;
+	}
+	o->n++;
+	return 0;
+}
+
+static void ks_own_drop(struct ks *ks, uint32_t owner)
+{
+	struct ks_own *o = ks_own(ks, owner);
+
+	if (o && !--o->n)
+		*o = ks->owns[--ks->nowns];
 }
 
 /* Fire every watch at or above path; also below it when removing. */
@@ -127,12 +223,9 @@ static void ks_fire(struct ks *ks, const char *path, int removed)
 
 static unsigned ks_count_owner(struct ks *ks, uint32_t owner)
 {
-	unsigned n = 0;
-	size_t i;
+	struct ks_own *o = ks_own(ks, owner);
 
-	for (i = 0; i < ks->nents; i++)
-		n += ks->ents[i].owner == owner;
-	return n;
+	return o ? o->n : 0;
 }
 
 int ks_write(struct ks *ks, const char *path, const char *val, uint32_t owner,
@@ -169,14 +262,21 @@ int ks_write(struct ks *ks, const char *path, const char *val, uint32_t owner,
 		ks->ents = n;
 		ks->cap = ncap;
 	}
+	/* Keep the index at most half full. */
+	if (ks->hsize < 2 * ks->cap && ks_rehash(ks, ks->cap)) {
+		free(v);
+		return -ENOMEM;
+	}
 	e = &ks->ents[ks->nents];
 	e->path = strdup(path);
-	if (!e->path) {
+	if (!e->path || ks_own_add(ks, owner)) {
+		free(e->path);
 		free(v);
 		return -ENOMEM;
 	}
 	e->val = v;
 	e->owner = owner;
+	ks_hash_put(ks, ks->nents);
 	ks->nents++;
 fire:
 	ks_fire(ks, path, 0);
@@ -219,11 +319,16 @@ int ks_rm(struct ks *ks, const char *path)
 		}
 		free(e->path);
 		free(e->val);
+		ks_own_drop(ks, e->owner);
 		ks->ents[i] = ks->ents[--ks->nents];
 		found = 1;
 	}
 	if (!found)
 		return -ENOENT;
+	/* Entries moved: rebuild the index (same size, cannot fail). */
+	memset(ks->hash, 0, ks->hsize * sizeof(*ks->hash));
+	for (i = 0; i < ks->nents; i++)
+		ks_hash_put(ks, i);
 	ks_fire(ks, path, 1);
 	return 0;
 }

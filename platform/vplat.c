@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "vplat_impl.h"
@@ -18,6 +19,8 @@
 /* Weak: each binary links only the roles it serves (see vplat_impl.h). */
 extern const struct vplat_ops vplat_host_guest_ops __attribute__((weak, visibility("hidden")));
 extern const struct vplat_ops vplat_host_dom0_ops __attribute__((weak, visibility("hidden")));
+extern const struct vplat_ops vplat_xen_guest_ops __attribute__((weak, visibility("hidden")));
+extern const struct vplat_ops vplat_xen_dom0_ops __attribute__((weak, visibility("hidden")));
 
 static const struct {
 	const char *kind;
@@ -26,10 +29,45 @@ static const struct {
 } vplat_table[] = {
 	{ "host", VPLAT_GUEST,     &vplat_host_guest_ops },
 	{ "host", VPLAT_DOM0_ROLE, &vplat_host_dom0_ops },
-	/* issue 3: { "xen", VPLAT_GUEST, &vplat_xen_guest_ops }, ... */
+	{ "xen",  VPLAT_GUEST,     &vplat_xen_guest_ops },
+	{ "xen",  VPLAT_DOM0_ROLE, &vplat_xen_dom0_ops },
 };
 
-#define VPLAT_DEFAULT_KIND "host"
+/* Does the first line-ish of `path` contain `word`?  0 if unreadable. */
+static int vplat_file_has(const char *path, const char *word)
+{
+	char buf[256];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, word) != NULL;
+}
+
+/*
+ * No kind asked for: Xen when this domain has the devices the role needs
+ * (a domU with gntalloc + evtchn; the control domain with gntdev), the
+ * plain host otherwise.  Deliberately cheap checks: the open that follows
+ * says clearly what is missing if they guessed wrong.
+ */
+static const char *vplat_auto_kind(enum vplat_role role)
+{
+	if (role == VPLAT_GUEST) {
+		if ((access("/dev/xen/gntalloc", F_OK) == 0 &&
+		     access("/dev/xen/evtchn", F_OK) == 0) ||
+		    access("/proc/xen/capabilities", R_OK) == 0)
+			return "xen";
+		return "host";
+	}
+	if (vplat_file_has("/proc/xen/capabilities", "control_d") &&
+	    access("/dev/xen/gntdev", F_OK) == 0)
+		return "xen";
+	return "host";
+}
 
 int vplat_open(const struct vplat_cfg *cfg, struct vplat **out)
 {
@@ -37,12 +75,12 @@ int vplat_open(const struct vplat_cfg *cfg, struct vplat **out)
 	int known = 0;
 	size_t i;
 
+	if (cfg->role != VPLAT_GUEST && cfg->role != VPLAT_DOM0_ROLE)
+		return -EINVAL;
 	if (!kind || !*kind)
 		kind = getenv("VRDMA_PLATFORM");
 	if (!kind || !*kind || strcmp(kind, "auto") == 0)
-		kind = VPLAT_DEFAULT_KIND;
-	if (cfg->role != VPLAT_GUEST && cfg->role != VPLAT_DOM0_ROLE)
-		return -EINVAL;
+		kind = vplat_auto_kind(cfg->role);
 	for (i = 0; i < sizeof(vplat_table) / sizeof(vplat_table[0]); i++) {
 		if (strcmp(vplat_table[i].kind, kind) != 0)
 			continue;
@@ -51,12 +89,11 @@ int vplat_open(const struct vplat_cfg *cfg, struct vplat **out)
 			return vplat_table[i].ops->open(cfg, out);
 	}
 	if (known)
-		vlog_err("platform '%s': %s role not built into this program", kind,
-			 cfg->role == VPLAT_GUEST ? "guest" : "dom0");
-	else if (strcmp(kind, "xen") == 0)
-		vlog_err("platform 'xen' is not implemented yet; use VRDMA_PLATFORM=host");
+		vlog_err("platform '%s': %s role not built into this program%s", kind,
+			 cfg->role == VPLAT_GUEST ? "guest" : "dom0",
+			 strcmp(kind, "xen") == 0 ? " (built without libxen-dev?)" : "");
 	else
-		vlog_err("unknown platform '%s' (VRDMA_PLATFORM): use 'host'", kind);
+		vlog_err("unknown platform '%s' (VRDMA_PLATFORM): use 'host' or 'xen'", kind);
 	return -EPROTONOSUPPORT;
 }
 
@@ -283,6 +320,16 @@ int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 	return p->ops->key_list(p, abs, buf, len, count);
 }
 
+int vplat_key_perm(struct vplat *p, const char *path, uint32_t owner, uint32_t reader)
+{
+	char abs[VPLAT_KEY_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	if (r)
+		return r;
+	return p->ops->key_perm ? p->ops->key_perm(p, abs, owner, reader) : 0;
+}
+
 int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
 {
 	char abs[VPLAT_KEY_MAX];
@@ -297,6 +344,108 @@ void vplat_unwatch(struct vplat *p, const char *path, void *arg)
 
 	if (vplat_abs(p, path, abs) == 0)
 		p->ops->unwatch(p, abs, arg);
+}
+
+/* ---- toolstack duty ---- */
+
+struct vplat_dev_key {
+	int back;		/* in the backend dir, else the frontend dir */
+	const char *key;
+};
+
+/* Per directory, the cross-link last: it is what the other side looks for. */
+static const struct vplat_dev_key vplat_dev_keys[] = {
+	{ 0, "backend-id" }, { 0, "state" }, { 0, "backend" },
+	{ 1, "frontend-id" }, { 1, "online" }, { 1, "state" }, { 1, "frontend" },
+};
+
+static int vplat_dev_paths(const struct vplat *p, const char *type, uint32_t domid,
+			   uint32_t devid, char *fe, char *be)
+{
+	int n = snprintf(fe, VPLAT_KEY_MAX, "/local/domain/%u/device/%s/%u", domid,
+			 type, devid);
+	int m = snprintf(be, VPLAT_KEY_MAX, "/local/domain/%u/backend/%s/%u/%u",
+			 p->domid, type, domid, devid);
+
+	if (!*type || strchr(type, '/') || domid == p->domid)
+		return -EINVAL;
+	if (n < 0 || m < 0 || n + 16 >= VPLAT_KEY_MAX || m + 16 >= VPLAT_KEY_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid, uint32_t devid)
+{
+	char fe[VPLAT_KEY_MAX], be[VPLAT_KEY_MAX], k[VPLAT_KEY_MAX + 32], v[VPLAT_KEY_MAX];
+	char typedir[VPLAT_KEY_MAX];
+	unsigned count = 0;
+	size_t i;
+	int r = vplat_dev_paths(p, type, domid, devid, fe, be);
+
+	if (r)
+		return r;
+	/* A node (Xen) or anything below it (the host's flat store). */
+	if (vplat_key_read(p, be, v, sizeof(v)) == 0 ||
+	    (vplat_key_list(p, be, v, sizeof(v), &count) != -ENOENT && count))
+		return -EEXIST;
+	snprintf(typedir, sizeof(typedir), "/local/domain/%u/device/%s", domid, type);
+	/* Directories first, with their owners: keys created below inherit. */
+	r = vplat_key_write(p, fe, "");
+	if (!r)
+		r = vplat_key_perm(p, typedir, domid, p->domid);
+	if (!r)
+		r = vplat_key_perm(p, fe, domid, p->domid);
+	if (!r)
+		r = vplat_key_write(p, be, "");
+	if (!r)
+		r = vplat_key_perm(p, be, p->domid, domid);
+	for (i = 0; !r && i < sizeof(vplat_dev_keys) / sizeof(vplat_dev_keys[0]); i++) {
+		const struct vplat_dev_key *dk = &vplat_dev_keys[i];
+
+		snprintf(k, sizeof(k), "%s/%s", dk->back ? be : fe, dk->key);
+		if (!strcmp(dk->key, "backend"))
+			r = vplat_key_write(p, k, be);
+		else if (!strcmp(dk->key, "frontend"))
+			r = vplat_key_write(p, k, fe);
+		else if (!strcmp(dk->key, "backend-id"))
+			r = vplat_key_printf(p, k, "%u", p->domid);
+		else if (!strcmp(dk->key, "frontend-id"))
+			r = vplat_key_printf(p, k, "%u", domid);
+		else
+			r = vplat_key_write(p, k, "1");	/* online, state Initialising */
+		/* Explicit too: a node that existed keeps its old owner otherwise. */
+		if (!r)
+			r = dk->back ? vplat_key_perm(p, k, p->domid, domid) :
+				       vplat_key_perm(p, k, domid, p->domid);
+	}
+	if (r) {
+		vlog_err("attach %s %u/%u: %s", type, domid, devid, strerror(-r));
+		vplat_key_rm(p, be);
+		vplat_key_rm(p, fe);
+	}
+	return r;
+}
+
+int vplat_dev_detach(struct vplat *p, const char *type, uint32_t domid, uint32_t devid)
+{
+	char fe[VPLAT_KEY_MAX], be[VPLAT_KEY_MAX], list[64];
+	unsigned count = 0;
+	int r = vplat_dev_paths(p, type, domid, devid, fe, be), rb, rf;
+
+	if (r)
+		return r;
+	rb = vplat_key_rm(p, be);
+	rf = vplat_key_rm(p, fe);
+	/* The per-domain backend dir goes with its last device. */
+	snprintf(be, sizeof(be), "/local/domain/%u/backend/%s/%u", p->domid, type, domid);
+	r = vplat_key_list(p, be, list, sizeof(list), &count);
+	if ((r == 0 && count == 0) || r == -ENOENT)
+		vplat_key_rm(p, be);
+	if (rb == -ENOENT && rf == -ENOENT)
+		return -ENOENT;
+	if (rb && rb != -ENOENT)
+		return rb;
+	return rf == -ENOENT ? 0 : rf;
 }
 
 /* The watch only makes vplat_fd readable; the loop re-reads the key. */

@@ -5,7 +5,7 @@
  * vrdmad) speaks Xen's vocabulary: domains, grant references, event
  * channels, xenstore keys.
  *
- *   Xen (platform/xen_*.c, next step)   plain host (platform/host_*.c)
+ *   Xen (platform/xen_*.c)              plain host (platform/host_*.c)
  *   gntshr/gntalloc grants              memfd pages sent over a Unix socket
  *   gnttab/gntdev mappings              mmap of the received memfd
  *   event channels                      a pair of eventfds
@@ -36,7 +36,8 @@ struct vplat_chan;		/* notification channel */
 
 struct vplat_cfg {
 	enum vplat_role role;
-	const char *kind;	/* "host", "xen" or NULL = auto (env VRDMA_PLATFORM) */
+	const char *kind;	/* "host", "xen" or NULL = env VRDMA_PLATFORM, else
+				 * auto: "xen" when the Xen devices are there */
 	const char *run_dir;	/* host: socket dir; NULL = env VRDMA_RUN_DIR or /run/vrdma */
 };
 
@@ -101,6 +102,29 @@ int  vplat_key_rm(struct vplat *p, const char *path);	/* subtree */
 /* Child names of path as one buffer "a\0b\0\0"; *count set. */
 int  vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		    unsigned *count);
+/*
+ * Toolstack duty (dom0): path is owned by domain `owner` (who may write
+ * it), domain `reader` may read it, nobody else may (xenstore
+ * permissions; children created later inherit them).  The plain host
+ * enforces its fixed path rules instead and accepts this as a no-op.
+ */
+int  vplat_key_perm(struct vplat *p, const char *path, uint32_t owner,
+		    uint32_t reader);
+/*
+ * Toolstack duty (dom0), the way xl adds a vif: create device `devid` of
+ * `type` for domain `domid`, backed by this domain --
+ *   /local/domain/<domid>/device/<type>/<devid>   owned by the domU, we read:
+ *       backend, backend-id, state = 1
+ *   /local/domain/<self>/backend/<type>/<domid>/<devid>   ours, domU reads:
+ *       frontend, frontend-id, online = 1, state = 1
+ * -EEXIST if the backend directory exists.  Detach removes both (backend
+ * first, so the backend drops the guest before its frontend vanishes);
+ * -ENOENT if neither existed.
+ */
+int  vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid,
+		      uint32_t devid);
+int  vplat_dev_detach(struct vplat *p, const char *type, uint32_t domid,
+		      uint32_t devid);
 
 /* Watch path and its subtree: cb runs from vplat_process() once after
  * registration and after every change (like xenstore watches). */

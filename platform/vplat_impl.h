@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the seam: each implementation (host guest, host dom0, later xen
- * guest, xen dom0) is one ops table.  vplat.c picks one at open and
+ * Inside the seam: each implementation (host guest, host dom0, xen guest,
+ * xen dom0) is one ops table.  vplat.c picks one at open and
  * dispatches; objects start with a common head so accessors stay generic.
  * Key paths reach the ops already absolute ("/local/domain/<d>/..." for
  * relative ones) and length-checked.
@@ -43,6 +43,9 @@ struct vplat_ops {
 			 unsigned *count);
 	int  (*watch)(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg);
 	void (*unwatch)(struct vplat *p, const char *path, void *arg);
+	/* NULL: the platform has fixed permissions, accept as a no-op. */
+	int  (*key_perm)(struct vplat *p, const char *path, uint32_t owner,
+			 uint32_t reader);
 };
 
 /* Common heads; implementations embed them first. */
@@ -74,5 +77,7 @@ struct vplat_chan {
  */
 extern const struct vplat_ops vplat_host_guest_ops;
 extern const struct vplat_ops vplat_host_dom0_ops;
+extern const struct vplat_ops vplat_xen_guest_ops;
+extern const struct vplat_ops vplat_xen_dom0_ops;
 
 #endif /* VRDMA_VPLAT_IMPL_H */

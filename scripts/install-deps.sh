@@ -4,7 +4,9 @@
 # Runs apt-get as root (through sudo when not root).  Idempotent.
 set -eu
 
-PKGS="build-essential pkg-config check libsubunit-dev"
+# libxen-dev: the Xen platform (platform/xen_*.c); without it only the
+# plain host is built.
+PKGS="build-essential pkg-config check libsubunit-dev libxen-dev"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -75,7 +75,8 @@ struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
 void expect_no_cqe(struct tg *g);
 void write_works(struct tg *a, struct tg *b);
 
-/* test_backend_bad.c */
+/* test_backend_bad.c, test_backend_fair.c */
 TCase *backend_bad_tcase(void);
+TCase *backend_fair_tcase(void);
 
 #endif /* VRDMA_BACKEND_TG_H */

@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include "vrdma/vrdma.h"
+/* A few tests play a lying dom0 or a buggy library by touching library
+ * internals (layout only, no internal calls). */
+#include "../libvrdma/vlib.h"
 
 #define T_OPEN_MS	5000
 #define T_CONN_MS	5000
@@ -656,6 +659,290 @@ START_TEST(t_live_transfer)
 }
 END_TEST
 
+/* Review C2: a destroyed QP's flushed completions keep its share of the
+ * CQ until polled, so a new QP cannot overflow the CQ (which disabled the
+ * guest).  CQ of 16, QP 1/15, 15 receives, destroy, repeat. */
+START_TEST(t_live_cq_reuse_after_destroy)
+{
+	struct vrdma_qp_init_attr a = { 0 };
+	struct vrdma_recv_wr rwr[15], *rbad;
+	struct vrdma_device *dev;
+	struct vrdma_sge sge;
+	struct vrdma_wc wc[16];
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_mr *mr;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+	int i, round;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	ck_assert_ptr_nonnull(pd);
+	cq = vrdma_create_cq(dev, 16, NULL);
+	ck_assert_ptr_nonnull(cq);
+	buf = vrdma_alloc_buf(dev, 4096);
+	ck_assert_ptr_nonnull(buf);
+	mr = vrdma_reg_mr(pd, buf, 4096, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(mr);
+	sge = (struct vrdma_sge){ (uintptr_t)buf, 64, mr->lkey };
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 15; i++) {
+		rwr[i].wr_id = (uint64_t)i;
+		rwr[i].next = i < 14 ? &rwr[i + 1] : NULL;
+		rwr[i].sg_list = &sge;
+		rwr[i].num_sge = 1;
+	}
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.cap = (struct vrdma_qp_cap){ 1, 15, 1, 1 };
+	for (round = 0; round < 8; round++) {
+		qp = vrdma_create_qp(pd, &a);
+		ck_assert_msg(qp != NULL, "round %d create_qp: %s", round, strerror(errno));
+		ck_assert_int_eq(vrdma_post_recv(qp, rwr, &rbad), 0);
+		ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
+		/* 15 flushed CQEs still sit in the CQ: no room yet. */
+		errno = 0;
+		ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+		ck_assert_int_eq(errno, EINVAL);
+		/* Polling drops them (their QP is gone) and frees the room. */
+		ck_assert_int_eq(vrdma_poll_cq(cq, 16, wc), 0);
+	}
+	/* Still alive: a command works. */
+	ck_assert_int_eq(vrdma_dealloc_pd(vrdma_alloc_pd(dev)), 0);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+/* Make dom0 disable this guest: claim a receive retired that was not, so
+ * the library posts more receives than the QP's depth. */
+static void get_disabled(struct vrdma_qp *qp, struct vrdma_recv_wr *rwr)
+{
+	struct vrdma_recv_wr *rbad;
+
+	ck_assert_int_eq(vrdma_post_recv(qp, rwr, &rbad), 0);
+	vlib_qp(qp)->rq_retired++;
+	ck_assert_int_eq(vrdma_post_recv(qp, rwr, &rbad), 0);
+}
+
+/* Review I3: a disabled device says EIO (the backend closed the device),
+ * not ETIMEDOUT after a command timeout, and constructors say EIO, not
+ * EINVAL from leftover CQ reservations. */
+START_TEST(t_live_disabled_eio)
+{
+	struct vrdma_qp_init_attr a = { 0 };
+	struct vrdma_recv_wr rwr = { 0 };
+	struct vrdma_device *dev;
+	struct vrdma_sge sge;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_mr *mr;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+	int rc;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	cq = vrdma_create_cq(dev, 2, NULL);
+	ck_assert_ptr_nonnull(cq);
+	buf = vrdma_alloc_buf(dev, 4096);
+	ck_assert_ptr_nonnull(buf);
+	mr = vrdma_reg_mr(pd, buf, 4096, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(mr);
+	sge = (struct vrdma_sge){ (uintptr_t)buf, 64, mr->lkey };
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	qp = make_qp(pd, cq, 1);
+	get_disabled(qp, &rwr);
+
+	/* Nothing will ever complete; the wait ends when the device breaks
+	 * (EIO), well before its own limit (which would be ETIMEDOUT). */
+	rc = vrdma_wait_cq(cq, LOOSE_MS);
+	ck_assert_msg(rc == EIO, "wait_cq on a disabled device: %d (%s)", rc, strerror(rc));
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_pd(dev));
+	ck_assert_int_eq(errno, EIO);
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.cap = (struct vrdma_qp_cap){ 1, 1, 1, 1 };
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
+	ck_assert_int_eq(errno, EIO);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_cq(dev, 4, NULL));
+	ck_assert_int_eq(errno, EIO);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_buf(dev, 4096));
+	ck_assert_int_eq(errno, EIO);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_listen(dev, "svc"));
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(vrdma_poll_cq(cq, 1, &(struct vrdma_wc){ 0 }), -1);
+	/* Destroying still works locally; close needs no commands. */
+	ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+/* A command issued just as dom0 disables the guest: EIO, not a 5 s
+ * command timeout (ETIMEDOUT). */
+START_TEST(t_live_disabled_cmd)
+{
+	struct vrdma_recv_wr rwr = { 0 };
+	struct vrdma_device *dev;
+	struct vrdma_sge sge;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_mr *mr;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+
+	NEED_DAEMON();
+	dev = open_dev();
+	pd = vrdma_alloc_pd(dev);
+	cq = vrdma_create_cq(dev, 2, NULL);
+	buf = vrdma_alloc_buf(dev, 4096);
+	ck_assert_ptr_nonnull(buf);
+	mr = vrdma_reg_mr(pd, buf, 4096, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(mr);
+	sge = (struct vrdma_sge){ (uintptr_t)buf, 64, mr->lkey };
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	qp = make_qp(pd, cq, 1);
+	get_disabled(qp, &rwr);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_pd(dev));
+	ck_assert_msg(errno == EIO, "alloc_pd: %d (%s)", errno, strerror(errno));
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
+/* Post one signaled SEND from cli into a receive on srv. */
+static void send_one(struct side *srv, struct side *cli, uint64_t id)
+{
+	struct vrdma_send_wr swr = { 0 }, *sbad;
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_sge ssge, rsge;
+
+	rsge = (struct vrdma_sge){ (uintptr_t)srv->buf, 64, srv->mr->lkey };
+	rwr.wr_id = id;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(srv->qp, &rwr, &rbad), 0);
+	ssge = (struct vrdma_sge){ (uintptr_t)cli->buf, 8, cli->mr->lkey };
+	swr.wr_id = id;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = VRDMA_WR_SEND;
+	swr.send_flags = VRDMA_SEND_SIGNALED;
+	ck_assert_int_eq(vrdma_post_send(cli->qp, &swr, &sbad), 0);
+}
+
+/* Wait (bounded) until n CQEs sit unpolled in cq. */
+static void cq_wait_n(struct vrdma_cq *cq, uint32_t n)
+{
+	struct vlib_cq *c = vlib_cq(cq);
+	int64_t end = now_ms() + T_CONN_MS;
+
+	while (__atomic_load_n(&c->hdr->ring.prod, __ATOMIC_ACQUIRE) - c->cons < n &&
+	       now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(__atomic_load_n(&c->hdr->ring.prod, __ATOMIC_ACQUIRE) - c->cons, n);
+}
+
+/* Minor review items: a send CQE must name the WR of its slot (wr_id); on
+ * a bad CQE poll_cq returns the good ones first, then fails with EIO --
+ * never a made-up completion. */
+START_TEST(t_live_bad_cqe)
+{
+	struct side srv, cli;
+	struct vrdma_wc wc[2];
+	int n;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	send_one(&srv, &cli, 1);
+	send_one(&srv, &cli, 2);
+	cq_wait_n(cli.cq, 2);
+	/* Play a lying dom0: the second completion's wr_id is not ours. */
+	vlib_qp(cli.qp)->sq_slot[1].wr_id = 99;
+	n = vrdma_poll_cq(cli.cq, 2, wc);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(wc[0].wr_id, 1);
+	ck_assert_int_eq(wc[0].status, VRDMA_WC_SUCCESS);
+	errno = 0;
+	ck_assert_int_eq(vrdma_poll_cq(cli.cq, 2, wc), -1);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+/* The first completion polled is bad: -1 / EIO at once. */
+START_TEST(t_live_bad_cqe_first)
+{
+	struct side srv, cli;
+	struct vrdma_wc wc;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	send_one(&srv, &cli, 5);
+	cq_wait_n(srv.cq, 1);
+	vlib_qp(srv.qp)->rq_slot[0].wr_id = 6;
+	errno = 0;
+	ck_assert_int_eq(vrdma_poll_cq(srv.cq, 1, &wc), -1);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+struct waiter {
+	struct vrdma_cq *cq;
+	int rc;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = vrdma_wait_cq(w->cq, LOOSE_MS);
+	return NULL;
+}
+
+/* Several threads wait on one device: the one sleeping on the channel
+ * wakes the others, and every waiter sees the completion. */
+START_TEST(t_live_many_waiters)
+{
+	struct waiter w[3];
+	struct side srv, cli;
+	struct vrdma_wc wc;
+	pthread_t th[3];
+	int i;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	for (i = 0; i < 3; i++) {
+		w[i].cq = srv.cq;
+		w[i].rc = -1;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, wait_thread, &w[i]), 0);
+	}
+	usleep(20000);	/* let them sleep (correct either way) */
+	send_one(&srv, &cli, 3);
+	for (i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(w[i].rc, 0);
+	}
+	ck_assert_int_eq(vrdma_poll_cq(srv.cq, 1, &wc), 1);
+	ck_assert_int_eq(wc.wr_id, 3);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
 static Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -677,6 +964,12 @@ static Suite *api_suite(void)
 	tcase_add_test(live, t_live_connect_errors);
 	tcase_add_test(live, t_live_sq_overflow);
 	tcase_add_test(live, t_live_transfer);
+	tcase_add_test(live, t_live_cq_reuse_after_destroy);
+	tcase_add_test(live, t_live_disabled_eio);
+	tcase_add_test(live, t_live_disabled_cmd);
+	tcase_add_test(live, t_live_bad_cqe);
+	tcase_add_test(live, t_live_bad_cqe_first);
+	tcase_add_test(live, t_live_many_waiters);
 	suite_add_tcase(s, live);
 	return s;
 }

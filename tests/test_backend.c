@@ -758,6 +758,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, t);
 
 	suite_add_tcase(s, backend_bad_tcase());
+	suite_add_tcase(s, backend_fair_tcase());
 	return s;
 }
 

@@ -13,12 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host_dom0.h"
 #include "host_proto.h"
+#include "keystore.h"
 #include "vplat.h"
 
 #define T_WAIT_MS 5000
@@ -586,16 +589,134 @@ START_TEST(t_limits)
 	vplat_unshare(s);
 	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1, 1, &s2), 0);	/* freed */
 	vplat_unshare(s2);
-	for (i = 0; i < 1100 && r == 0; i++) {
+	for (i = 0; i < HD_MAX_KEYS + 100 && r == 0; i++) {
 		snprintf(k, sizeof(k), "k/%d", i);
 		r = vplat_key_write(g, k, "v");
 	}
 	ck_assert_int_eq(r, -ENOSPC);
-	ck_assert_int_eq(i, 1025);
+	ck_assert_int_eq(i, HD_MAX_KEYS + 1);
 	ck_assert_int_eq(vplat_key_write(g, "k/0", "overwrite is fine"), 0);
 	unsetenv("VRDMA_MAX_GUEST_PAGES");
 	vplat_close(g);
 	t0_close();
+}
+END_TEST
+
+/* Alternating refs cost one mmap each: capped per guest (review I1). */
+START_TEST(t_map_runs)
+{
+	static uint32_t refs[2 * HD_MAX_RUNS];
+	struct vplat_map *m, *m2;
+	struct vplat_share *s;
+	const uint32_t *sr;
+	struct vplat *g;
+	uint32_t i;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 4 * HD_MAX_RUNS, 1, &s), 0);
+	sr = vplat_share_refs(s);
+	for (i = 0; i < HD_MAX_RUNS + 1; i++)
+		refs[i] = sr[2 * i];
+	t0_lock();
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, HD_MAX_RUNS + 1, 1, &m),
+			 -ENOMEM);
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, HD_MAX_RUNS - 10, 1, &m), 0);
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, 11, 1, &m2), -ENOMEM);
+	/* Contiguous refs are one run, whatever the length. */
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), sr, 4 * HD_MAX_RUNS, 1, &m2), 0);
+	vplat_unmap(m2);
+	vplat_unmap(m);
+	ck_assert_int_eq(vplat_map(t0.d, vplat_domid(g), refs, HD_MAX_RUNS, 1, &m), 0);
+	vplat_unmap(m);
+	t0_unlock();
+	vplat_unshare(s);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* Per-guest fd caps follow RLIMIT_NOFILE (review I1): past its cap a
+ * guest's SHARE is refused, the guest stays connected. */
+START_TEST(t_fd_caps)
+{
+	struct vplat_share *s[80];
+	struct rlimit rl;
+	struct vplat *g;
+	int i, r = 0;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = 512;		/* per guest: the floors (64 shares) */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	t0_open(1);
+	g = guest_open();
+	for (i = 0; i < 80 && r == 0; i++)
+		r = vplat_share(g, VPLAT_DOM0, 1, 1, &s[i]);
+	ck_assert_int_eq(r, -ENOSPC);
+	ck_assert_int_eq(i, 65);
+	for (i = 0; i < 64; i++)
+		vplat_unshare(s[i]);
+	ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1, 1, &s[0]), 0);
+	vplat_unshare(s[0]);
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
+/* ---- the key store's index (review I6) ---- */
+
+static unsigned ks_fired;
+
+static void ks_count_fire(void *arg, void *owner, uint64_t token, const char *path)
+{
+	(void)arg;
+	(void)owner;
+	(void)token;
+	(void)path;
+	ks_fired++;
+}
+
+START_TEST(t_keystore_index)
+{
+	char k[64], v[32], list[512];
+	unsigned cnt;
+	struct ks *ks;
+	int i, d;
+
+	ck_assert_int_eq(ks_new(ks_count_fire, NULL, &ks), 0);
+	/* Many owners, many keys: every one found through the index. */
+	for (d = 1; d <= 40; d++)
+		for (i = 0; i < 100; i++) {
+			snprintf(k, sizeof(k), "/local/domain/%d/k%d", d, i);
+			snprintf(v, sizeof(v), "%d.%d", d, i);
+			ck_assert_int_eq(ks_write(ks, k, v, (uint32_t)d, 100), 0);
+		}
+	ck_assert_int_eq(ks_write(ks, "/local/domain/7/one-more", "x", 7, 100), -ENOSPC);
+	ck_assert_int_eq(ks_write(ks, "/local/domain/7/k3", "again", 7, 100), 0);
+	/* Remove every other domain: the rest must still be found. */
+	for (d = 1; d <= 40; d += 2) {
+		snprintf(k, sizeof(k), "/local/domain/%d", d);
+		ck_assert_int_eq(ks_rm(ks, k), 0);
+	}
+	for (d = 1; d <= 40; d++)
+		for (i = 0; i < 100; i++) {
+			snprintf(k, sizeof(k), "/local/domain/%d/k%d", d, i);
+			snprintf(v, sizeof(v), "%d.%d", d, i);
+			if (d % 2) {
+				ck_assert_int_eq(ks_read(ks, k, v, sizeof(v)), -ENOENT);
+				continue;
+			}
+			ck_assert_int_ge(ks_read(ks, k, v, sizeof(v)), 0);
+			if (d == 7 && i == 3)
+				ck_assert_str_eq(v, "again");
+		}
+	/* An owner whose keys went may create them again. */
+	ck_assert_int_eq(ks_write(ks, "/local/domain/1/new", "x", 1, 1), 0);
+	ck_assert_int_eq(ks_write(ks, "/local/domain/1/new2", "x", 1, 1), -ENOSPC);
+	ck_assert_int_gt(ks_list(ks, "/local/domain", list, sizeof(list), &cnt), 0);
+	ck_assert_uint_eq(cnt, 21);
+	ck_assert_int_eq(ks_read(ks, "/local/domain/2", v, sizeof(v)), 0);
+	ks_free(ks);
 }
 END_TEST
 
@@ -888,6 +1009,9 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_bad_ref);
 	tcase_add_test(tc, t_read_only);
 	tcase_add_test(tc, t_limits);
+	tcase_add_test(tc, t_keystore_index);
+	tcase_add_test(tc, t_map_runs);
+	tcase_add_test(tc, t_fd_caps);
 	tcase_add_test(tc, t_chan);
 	tcase_add_test(tc, t_guest_killed);
 	tcase_add_test(tc, t_no_fd_leak);

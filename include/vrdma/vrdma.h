@@ -9,6 +9,10 @@
  * Errors: calls returning int return 0 or a positive errno value (as
  * ibv_post_send); constructors return NULL and set errno.  Every blocking
  * call takes a timeout in milliseconds (>= 0; there is no "forever").
+ * A device is broken when dom0 disabled it, went away or wrote nonsense:
+ * from then on calls fail with EIO (constructors before any other check),
+ * destroy calls just free the object.  A waiting call notices a backend
+ * that closed the device without waiting for a command timeout.
  *
  * Memory: only memory from vrdma_alloc_buf() can be registered, because on
  * Xen a guest's userspace can grant only pages the grant driver allocated.
@@ -80,7 +84,8 @@ enum vrdma_wc_status {
 	VRDMA_WC_RETRY_EXC_ERR,
 	VRDMA_WC_RNR_RETRY_EXC_ERR,
 	VRDMA_WC_FATAL_ERR,
-	VRDMA_WC_GENERAL_ERR,		/* dom0 sent something invalid */
+	VRDMA_WC_GENERAL_ERR,		/* kept for ABI; an invalid CQE from dom0
+					 * fails vrdma_poll_cq() with EIO */
 };
 
 enum vrdma_wc_flags {
@@ -220,8 +225,9 @@ struct vrdma_qp {
 struct vrdma_device *vrdma_open(const char *spec, int timeout_ms);
 
 /*
- * vrdma_close - destroy every object still open on @dev (listeners, QPs,
- * MRs, CQs, PDs, buffers, in that order), then disconnect from dom0.
+ * vrdma_close - disconnect from dom0, which releases every object of the
+ * device at once (no command per object), then free every object still
+ * open on @dev (listeners, QPs, MRs, CQs, PDs, buffers) and @dev.
  * Waits at most about a second for dom0 to acknowledge.
  * Returns 0, or EINVAL if @dev is NULL.
  */
@@ -290,6 +296,8 @@ int vrdma_dereg_mr(struct vrdma_mr *mr);
  * using it, i.e. the sum of cap.max_send_wr of the QPs whose send_cq it is
  * plus cap.max_recv_wr of the QPs whose recv_cq it is; vrdma_create_qp()
  * refuses a QP that would break this (EINVAL), so a CQ never overflows.
+ * A destroyed QP's share stays taken until its completions still in the
+ * CQ have been polled (vrdma_poll_cq() drops them).
  * NULL with errno: EINVAL, ENOMEM, EIO.
  */
 struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_context);
@@ -300,9 +308,10 @@ int vrdma_destroy_cq(struct vrdma_cq *cq);
 /*
  * vrdma_poll_cq - take up to @num_entries completions into @wc.
  * Returns the number taken (0..num_entries), or -1 with errno EINVAL (NULL
- * @cq, negative @num_entries, NULL @wc) or EIO (device broken: dom0 wrote
- * something invalid; the completion that showed it is returned once with
- * status VRDMA_WC_GENERAL_ERR).  An error completion moves its QP to
+ * @cq, negative @num_entries, NULL @wc) or EIO (device broken).  An
+ * invalid completion from dom0 breaks the device and is never returned:
+ * the valid ones before it are, and the next call fails with EIO (or this
+ * one, if it took none).  An error completion moves its QP to
  * VRDMA_QPS_ERR, as in RC verbs.
  */
 int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc);
@@ -323,13 +332,13 @@ int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
  * device (they may be the same CQ) with room for the new WRs (see
  * vrdma_create_cq()).  attr->sq_sig_all: every send WR is signaled.
  * NULL with errno: EINVAL (NULL argument, caps out of range, CQ too
- * small), ENOMEM, EIO.
+ * small), ENOMEM, EIO (device broken; checked first).
  */
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr);
 
 /*
  * vrdma_destroy_qp - returns 0 or EINVAL (NULL).  Its completions still in
- * the CQs are discarded.
+ * the CQs are discarded when polled and keep their room until then.
  */
 int vrdma_destroy_qp(struct vrdma_qp *qp);
 
@@ -339,7 +348,8 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
  * on success; their send-queue slots are freed by a later completion of
  * the same QP (so signal at least every max_send_wr-th WR).
  * Atomics need one 8-byte sge.  Returns 0, or EINVAL (NULL argument, QP not
- * connected, bad opcode, flags or sge list), ENOMEM (send queue full),
+ * connected -- also VRDMA_QPS_ERR, where mlx5 would accept and flush --,
+ * bad opcode, flags or sge list), ENOMEM (send queue full),
  * EAGAIN (dom0 did not drain the request ring for 2 s), EIO (device
  * broken).  On error *bad_wr names the first WR not posted; the WRs before
  * it were posted.
@@ -368,7 +378,8 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
  * private data too long, QP not in RESET), ECONNREFUSED (nobody listens,
  * or rejected; the QP is back in RESET and may retry), EHOSTUNREACH (no
  * such node), ETIMEDOUT (no answer in time; the QP is then in ERR and
- * should be destroyed), ECONNRESET, EIO.
+ * must be destroyed: the request may still be pending at the listener,
+ * and destroying the QP withdraws it), ECONNRESET, EIO.
  */
 int vrdma_connect(struct vrdma_qp *qp, const char *node, const char *service,
 		  const void *private_data, size_t private_data_len,

@@ -92,13 +92,21 @@ struct vrdma_ring_ctl {
 };
 
 /* Page 0 of the device area.  magic/version/orders are written by the
- * frontend before granting and re-checked by the backend at connect. */
+ * frontend before granting and re-checked by the backend at connect.
+ * guest_live: VRDMA_SRING_LIVE while the guest process holds the area.
+ * On Xen the guest platform arms a gntalloc unmap-notify that clears it
+ * and signals the device's event channel when the process lets go (exit,
+ * crash); 0 at connect means "not tracked" (docs/wire.md, Liveness). */
+#define VRDMA_SRING_LIVE	1u
+
 struct vrdma_sring {
 	uint32_t magic;
 	uint16_t version;
 	uint8_t  req_order;
 	uint8_t  evt_order;
-	uint32_t reserved[14];
+	uint8_t  guest_live;	/* guest process alive (see above) */
+	uint8_t  reserved0[3];
+	uint32_t reserved[13];
 	struct vrdma_ring_ctl req;	/* guest produces, dom0 consumes */
 	struct vrdma_ring_ctl evt;	/* dom0 produces, guest consumes */
 };
@@ -342,6 +350,7 @@ struct vrdma_cq_hdr {
 _Static_assert(sizeof(struct vrdma_ring_ctl) == 128, "ring ctl");
 _Static_assert(offsetof(struct vrdma_ring_ctl, cons) == 64, "ring cons line");
 _Static_assert(sizeof(struct vrdma_sring) == 320, "sring");
+_Static_assert(offsetof(struct vrdma_sring, guest_live) == 8, "sring guest_live");
 _Static_assert(offsetof(struct vrdma_sring, req) == 64, "sring req");
 _Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
 _Static_assert(sizeof(struct vrdma_wire_sge) == 16, "sge");

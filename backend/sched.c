@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Work that waits for a later moment, bounded by the object tables:
+ *
+ *   event queue  QPs whose CONNECTED / REJECTED / QP_ERROR found the
+ *                guest's event ring short of space (review C1).  Async
+ *                events never take the ring's last free slot: that one
+ *                is the result of the single command in flight.
+ *   run list     QPs whose send queue outlived the guest's budget for
+ *                this poll (review C3): a guest posting huge WRs gets
+ *                its share and the others get theirs.
+ *
+ * Both are FIFOs of QP handles; a QP is on each at most once (qp->evq,
+ * qp->runq) and leaves them when destroyed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vbe.h"
+#include "target.h"
+
+int vbe_qfifo_init(struct vbe_qfifo *q)
+{
+	q->h = calloc(VBE_MAX_QPS, sizeof(*q->h));
+	q->head = q->count = 0;
+	return q->h ? 0 : -ENOMEM;
+}
+
+void vbe_qfifo_fini(struct vbe_qfifo *q)
+{
+	free(q->h);
+	q->h = NULL;
+	q->head = q->count = 0;
+}
+
+static void vbe_qfifo_push(struct vbe_qfifo *q, uint32_t h)
+{
+	/* Callers keep one entry per live QP: never more than VBE_MAX_QPS. */
+	q->h[(q->head + q->count) % VBE_MAX_QPS] = h;
+	q->count++;
+}
+
+static uint32_t vbe_qfifo_pop(struct vbe_qfifo *q)
+{
+	uint32_t h = q->h[q->head];
+
+	q->head = (q->head + 1) % VBE_MAX_QPS;
+	q->count--;
+	return h;
+}
+
+/* Rare (a QP destroyed while queued): close the gap, keep the order. */
+static void vbe_qfifo_remove(struct vbe_qfifo *q, uint32_t h)
+{
+	uint32_t i, j, n = q->count;
+
+	for (i = j = 0; i < n; i++) {
+		uint32_t v = q->h[(q->head + i) % VBE_MAX_QPS];
+
+		if (v != h)
+			q->h[(q->head + j++) % VBE_MAX_QPS] = v;
+	}
+	q->count = j;
+}
+
+/* ---- async QP events ---- */
+
+static bool vbe_evq_out(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vrdma_evt e;
+
+	if (qp->pend_cm.type) {
+		if (vbe_evt_post(g, &qp->pend_cm, false))
+			return false;
+		qp->pend_cm.type = 0;
+	}
+	if (qp->pend_err) {
+		memset(&e, 0, sizeof(e));
+		e.type = VRDMA_EVT_QP_ERROR;
+		e.status = VRDMA_CS_UNREACH;
+		e.handle = qp->handle;
+		if (vbe_evt_post(g, &e, false))
+			return false;
+		qp->pend_err = false;
+	}
+	return true;
+}
+
+/*
+ * An async event for qp: onto the ring if nothing waits before it and
+ * there is room, else remembered on the QP (one CM result, one error).
+ */
+void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *e)
+{
+	if (g->dead || !g->connected)
+		return;
+	if (!g->evq.count && !vbe_evt_post(g, e, false))
+		return;
+	if (e->type == VRDMA_EVT_QP_ERROR) {
+		qp->pend_err = true;
+	} else {
+		if (qp->pend_cm.type)
+			g->ctr.evt_dropped++;	/* only a guest ignoring its CM */
+		qp->pend_cm = *e;
+	}
+	if (!qp->evq) {
+		qp->evq = true;
+		vbe_qfifo_push(&g->evq, qp->handle);
+	}
+}
+
+/* Ring space came back: waiting QP events, then connection requests. */
+void vbe_evt_drain(struct vbe_guest *g)
+{
+	struct vbe_qp *qp;
+
+	while (g->evq.count && !g->dead) {
+		qp = VBE_GET(g->qps, VBE_MAX_QPS, g->evq.h[g->evq.head]);
+		if (qp && !vbe_evq_out(g, qp))
+			return;
+		vbe_qfifo_pop(&g->evq);
+		if (qp)
+			qp->evq = false;
+	}
+	if (g->nconnq && !g->dead)
+		vbe_cm_deliver(g);
+}
+
+/* ---- run list and budgets ---- */
+
+/* Budget left for another WR of g?  If not, qp waits on the run list. */
+bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (g->budget_wrs && g->budget_bytes)
+		return true;
+	if (!qp->runq) {
+		qp->runq = true;
+		vbe_qfifo_push(&g->runq, qp->handle);
+	}
+	return false;
+}
+
+void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes)
+{
+	if (g->budget_wrs)
+		g->budget_wrs--;
+	g->budget_bytes = bytes < g->budget_bytes ? g->budget_bytes - bytes : 0;
+}
+
+/* g's turn in vbe_node_poll: a fresh budget, then leftover work first. */
+void vbe_run_start(struct vbe_guest *g)
+{
+	struct vbe_node *n = g->node;
+	uint32_t todo = g->runq.count;
+	struct vbe_qp *qp;
+
+	g->budget_bytes = n->poll_bytes;
+	g->budget_wrs = n->poll_wrs;
+	/* Each QP at most once per turn: one that runs out goes back on. */
+	while (todo-- && g->runq.count && !g->dead && g->budget_wrs && g->budget_bytes) {
+		qp = VBE_GET(g->qps, VBE_MAX_QPS, vbe_qfifo_pop(&g->runq));
+		if (!qp)
+			continue;
+		qp->runq = false;
+		if (qp->state == VBE_QPS_RTS && qp->tgt)
+			qp->tgt->sq_run(g, qp);
+	}
+}
+
+/* qp is going away: off both lists. */
+void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (qp->evq)
+		vbe_qfifo_remove(&g->evq, qp->handle);
+	if (qp->runq)
+		vbe_qfifo_remove(&g->runq, qp->handle);
+	qp->evq = qp->runq = false;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Xen, dom0 role (vrdmad in the control domain): guest grants mapped
+ * through gntdev, guest channels bound interdomain through evtchn, keys
+ * through xenstore.  The toolstack part (creating a guest's device nodes)
+ * is the backend's, through vplat_key_perm(); guests come and go with
+ * their xenstore directories, which xl removes when a domain dies.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "xen_common.h"
+
+#define XD_DOMID_MAX	0x7ff0u		/* DOMID_FIRST_RESERVED */
+
+struct xd_map {
+	struct vplat_map base;
+	struct xp *x;
+	uint32_t n;
+};
+
+static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
+		  int writable, struct vplat_map **out)
+{
+	struct xp *x = xp_of(p);
+	struct xd_map *m;
+	void *addr;
+	int err;
+
+	if (domid == VPLAT_DOM0 || domid >= XD_DOMID_MAX)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	/* gntdev maps all refs or none: a bad ref fails the whole call. */
+	addr = xengnttab_map_domain_grant_refs(x->gtab, n, domid, (uint32_t *)refs,
+					       PROT_READ | (writable ? PROT_WRITE : 0));
+	if (!addr) {
+		err = errno;
+		free(m);
+		vlog_dbg("platform: map %u refs of domain %u: %s", n, domid, strerror(err));
+		/* Out of room in gntdev or our address space vs a bad ref. */
+		return err == ENOMEM || err == ENOSPC || err == E2BIG ? -ENOMEM : -EFAULT;
+	}
+	m->base.ops = &vplat_xen_dom0_ops;
+	m->base.addr = addr;
+	m->x = x;
+	m->n = n;
+	*out = &m->base;
+	return 0;
+}
+
+static void xd_unmap(struct vplat_map *bm)
+{
+	struct xd_map *m = (struct xd_map *)bm;
+
+	if (xengnttab_unmap(m->x->gtab, m->base.addr, m->n) < 0)
+		vlog_warn("platform: unmap of %u pages: %s", m->n, strerror(errno));
+	free(m);
+}
+
+static int xd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
+			struct vplat_chan **out)
+{
+	xenevtchn_port_or_error_t local;
+	struct xp_chan *c;
+	int err;
+
+	if (domid == VPLAT_DOM0 || domid >= XD_DOMID_MAX)
+		return -EINVAL;
+	err = xp_chan_new(xp_of(p), &vplat_xen_dom0_ops, &c);
+	if (err)
+		return err;
+	local = xenevtchn_bind_interdomain(c->xce, domid, port);
+	if (local < 0) {
+		err = errno == EINVAL ? -ENOENT : -errno;	/* not an unbound port of theirs */
+		xp_chan_free(c);
+		return err;
+	}
+	c->local = (evtchn_port_t)local;
+	*out = &c->base;
+	return 0;
+}
+
+static int xd_open(const struct vplat_cfg *cfg, struct vplat **out)
+{
+	struct xp *x;
+	int err;
+
+	(void)cfg;
+	err = xp_new(&vplat_xen_dom0_ops, &x);
+	if (err)
+		return err;
+	x->base.domid = VPLAT_DOM0;
+	x->gtab = xengnttab_open(NULL, 0);
+	if (!x->gtab) {
+		err = errno ? -errno : -ENODEV;
+		vlog_err("platform: cannot open /dev/xen/gntdev (modprobe xen-gntdev): %s",
+			 strerror(-err));
+		xp_free(x);
+		return err;
+	}
+	vlog_dbg("platform: xen dom0");
+	*out = &x->base;
+	return 0;
+}
+
+static void xd_close(struct vplat *p)
+{
+	struct xp *x = xp_of(p);
+
+	/* Mappings still held stay valid: gntdev unmaps them with the vma. */
+	xengnttab_close(x->gtab);
+	xp_free(x);
+}
+
+const struct vplat_ops vplat_xen_dom0_ops = {
+	.kind		= "xen",
+	.open		= xd_open,
+	.close		= xd_close,
+	.fd		= xp_fd,
+	.process	= xp_process,
+	.map		= xd_map,
+	.unmap		= xd_unmap,
+	.chan_bind	= xd_chan_bind,
+	.notify		= xp_notify,
+	.chan_fd	= xp_chan_fd,
+	.chan_ack	= xp_chan_ack,
+	.chan_wait	= xp_chan_wait,
+	.chan_close	= xp_chan_close,
+	.key_write	= xp_key_write,
+	.key_read	= xp_key_read,
+	.key_rm		= xp_key_rm,
+	.key_list	= xp_key_list,
+	.watch		= xp_watch,
+	.unwatch	= xp_unwatch,
+	.key_perm	= xp_key_perm,
+};

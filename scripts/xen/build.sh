@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Build the rig's boot images from the fetched cache (fetch.sh) and a vrdma
+# build dir:
+#   OUT/xen        the hypervisor, gunzipped (QEMU's -kernel hangs on the .gz)
+#   OUT/vmlinuz    dom0's kernel
+#   OUT/dom0.cpio  dom0 initramfs: busybox, the Xen tools, vrdmad, vrdmactl,
+#                  the suite drivers (tests/xen), and in /guest the domU
+#                  kernel (raw ELF vmlinux: libxc would xz-unpack a bzImage
+#                  inside TCG, ~10 s per domU) and the domU initramfs:
+#                  busybox, libvrdma, vrdma-bw/-lat, itest_guest/_hostile,
+#                  vrdma-xen-rawcopy, each with the libraries ldd names.
+# The images reuse the host's glibc: build on Debian 12.
+# Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/xen)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
+
+B=$(cd "${1:?usage: build.sh BUILD_DIR [OUT]}" && pwd)
+OUT=${2:-$B/xen}
+KVER=$(xr_kver)
+R=$XEN_ROOT
+L=$R/usr/lib/x86_64-linux-gnu
+XB=$R/usr/lib/xen-$XEN_VER/bin
+MOD=$R/lib/modules/$KVER/kernel/drivers/xen
+
+DOM0_BINS="sbin/vrdmad sbin/vrdmactl"
+DOMU_BINS="bin/vrdma-bw bin/vrdma-lat bin/vrdma-xen-rawcopy tests/itest_guest tests/itest_hostile"
+for f in $DOM0_BINS $DOMU_BINS; do
+	[ -x "$B/$f" ] || xr_die "$B/$f missing (make B=$B all first)"
+done
+mkdir -p "$OUT"
+
+# Kernel and hypervisor do not change between builds: unpack once into the cache.
+[ -s "$XEN_CACHE/xen" ] || zcat "$R/boot/xen-$XEN_VER-amd64.gz" >"$XEN_CACHE/xen"
+if [ ! -s "$XEN_CACHE/vmlinux-$KVER" ]; then
+	off=$(grep -abo $'\xfd7zXZ' "$R/boot/vmlinuz-$KVER" | head -1 | cut -d: -f1)
+	[ -n "$off" ] || xr_die "no xz payload in vmlinuz-$KVER"
+	tail -c +$((off + 1)) "$R/boot/vmlinuz-$KVER" | xz -dc 2>/dev/null \
+		>"$XEN_CACHE/vmlinux.tmp" || true	# trailing data after the stream
+	file "$XEN_CACHE/vmlinux.tmp" | grep -q ELF || xr_die "vmlinux extraction failed"
+	mv "$XEN_CACHE/vmlinux.tmp" "$XEN_CACHE/vmlinux-$KVER"
+fi
+cp "$XEN_CACHE/xen" "$OUT/xen"
+cp "$R/boot/vmlinuz-$KVER" "$OUT/vmlinuz"
+
+# Copy an executable and the shared libraries it needs (the fetched Xen
+# libraries and the build's libvrdma first, then the host's).
+addbin() { # rootfs src dst
+	local rf=$1 src=$2 dst=$3 lib d
+	mkdir -p "$rf/$(dirname "$dst")"
+	cp -L "$src" "$rf/$dst"
+	LD_LIBRARY_PATH=$B/lib:$L ldd "$src" |
+		awk '/=> \//{ print $3 } /^\t\/lib64/{ print $1 }' |
+		while read -r lib; do
+			case $lib in
+			"$R"/*) d=${lib#"$R"} ;;
+			"$B"/lib/*) d=/usr/lib/x86_64-linux-gnu/${lib##*/} ;;
+			*) d=$lib ;;
+			esac
+			[ -e "$rf$d" ] && continue
+			mkdir -p "$rf$(dirname "$d")"
+			cp -L "$lib" "$rf$d"
+		done
+}
+
+base_rootfs() { # rootfs
+	local rf=$1 a m t
+	rm -rf "$rf"
+	mkdir -p "$rf"/{bin,sbin,etc,proc,sys,dev,tmp,run,var/log,var/run,lib/modules,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,lib64}
+	cp /usr/bin/busybox "$rf/bin/busybox"
+	for a in $(/usr/bin/busybox --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$rf/bin/$a"
+	done
+	for m in xen-evtchn.ko xen-gntdev.ko xen-gntalloc.ko xen-privcmd.ko xenfs/xenfs.ko; do
+		cp "$MOD/$m" "$rf/lib/modules/"
+	done
+	addbin "$rf" "$R/usr/bin/xenstore" /usr/bin/xenstore
+	for t in read write ls list rm exists chmod watch; do
+		ln -sf xenstore "$rf/usr/bin/xenstore-$t"
+	done
+	# glibc's pthread_cancel dlopen()s libgcc_s (xl's error paths, timeouts)
+	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$rf/usr/lib/x86_64-linux-gnu/"
+	echo 'root:x:0:0:root:/:/bin/sh' >"$rf/etc/passwd"
+	mkdir -p "$rf/vrdma"
+	cp "$TOP/tests/xen/rig-lib.sh" "$rf/vrdma/"
+}
+mkcpio() { (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet); }
+
+W=$OUT/rootfs
+# ---- domU ----
+DU=$W/domu
+base_rootfs "$DU"
+for f in $DOMU_BINS; do
+	addbin "$DU" "$B/$f" "/usr/bin/${f##*/}"
+done
+cp "$TOP/tests/xen/domu-init.sh" "$DU/init"
+chmod +x "$DU/init"
+
+# ---- dom0 ----
+D0=$W/dom0
+base_rootfs "$D0"
+for b in xl xenstored xenconsoled xen-init-dom0 xenstore-control lsevtchn; do
+	addbin "$D0" "$XB/$b" "/usr/sbin/$b"
+done
+for f in $DOM0_BINS; do
+	addbin "$D0" "$B/$f" "/usr/sbin/${f##*/}"
+done
+mkdir -p "$D0"/{etc/xen,var/lib/xen,var/lib/xenstored,var/log/xen/console,guest}
+cp "$R/etc/xen/xl.conf" "$D0/etc/xen/"
+cp "$TOP"/tests/xen/suite-*.sh "$D0/vrdma/"
+cp "$TOP/tests/xen/dom0-init.sh" "$D0/init"
+chmod +x "$D0/init"
+mkcpio "$DU" | gzip -1 >"$D0/guest/domu.cpio.gz"
+cp "$XEN_CACHE/vmlinux-$KVER" "$D0/guest/vmlinux"
+# Tell dom0 whether this build has the Xen platform (else: smoke suite only).
+xenplat=0
+case $(ldd "$B/sbin/vrdmad") in *libxenstore*) xenplat=1 ;; esac
+echo $xenplat >"$D0/vrdma/xen-platform"
+mkcpio "$D0" >"$OUT/dom0.cpio"
+rm -rf "$W"
+xr_log "images in $OUT: $(du -h "$OUT/dom0.cpio" | cut -f1) dom0.cpio, xen platform in build: $xenplat"

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One guest must not hurt another (review C1, C3, I1, I2): a CONNECT
+ * flood against a listener whose guest then issues a command, per-guest
+ * CM quotas, a guest posting huge WRs while another's small WRITE goes
+ * through in the same poll, the WR-slot budget.  Functional checks only:
+ * what happened within one poll, never how long it took.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_tg.h"
+#include "../backend/vbe.h"
+
+#define EVT_SLOTS	(1u << VRDMA_EVT_RING_ORDER_DEF)
+
+struct tally {
+	unsigned conn_req, qp_error, rejected, refused;
+	uint32_t qp_error_handle;
+};
+
+/* Read g's events (and those tg_cmd kept) until two polls bring nothing
+ * new; count by type. */
+static void drain(struct tg *g, struct tally *t)
+{
+	unsigned quiet = 0, round, i;
+
+	for (round = 0; round < 100 && quiet < 2; round++) {
+		tg_events(g);
+		quiet = g->nasync ? 0 : quiet + 1;
+		for (i = 0; i < g->nasync; i++) {
+			const struct vrdma_evt *e = &g->async[i];
+
+			if (e->type == VRDMA_EVT_CONN_REQUEST)
+				t->conn_req++;
+			if (e->type == VRDMA_EVT_QP_ERROR) {
+				t->qp_error++;
+				t->qp_error_handle = e->handle;
+			}
+			if (e->type == VRDMA_EVT_REJECTED) {
+				t->rejected++;
+				t->refused += e->status == VRDMA_CS_REFUSED;
+			}
+		}
+		g->nasync = 0;
+		vbe_node_poll(node);
+	}
+	g->nasync = 0;
+}
+
+static int connect_to(struct tg *g, uint32_t qp, const char *svc)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_CONNECT, qp);
+
+	snprintf(r.u.connect.service, sizeof(r.u.connect.service), "%s", svc);
+	return tg_cmd(g, &r, NULL);
+}
+
+static int listen_on(struct tg *g, const char *svc, uint32_t *lis)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_LISTEN, 0);
+	uint32_t out[4];
+	int st;
+
+	snprintf(r.u.listen.service, sizeof(r.u.listen.service), "%s", svc);
+	st = tg_cmd(g, &r, out);
+	if (lis)
+		*lis = out[0];
+	return st;
+}
+
+/* Every QP of attacker g (its own plus n - 1 new ones) connects to svc. */
+static void flood(struct tg *g, unsigned n, const char *svc, int want)
+{
+	uint32_t out[4];
+	unsigned i;
+
+	ck_assert_int_eq(connect_to(g, g->qp, svc), want);
+	for (i = 1; i < n; i++) {
+		ck_assert_int_eq(tg_create_qp(g, g->cq, out), VRDMA_CS_OK);
+		ck_assert_int_eq(connect_to(g, out[0], svc), want);
+	}
+}
+
+/* C1: the victim listens and does not read its ring; 96 CONNECTs from
+ * three guests; then the victim's command still gets its answer. */
+START_TEST(connect_flood_victim_lives)
+{
+	struct tg a, b, x, y, z;
+	struct tally ta = { 0 }, tz = { 0 };
+	struct vrdma_req r;
+	uint32_t out[4];
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_connect(&a, &b);
+	ck_assert_int_eq(listen_on(&a, "svc", NULL), VRDMA_CS_OK);
+	tg_full(&x, 7);
+	tg_full(&y, 8);
+	tg_full(&z, 9);
+	flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	/* Past the listen backlog: refused at once, not silently queued. */
+	flood(&z, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	drain(&z, &tz);
+	ck_assert_uint_eq(tz.refused, VBE_GUEST_CONNS);
+	/* Past the per-guest quota of pending CONNECTs. */
+	ck_assert_int_eq(tg_create_qp(&x, x.cq, out), VRDMA_CS_OK);
+	ck_assert_int_eq(connect_to(&x, out[0], "svc"), VRDMA_CS_NOMEM);
+
+	/* The victim's connected peer goes: a terminal event that must not be
+	 * dropped although a's ring is full of requests. */
+	r = mkreq(VRDMA_CMD_DESTROY_QP, b.qp);
+	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_OK);
+	vbe_node_poll(node);
+	vbe_node_poll(node);
+
+	/* The victim finally issues a command without draining first. */
+	r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	drain(&a, &ta);
+	ck_assert_uint_eq(ta.conn_req, VBE_LISTEN_BACKLOG);
+	ck_assert_uint_eq(ta.qp_error, 1);
+	ck_assert_uint_eq(ta.qp_error_handle, a.qp);
+	r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+
+	tg_stop(&z);
+	tg_stop(&y);
+	tg_stop(&x);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+/* C1: async events never take the event ring's last free slot. */
+START_TEST(async_events_leave_one_slot)
+{
+	struct tg a, x, y;
+	uint32_t prod;
+
+	tg_full(&a, 5);
+	ck_assert_int_eq(listen_on(&a, "svc", NULL), VRDMA_CS_OK);
+	tg_full(&x, 7);
+	tg_full(&y, 8);
+	flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	vbe_node_poll(node);
+	prod = vring_load_acq(&a.sr->evt.prod);
+	ck_assert_uint_eq(prod - a.evt_cons, EVT_SLOTS - 1);
+	tg_stop(&y);
+	tg_stop(&x);
+	tg_stop(&a);
+}
+END_TEST
+
+/* I2: a guest holds at most 16 listeners; others still get theirs. */
+START_TEST(cm_listener_quota)
+{
+	struct tg a, b;
+	struct vrdma_req r;
+	char svc[16];
+	uint32_t lis = 0;
+	unsigned i;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	for (i = 0; i < VBE_GUEST_LISTENERS; i++) {
+		snprintf(svc, sizeof(svc), "a%u", i);
+		ck_assert_int_eq(listen_on(&a, svc, &lis), VRDMA_CS_OK);
+	}
+	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(listen_on(&b, "b0", NULL), VRDMA_CS_OK);
+	/* First come: a's names stay a's. */
+	ck_assert_int_eq(listen_on(&b, "a0", NULL), VRDMA_CS_EXIST);
+	r = mkreq(VRDMA_CMD_UNLISTEN, lis);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_OK);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+/* Poll until g has `want` CQEs (bounded); returns how many came. */
+static unsigned collect(struct tg *g, struct vrdma_cqe *c, unsigned want)
+{
+	unsigned got = 0, round;
+
+	for (round = 0; round < 200 && got < want; round++) {
+		while (got < want && tg_poll_cq(g, &c[got]))
+			got++;
+		if (got < want)
+			vbe_node_poll(node);
+	}
+	return got;
+}
+
+#define BIG	(16u * 1024)
+#define NBIG	8
+
+/* C3: a's eight 16 KiB WRITEs and c's 64-byte WRITE arrive together: c's
+ * completes in that poll, a's take several (budget 8 KiB, 4 WRs). */
+START_TEST(huge_wrs_do_not_starve)
+{
+	struct tg a, b, c, d;
+	struct vrdma_cqe cq[NBIG];
+	struct vrdma_req r;
+	unsigned i;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_full(&c, 7);
+	tg_full(&d, 8);
+	tg_connect(&a, &b);
+	tg_connect(&c, &d);
+	node->poll_bytes = 8192;
+	node->poll_wrs = 4;
+
+	fill(a.mem + DATA_OFF, BIG, 1);
+	for (i = 0; i < NBIG; i++) {
+		r = mkwr(&a, VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 100 + i);
+		add_sge(&r, DATA_OFF, BIG, a.key);
+		r.u.wr.remote_addr = IOVA + DATA_OFF + BIG + (i % 2) * BIG;
+		r.u.wr.rkey = b.key;
+		tg_push(&a, &r);
+	}
+	fill(c.mem + DATA_OFF, 64, 2);
+	r = mkwr(&c, VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 77);
+	add_sge(&r, DATA_OFF, 64, c.key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF;
+	r.u.wr.rkey = d.key;
+	tg_push(&c, &r);
+
+	ck_assert_int_gt(vbe_node_poll(node), 0);
+	expect_cqe(&c, 77, VRDMA_WS_SUCCESS);
+	ck_assert_mem_eq(d.mem + DATA_OFF, c.mem + DATA_OFF, 64);
+	ck_assert(!tg_poll_cq(&a, &cq[0]));	/* 8 KiB moved: no WR done yet */
+
+	/* No new requests: the run list finishes a's work. */
+	ck_assert_uint_eq(collect(&a, cq, NBIG), NBIG);
+	for (i = 0; i < NBIG; i++) {
+		ck_assert_uint_eq(cq[i].wr_id, 100 + i);
+		ck_assert_uint_eq(cq[i].status, VRDMA_WS_SUCCESS);
+		ck_assert_uint_eq(cq[i].byte_len, BIG);
+	}
+	ck_assert_mem_eq(b.mem + DATA_OFF + BIG, a.mem + DATA_OFF, BIG);
+	ck_assert_mem_eq(b.mem + DATA_OFF + 2 * BIG, a.mem + DATA_OFF, BIG);
+	ck_assert_int_eq(vbe_node_arm(node), 0);
+	write_works(&c, &d);
+	tg_stop(&d);
+	tg_stop(&c);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+/* C3: one big SEND and READ move in pieces and arrive whole. */
+START_TEST(big_send_and_read_in_pieces)
+{
+	struct tg a, b;
+	struct vrdma_cqe c;
+	struct vrdma_req r;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_connect(&a, &b);
+	node->poll_bytes = 4096;
+
+	r = mkwr(&b, VRDMA_OP_RECV, 0, 9);
+	add_sge(&r, DATA_OFF + 1000, 2 * BIG, b.key);
+	post(&b, &r);
+	fill(a.mem + DATA_OFF, 3 * 4096 + 100, 3);
+	r = mkwr(&a, VRDMA_OP_SEND, VRDMA_WR_F_SIGNALED, 10);
+	add_sge(&r, DATA_OFF, 4096 + 7, a.key);
+	add_sge(&r, DATA_OFF + 4096 + 7, 2 * 4096 + 93, a.key);
+	post(&a, &r);
+	expect_no_cqe(&a);
+	ck_assert_uint_eq(collect(&a, &c, 1), 1);
+	ck_assert_uint_eq(c.wr_id, 10);
+	ck_assert_uint_eq(c.status, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(collect(&b, &c, 1), 1);
+	ck_assert_uint_eq(c.wr_id, 9);
+	ck_assert_uint_eq(c.byte_len, 3 * 4096 + 100);
+	ck_assert_mem_eq(b.mem + DATA_OFF + 1000, a.mem + DATA_OFF, 3 * 4096 + 100);
+
+	fill(b.mem + DATA_OFF + 2 * BIG, BIG, 4);
+	r = mkwr(&a, VRDMA_OP_READ, VRDMA_WR_F_SIGNALED, 11);
+	add_sge(&r, DATA_OFF + BIG, BIG, a.key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF + 2 * BIG;
+	r.u.wr.rkey = b.key;
+	post(&a, &r);
+	ck_assert_uint_eq(collect(&a, &c, 1), 1);
+	ck_assert_uint_eq(c.wr_id, 11);
+	ck_assert_uint_eq(c.status, VRDMA_WS_SUCCESS);
+	ck_assert_mem_eq(a.mem + DATA_OFF + BIG, b.mem + DATA_OFF + 2 * BIG, BIG);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+/* C3: a QP destroyed half-way through a big WR leaves the run list. */
+START_TEST(destroy_mid_wr)
+{
+	struct tg a, b;
+	struct vrdma_req r;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_connect(&a, &b);
+	node->poll_bytes = 4096;
+	r = mkwr(&a, VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 1);
+	add_sge(&r, DATA_OFF, BIG, a.key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF + BIG;
+	r.u.wr.rkey = b.key;
+	post(&a, &r);
+	expect_no_cqe(&a);
+	r = mkreq(VRDMA_CMD_DESTROY_QP, a.qp);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(vbe_node_poll(node), 0);
+	ck_assert_int_eq(vbe_node_arm(node), 0);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+/* I1: queued-WR slots are a per-guest budget; QP numbers stay unique. */
+START_TEST(wr_slot_budget_and_qpns)
+{
+	struct tg a;
+	struct vrdma_req r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	uint32_t out[4], qp[8], qpn[8];
+	unsigned i, j, n = VBE_MAX_WR_SLOTS / (2 * VRDMA_MAX_WR);
+
+	tg_full(&a, 5);		/* its QP holds 2 * DEPTH slots */
+	r.u.create_qp.pd = a.pd;
+	r.u.create_qp.send_cq = a.cq;
+	r.u.create_qp.recv_cq = a.cq;
+	r.u.create_qp.max_send_wr = VRDMA_MAX_WR;
+	r.u.create_qp.max_recv_wr = VRDMA_MAX_WR;
+	ck_assert_uint_le(n, 8);
+	for (i = 0; i + 1 < n; i++) {
+		ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+		qp[i] = out[0];
+		qpn[i] = out[1];
+		ck_assert_uint_ne(qpn[i], 0);
+		ck_assert_uint_ne(qpn[i], a.qpn);
+		for (j = 0; j < i; j++)
+			ck_assert_uint_ne(qpn[i], qpn[j]);
+	}
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_NOMEM);
+	r = mkreq(VRDMA_CMD_DESTROY_QP, qp[0]);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	r.u.create_qp.pd = a.pd;
+	r.u.create_qp.send_cq = a.cq;
+	r.u.create_qp.recv_cq = a.cq;
+	r.u.create_qp.max_send_wr = VRDMA_MAX_WR;
+	r.u.create_qp.max_recv_wr = VRDMA_MAX_WR;
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	for (j = 1; j + 1 < n; j++)
+		ck_assert_uint_ne(out[1], qpn[j]);
+	tg_stop(&a);
+}
+END_TEST
+
+/* Review minor: ATTACH_BUF's body past the struct must be zero. */
+START_TEST(attach_reserved_body)
+{
+	struct tg a;
+	struct vrdma_req r = mkreq(VRDMA_CMD_ATTACH_BUF, 0);
+
+	tg_full(&a, 5);
+	r.u.attach_buf.npages = 1;
+	r.u.attach_buf.nlist = 1;
+	r.u.attach_buf.list_ref[0] = vplat_share_refs(a.list)[0];
+	r.u.raw[sizeof(r.u.raw) - 1] = 1;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	r.u.raw[sizeof(r.u.raw) - 1] = 0;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	tg_stop(&a);
+}
+END_TEST
+
+TCase *backend_fair_tcase(void)
+{
+	TCase *t = tcase_create("fairness");
+
+	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, connect_flood_victim_lives);
+	tcase_add_test(t, async_events_leave_one_slot);
+	tcase_add_test(t, cm_listener_quota);
+	tcase_add_test(t, huge_wrs_do_not_starve);
+	tcase_add_test(t, big_send_and_read_in_pieces);
+	tcase_add_test(t, destroy_mid_wr);
+	tcase_add_test(t, wr_slot_budget_and_qpns);
+	tcase_add_test(t, attach_reserved_body);
+	return t;
+}

@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# /init of the rig's dom0 initramfs: Xen daemons, vrdmad, two PV domUs
+# (domu1, domu2) running the command agent, then the suite the kernel
+# command line names (vrdma.suite=check|demo|bench|smoke, /vrdma/suite-*.sh;
+# a third domU for check).
+# Results are "VRDMA-TEST <name> PASS|FAIL|SKIP" lines on the console and a
+# final "VRDMA-RIG-DONE suite=S pass=P fail=F"; scripts/xen/run.sh reads them.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+up() { cut -d' ' -f1 /proc/uptime; }
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts		# xenconsoled needs ptys
+mount -t tmpfs shm /dev/shm
+mkdir -p /var/run/xen /var/run/xenstored /var/lib/xen /var/lib/xenstored /var/log/xen/console /run/vrdma
+echo "VRDMA-DOM0-UP (uptime $(up)s)"
+
+. /vrdma/rig-lib.sh
+SUITE=$(sed -n 's/.*vrdma\.suite=\([a-z]*\).*/\1/p' /proc/cmdline)
+SUITE=${SUITE:-check}
+XENPLAT=$(cat /vrdma/xen-platform)
+VLOG=/var/log/vrdmad.log
+CONS=/var/log/xen/console
+
+finish() {
+	if [ $VT_FAIL -ne 0 ] || grep -q 'vrdma.diag' /proc/cmdline; then
+		echo "VRDMA-DIAG-BEGIN"
+		xl list
+		echo "----- vrdmad log (last 60 lines)"
+		tail -n 60 $VLOG
+		for c in $CONS/guest-*.log; do
+			[ -e "$c" ] || continue
+			echo "----- ${c##*/guest-} (last 60 lines)"
+			tail -n 60 "$c"
+		done
+		echo "----- xl dmesg (last 20 lines)"
+		xl dmesg | tail -n 20
+		echo "VRDMA-DIAG-END"
+	fi
+	echo "VRDMA-RIG-DONE suite=$SUITE pass=$VT_PASS fail=$VT_FAIL (uptime $(up)s)"
+	sync
+	poweroff -f
+	sleep 100
+}
+
+for m in xen-evtchn xen-gntdev xen-privcmd xenfs; do
+	insmod /lib/modules/$m.ko || echo "insmod $m failed"
+done
+insmod /lib/modules/xen-gntalloc.ko limit=65536
+mount -t xenfs xenfs /proc/xen
+xenstored --pid-file=/var/run/xenstored.pid
+i=0
+while [ ! -S /var/run/xenstored/socket ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+xen-init-dom0 >/dev/null
+xenconsoled --pid-file=/var/run/xenconsoled.pid --log=guest --log-dir=$CONS
+echo "VRDMA-XEN-UP (uptime $(up)s) suite=$SUITE xen-platform-in-build=$XENPLAT"
+
+# ---- vrdmad ----
+export VRDMA_RUN_DIR=/run/vrdma
+[ "$XENPLAT" = 1 ] && export VRDMA_PLATFORM=xen || export VRDMA_PLATFORM=host
+vrdmad -f -S $VRDMA_RUN_DIR -n xen-node >$VLOG 2>&1 &
+VPID=$!
+ctl() { timeout 10 vrdmactl -S $VRDMA_RUN_DIR "$@"; }
+i=0
+until ctl ping 2>/dev/null | grep -q pong; do
+	i=$((i + 1))
+	if [ $i -ge 100 ] || ! kill -0 $VPID 2>/dev/null; then
+		vt_fail vrdmad-up "platform $VRDMA_PLATFORM"
+		finish
+	fi
+	sleep 0.2
+done
+vt_pass vrdmad-up
+
+# ---- the domUs (check: a third one plays the hostile guest) ----
+DOMUS="1 2"
+[ "$SUITE" = check ] && [ "$XENPLAT" = 1 ] && DOMUS="1 2 3"
+for n in $DOMUS; do
+	cat >/etc/xen/domu$n.cfg <<CFG
+name = "domu$n"
+type = "pv"
+kernel = "/guest/vmlinux"
+ramdisk = "/guest/domu.cpio.gz"
+extra = "console=hvc0 loglevel=4"
+memory = 256
+vcpus = 1
+on_poweroff = "destroy"
+on_crash = "destroy"
+CFG
+	if ! timeout 120 xl create -p /etc/xen/domu$n.cfg; then
+		vt_fail domu$n-create
+		finish
+	fi
+done
+DIDS=
+for n in $DOMUS; do
+	d=$(xl domid domu$n)
+	eval D$n=$d
+	DIDS="$DIDS $d"
+	echo "domu$n=dom$d"
+	# The toolstack's part: the device's xenstore nodes (vrdmactl attach).
+	[ "$XENPLAT" = 1 ] && vt_check attach-domu$n ctl attach $d
+	xl unpause domu$n
+done
+for d in $DIDS; do
+	i=0
+	until xenstore-read /local/domain/$d/data/agent >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -ge 300 ]; then
+			vt_fail domu-up-dom$d "no agent within 60 s"
+			finish
+		fi
+		sleep 0.2
+	done
+done
+echo "VRDMA-DOMUS-UP (uptime $(up)s)"
+
+if [ "$XENPLAT" != 1 ] && [ "$SUITE" != smoke ]; then
+	vt_skip "$SUITE" "this build has no Xen platform (platform/xen_*.c): smoke suite only"
+	SUITE=smoke
+fi
+. /vrdma/suite-$SUITE.sh
+finish

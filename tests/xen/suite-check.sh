@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+# Suite "check" (sourced by dom0's /init; D1 D2 D3 are the domUs' ids, ctl
+# talks to vrdmad, VPID is its pid).  A Xen domain has one vrdma device, so
+# one vrdma process per domU at a time: the honest pairs run between domu1
+# and domu2, the hostile guest is domu3.
+#   a. every opcode between domu1 and domu2, data verified (itest_guest)
+#   b. hostile cases in domu3 (itest_hostile), each refused, while a
+#      vrdma-bw --verify pair runs between domu1 and domu2 and passes
+#   c. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
+#      not a hang, and vrdmad is left with nothing of it (census, gntdev
+#      mappings, event channels, backend xenstore dirs)
+# Every wait has a limit.
+
+field() { echo "$2" | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p"; }
+
+# On Xen a census "guest" is an attached device (it lives as long as its
+# domain); what a guest process held must all be gone.
+is_clean() { # census guests
+	[ "$(field guests "$1")" = "$2" ] || return 1
+	for f in maps chans qps mrs cqs pds bufs listeners; do
+		[ "$(field $f "$1")" = 0 ] || return 1
+	done
+	[ "$(field fds "$1")" = "$FDS0" ]
+}
+
+# leak_free GUESTS: bounded wait until vrdmad holds nothing but GUESTS
+# attached devices and the fds it started with.
+leak_free() {
+	for _ in $(seq 40); do
+		c=$(ctl census)
+		is_clean "$c" "$1" && return 0
+		sleep 0.5
+	done
+	echo "leak (want $1 guests, $FDS0 fds): $c"
+	return 1
+}
+
+no_gntdev_maps() {
+	! grep /dev/xen/gntdev /proc/$VPID/maps
+}
+
+# No event channel of dom0 still points at domain $1.
+no_evtchn_to() {
+	! lsevtchn 0 2>/dev/null | grep -E "[Dd]om(ain)? *$1([^0-9]|$)"
+}
+
+no_backend_dir() {
+	! xenstore-exists /local/domain/0/backend/vrdma/$1
+}
+
+# itest_guest's ITEST lines as markers: itest-<side>-<check>.
+itest_markers() { # side text
+	echo "$2" | sed -n 's/^ITEST \([^ ]*\) \(PASS\|FAIL\).*/\1 \2/p' |
+		while read -r name res; do
+			echo "VRDMA-TEST itest-$1-$name $res"
+		done
+}
+
+out_has() { du_out $1 $2 | grep -q "$3"; }
+
+# Long enough to still run while the hostile cases do (TCG: ~tens of s).
+CALM_ITERS=${CALM_ITERS:-3000}
+FDS0=$(field fds "$(ctl census)")
+echo "vrdmad pid $VPID, $FDS0 fds at start"
+
+# ---- a. every opcode ----
+ITEST='timeout 120 itest_guest %s itest'
+ns=$(du_run $D1 "$(printf "$ITEST" server)" server-ready)
+if du_ready $D1 $ns 60; then
+	nc=$(du_run $D2 "$(printf "$ITEST" client)")
+	du_wait $D2 $nc 150
+	crc=$DU_RC
+	du_wait $D1 $ns 30
+	src=$DU_RC
+	cout=$(du_out $D2 $nc)
+	sout=$(du_out $D1 $ns)
+	m=$(itest_markers client "$cout"; itest_markers server "$sout")
+	echo "$m"
+	VT_PASS=$((VT_PASS + $(echo "$m" | grep -c ' PASS$')))
+	VT_FAIL=$((VT_FAIL + $(echo "$m" | grep -c ' FAIL$')))
+	vt_check itest-client-exit [ "$crc" = 0 ]
+	vt_check itest-server-exit [ "$src" = 0 ]
+else
+	vt_fail itest-server-ready "$(du_out $D1 $ns | tail -n 5)"
+fi
+vt_check itest-clean leak_free 3
+
+# ---- b. hostile domu3 beside a verified transfer ----
+BW_CALM='timeout 200 vrdma-bw -p calm -s 65536 -n %s --verify -T 60 %s'
+ns=$(du_run $D1 "$(printf "$BW_CALM" "$CALM_ITERS" "")" "listening on service")
+if du_ready $D1 $ns 60; then
+	nc=$(du_run $D2 "$(printf "$BW_CALM" "$CALM_ITERS" local)")
+	# One process per case; each waits (bounded) until the backend is
+	# ready for a new frontend (InitWait) after the last one was thrown out.
+	nh=$(du_run $D3 'be=$(xenstore-read device/vrdma/0/backend)
+	for c in $(itest_hostile list); do
+		i=0
+		while [ "$(xenstore-read $be/state)" != 2 ] && [ $i -lt 25 ]; do
+			sleep 0.2; i=$((i + 1))
+		done
+		timeout 30 itest_hostile $c >/tmp/h.out 2>&1; rc=$?
+		echo "HOSTILE $c rc=$rc"; [ $rc = 0 ] || tail -n 3 /tmp/h.out
+	done')
+	du_wait $D3 $nh 200
+	hout=$(du_out $D3 $nh)
+	echo "$hout" | sed -n 's/^HOSTILE \([^ ]*\) rc=\([0-9]*\)$/\1 \2/p' |
+		while read -r c rc; do
+			[ "$rc" = 0 ] && echo "VRDMA-TEST hostile-$c PASS" ||
+				echo "VRDMA-TEST hostile-$c FAIL (rc $rc)"
+		done >/tmp/hostile.res
+	cat /tmp/hostile.res
+	VT_PASS=$((VT_PASS + $(grep -c ' PASS$' /tmp/hostile.res)))
+	VT_FAIL=$((VT_FAIL + $(grep -c ' FAIL' /tmp/hostile.res)))
+	vt_check hostile-cases-ran [ -s /tmp/hostile.res ]
+	du_wait $D2 $nc 200
+	crc=$DU_RC
+	du_wait $D1 $ns 60
+	src=$DU_RC
+	vt_check hostile-beside-bw-client [ "$crc" = 0 ]
+	vt_check hostile-beside-bw-server [ "$src" = 0 ]
+	vt_check hostile-beside-bw-verified out_has $D2 $nc 'verify: OK' ||
+		{ du_out $D2 $nc | tail -n 5; }
+	vt_check hostile-logged-disabled grep -q disabled $VLOG
+	vt_check hostile-daemon-alive ctl ping
+	vt_check hostile-clean leak_free 3
+else
+	vt_fail hostile-bw-server-ready "$(du_out $D1 $ns | tail -n 5)"
+fi
+
+# ---- c. a domU destroyed mid-transfer ----
+BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 -T 20 %s'
+ns=$(du_run $D1 "$(printf "$BW_KILL" "")" "listening on service")
+if du_ready $D1 $ns 60; then
+	nc=$(du_run $D2 "$(printf "$BW_KILL" local)")
+	for _ in $(seq 100); do
+		[ "$(field qps "$(ctl census)")" -ge 2 ] 2>/dev/null && break
+		sleep 0.3
+	done
+	sleep 2
+	echo "census before destroy: $(ctl census)"
+	vt_check destroy-xl-destroy xl destroy domu2
+	if du_wait $D1 $ns 90; then
+		vt_check destroy-survivor-error [ "$DU_RC" != 0 ]
+	else
+		vt_fail destroy-survivor-error "still running 90 s later: a hang"
+	fi
+	vt_check destroy-daemon-alive ctl ping
+	vt_check destroy-nothing-left leak_free 2
+	vt_check destroy-no-gntdev-maps no_gntdev_maps
+	vt_check destroy-no-evtchn no_evtchn_to $D2
+	vt_check destroy-no-backend-dir no_backend_dir $D2
+	echo "census after destroy: $(ctl census)"
+else
+	vt_fail destroy-bw-server-ready "$(du_out $D1 $ns | tail -n 5)"
+fi
