@@ -71,8 +71,16 @@ static int vbe_xb_publish(struct vbe_guest *g, const char *key, const char *fmt,
 	return vplat_key_write(g->node->plat, path, val);
 }
 
-static void vbe_xb_unmap_ring(struct vbe_guest *g)
+/* Channel and device area: the connection's, or a liveness watch's. */
+static void vbe_xb_drop_area(struct vbe_guest *g)
 {
+	if (g->chan) {
+		if (g->node->fd_cb)
+			g->node->fd_cb(g->node->fd_arg, g->chan_fd, 0);
+		vplat_chan_close(g->chan);
+		g->chan = NULL;
+		g->chan_fd = -1;
+	}
 	if (g->ring_map) {
 		vplat_unmap(g->ring_map);
 		g->ring_map = NULL;
@@ -88,20 +96,14 @@ static void vbe_xb_disconnect(struct vbe_guest *g)
 	/* No more events or CQEs into pages about to be unmapped. */
 	g->connected = false;
 	vbe_obj_release(g);
-	if (g->chan) {
-		if (g->node->fd_cb)
-			g->node->fd_cb(g->node->fd_arg, g->chan_fd, 0);
-		vplat_chan_close(g->chan);
-		g->chan = NULL;
-		g->chan_fd = -1;
-	}
 	/*
 	 * A disabled guest's process may live on (a hostile one just sits
-	 * there): keep the area mapped, only to watch its liveness byte, so
-	 * its domain can connect again once that process is gone.
+	 * there): keep the area mapped and the channel bound, only to see its
+	 * liveness byte cleared (the unmap-notify signals the channel), so its
+	 * domain can connect again as soon as that process is gone.
 	 */
 	if (!(g->dead && g->live))
-		vbe_xb_unmap_ring(g);
+		vbe_xb_drop_area(g);
 	g->req = NULL;
 	g->evt = NULL;
 	g->bl_count = 0;
@@ -258,7 +260,7 @@ void vbe_xb_check_live(struct vbe_guest *g)
 		g->live = false;
 		vbe_xb_close(g);
 	} else {
-		vbe_xb_unmap_ring(g);
+		vbe_xb_drop_area(g);
 	}
 	vbe_xb_front_closed(g);
 }
@@ -281,6 +283,16 @@ static void vbe_xb_watch_stale(struct vbe_guest *g)
 	g->nmaps++;
 	g->sring = vplat_map_addr(map);
 	g->live = true;
+	/* The old binding died with the old vrdmad: the port is free again.
+	 * Bound, the unmap-notify wakes us; else the tick still looks. */
+	if (vbe_xb_read_u32(g, "event-channel", &ref) == 0 &&
+	    vplat_chan_bind(g->node->plat, g->domid, ref, &g->chan) == 0) {
+		g->chan_fd = vplat_chan_fd(g->chan);
+		if (g->node->fd_cb)
+			g->node->fd_cb(g->node->fd_arg, g->chan_fd, 1);
+	} else {
+		g->chan = NULL;
+	}
 	vbe_xb_check_live(g);	/* already gone: Closed for it at once */
 }
 
@@ -338,7 +350,7 @@ static void vbe_xb_rearm(struct vbe_guest *g)
 		g->dead = false;
 		g->released = false;
 	}
-	vbe_xb_unmap_ring(g);		/* a liveness watch is moot now */
+	vbe_xb_drop_area(g);		/* a liveness watch is moot now */
 	vbe_xb_set_state(g, VRDMA_XB_INITWAIT);
 }
 

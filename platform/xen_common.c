@@ -110,9 +110,9 @@ int xp_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 	if (!v)
 		return -errno;
 	/* Written by anyone with access: a value is text, one string. */
-	if (memchr(v, '\0', n) || n >= VPLAT_VAL_MAX)
+	if (memchr(v, '\0', n))
 		err = -EINVAL;
-	else if (n + 1 > len)
+	else if (n >= VPLAT_VAL_MAX || n + 1 > len)
 		err = -E2BIG;
 	else
 		memcpy(buf, v, n + 1);

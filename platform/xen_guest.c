@@ -103,9 +103,8 @@ static int xg_share(struct vplat *p, uint32_t peer, uint32_t npages, int writabl
 	/* The kernel grants all pages or none (it undoes a partial grant). */
 	if (ioctl(x->gfd, IOCTL_GNTALLOC_ALLOC_GREF, op) < 0) {
 		err = -errno;
-		if (err == -ENOSPC || err == -ENOMEM)
+		if (err == -ENOSPC)	/* gntalloc's limit or the grant table */
 			xg_log_limit(npages, x->shared_pages);
-		err = err == -ENOMEM ? -ENOSPC : err;
 		goto err_free;
 	}
 	s->base.addr = mmap(NULL, (size_t)npages * pg, PROT_READ | PROT_WRITE,

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/* Backend lifecycle of backend/xenbus.c: process death, disable, domain
+ * destroyed, vrdmad restart with stale frontends (stub platform). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "backend_tg.h"
+#include "../backend/vbe.h"
+
+static void hs_live(struct tg *g)
+{
+	uint32_t pages = vrdma_sring_pages(VRDMA_REQ_RING_ORDER_DEF, VRDMA_EVT_RING_ORDER_DEF);
+	uint32_t port, i;
+	char key[32];
+
+	ck_assert_int_eq(vplat_share(g->p, 0, pages, 1, &g->dev), 0);
+	g->sr = vplat_share_addr(g->dev);
+	g->sr->magic = VRDMA_WIRE_MAGIC;
+	g->sr->version = VRDMA_WIRE_VERSION;
+	g->sr->req_order = VRDMA_REQ_RING_ORDER_DEF;
+	g->sr->evt_order = VRDMA_EVT_RING_ORDER_DEF;
+	g->sr->guest_live = 1;
+	ck_assert_int_eq(vplat_chan_alloc(g->p, 0, &g->ch, &port), 0);
+	fkey(g, "ring-pages", pages);
+	for (i = 0; i < pages; i++) {
+		snprintf(key, sizeof(key), "ring-ref%u", i);
+		fkey(g, key, vplat_share_refs(g->dev)[i]);
+	}
+	fkey(g, "event-channel", port);
+	fkey(g, "state", VRDMA_XB_INITIALISED);
+	stub_run();
+}
+
+static int front_state(struct tg *g)
+{
+	char path[256]; uint32_t v = 0;
+	snprintf(path, sizeof(path), "%s/state", g->fdir);
+	if (vplat_key_read_u32(dom0, path, &v)) return -1;
+	return (int)v;
+}
+
+static void drop(struct tg *g)
+{
+	if (g->ch) vplat_chan_close(g->ch);
+	if (g->dev) vplat_unshare(g->dev);
+	g->ch = NULL; g->dev = NULL;
+}
+
+static struct vbe_census cen(void) { struct vbe_census c; vbe_node_census(node, &c); return c; }
+
+START_TEST(process_death)
+{
+	struct tg a;
+	tg_start(&a, 5);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	vbe_node_tick(node, vplat_now_ms());
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	a.sr->guest_live = 0;
+	vbe_node_poll(node);
+	stub_run();
+	ck_assert_int_eq(front_state(&a), VRDMA_XB_CLOSED);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	ck_assert_uint_eq(cen().chans, 0);
+	drop(&a);
+	hs_live(&a);	/* the next process */
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(disabled_then_dies)
+{
+	struct tg a;
+	tg_start(&a, 5);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	vring_store_rel(&a.sr->req.prod, 1000);
+	vbe_node_poll(node);
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CLOSED);
+	ck_assert_uint_eq(cen().maps, 1);	/* page 0 kept for liveness */
+	ck_assert_uint_eq(cen().chans, 1);
+	vbe_node_tick(node, vplat_now_ms());
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CLOSED);
+	a.sr->guest_live = 0;
+	vbe_node_tick(node, vplat_now_ms());
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	drop(&a);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(disabled_then_closes)
+{
+	struct tg a;
+	tg_start(&a, 5);
+	hs_live(&a);
+	vring_store_rel(&a.sr->req.prod, 1000);
+	vbe_node_poll(node);
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CLOSED);
+	fkey(&a, "state", VRDMA_XB_CLOSED);
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	drop(&a);
+	tg_start(&a, 6);	/* unrelated guest still fine */
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(domain_destroyed)
+{
+	struct tg a, b;
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_connect(&a, &b);
+	vplat_key_rm(dom0, "/local/domain/6");
+	stub_run();
+	ck_assert_int_eq(back_state(&b), VRDMA_XB_CLOSED);
+	ck_assert_uint_eq(cen().guests, 2);
+	vbe_node_tick(node, vplat_now_ms());
+	stub_run();
+	ck_assert_uint_eq(cen().guests, 1);
+	ck_assert_int_eq(back_state(&b), -1);
+	{
+		char l[64]; unsigned n = 0;
+		int r = vplat_key_list(dom0, "/local/domain/0/backend/vrdma/6", l, sizeof(l), &n);
+		ck_assert(r == -ENOENT || n == 0);
+	}
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(restart_stale)
+{
+	struct tg a;
+	struct vbe_node_cfg cfg = { .node_name = "n1" };
+	tg_start(&a, 5);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	fkey(&a, "state", VRDMA_XB_CONNECTED);
+	stub_run();
+	vbe_node_free(node);
+	cfg.plat = dom0;
+	ck_assert_int_eq(vbe_node_new(&cfg, &node), 0);
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CLOSED);
+	ck_assert_uint_eq(cen().maps, 1);
+	ck_assert_uint_eq(cen().chans, 1);	/* rebound to hear the notify */
+	a.sr->guest_live = 0;
+	vbe_node_tick(node, vplat_now_ms());
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	drop(&a);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(restart_stale_dead)
+{
+	struct tg a;
+	struct vbe_node_cfg cfg = { .node_name = "n1" };
+	tg_start(&a, 5);
+	hs_live(&a);
+	fkey(&a, "state", VRDMA_XB_CONNECTED);
+	stub_run();
+	vbe_node_free(node);
+	a.sr->guest_live = 0;
+	cfg.plat = dom0;
+	ck_assert_int_eq(vbe_node_new(&cfg, &node), 0);
+	stub_run();
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	tg_stop(&a);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("life");
+	TCase *t = tcase_create("life");
+	SRunner *sr;
+	int nf;
+	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
+	tcase_add_test(t, process_death);
+	tcase_add_test(t, disabled_then_dies);
+	tcase_add_test(t, disabled_then_closes);
+	tcase_add_test(t, domain_destroyed);
+	tcase_add_test(t, restart_stale);
+	tcase_add_test(t, restart_stale_dead);
+	suite_add_tcase(s, t);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf ? 1 : 0;
+}
