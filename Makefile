@@ -144,6 +144,7 @@ check-unit: all $(CHECK_BINS) $(ITEST_BINS)
 
 # The Xen rig boots QEMU: after the unit tests, never beside them (make -j).
 check: check-unit
+	$(Q)$(MAKE) --no-print-directory check-xen
 
 demo: demo-xen
 

@@ -33,14 +33,20 @@ done
 mkdir -p "$OUT"
 
 # Kernel and hypervisor do not change between builds: unpack once into the cache.
-[ -s "$XEN_CACHE/xen" ] || zcat "$R/boot/xen-$XEN_VER-amd64.gz" >"$XEN_CACHE/xen"
+# (tmp + mv: another build may be reading the cache meanwhile)
+if [ ! -s "$XEN_CACHE/xen" ]; then
+	zcat "$R/boot/xen-$XEN_VER-amd64.gz" >"$XEN_CACHE/xen.$$"
+	mv "$XEN_CACHE/xen.$$" "$XEN_CACHE/xen"
+fi
 if [ ! -s "$XEN_CACHE/vmlinux-$KVER" ]; then
-	off=$(grep -abo $'\xfd7zXZ' "$R/boot/vmlinuz-$KVER" | head -1 | cut -d: -f1)
+	off=$(grep -abo $'\xfd7zXZ' "$R/boot/vmlinuz-$KVER" | head -1 | cut -d: -f1) || true
 	[ -n "$off" ] || xr_die "no xz payload in vmlinuz-$KVER"
 	tail -c +$((off + 1)) "$R/boot/vmlinuz-$KVER" | xz -dc 2>/dev/null \
-		>"$XEN_CACHE/vmlinux.tmp" || true	# trailing data after the stream
-	file "$XEN_CACHE/vmlinux.tmp" | grep -q ELF || xr_die "vmlinux extraction failed"
-	mv "$XEN_CACHE/vmlinux.tmp" "$XEN_CACHE/vmlinux-$KVER"
+		>"$XEN_CACHE/vmlinux.$$" || true	# trailing data after the stream
+	case $(file "$XEN_CACHE/vmlinux.$$") in
+	*ELF*) mv "$XEN_CACHE/vmlinux.$$" "$XEN_CACHE/vmlinux-$KVER" ;;
+	*) rm -f "$XEN_CACHE/vmlinux.$$"; xr_die "vmlinux extraction failed" ;;
+	esac
 fi
 cp "$XEN_CACHE/xen" "$OUT/xen"
 cp "$R/boot/vmlinuz-$KVER" "$OUT/vmlinuz"
