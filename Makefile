@@ -52,7 +52,13 @@ RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
 # depend on the Xen libraries.
 XEN_PCS  := xenstore xengnttab xenevtchn
 XEN_LIBS := $(shell pkg-config --libs $(XEN_PCS) 2>/dev/null)
-LIBS     := -pthread $(if $(XEN_LIBS),-Wl$(comma)--as-needed $(XEN_LIBS) -Wl$(comma)--no-as-needed)
+# The RDMA-device path (backend/*verbs*, cm_rdmacm.c): rdma-core's
+# libibverbs + librdmacm (libibverbs-dev librdmacm-dev); --as-needed keeps
+# them out of programs that never touch the backend.
+RDMA_PCS := libibverbs librdmacm
+RDMA_LIBS := $(shell pkg-config --libs $(RDMA_PCS) 2>/dev/null || echo -libverbs -lrdmacm)
+LIBS     := -pthread $(if $(XEN_LIBS),-Wl$(comma)--as-needed $(XEN_LIBS) -Wl$(comma)--no-as-needed) \
+	    -Wl$(comma)--as-needed $(RDMA_LIBS) -Wl$(comma)--no-as-needed
 
 ifeq ($(V),1)
 Q :=
@@ -145,6 +151,7 @@ check-unit: all $(CHECK_BINS) $(ITEST_BINS)
 # The Xen rig boots QEMU: after the unit tests, never beside them (make -j).
 check: check-unit
 	$(Q)$(MAKE) --no-print-directory check-xen
+	$(Q)$(MAKE) --no-print-directory check-cluster
 
 demo: demo-xen
 

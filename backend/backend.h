@@ -25,6 +25,11 @@ struct vbe_node_cfg {
 	const char *node_name;		/* what guests connect() to */
 	vbe_fd_fn *fd_cb;		/* add/remove a guest channel fd */
 	void *fd_arg;
+	/* RDMA device for guests on other nodes (issue 4): the address to
+	 * listen on; "" = the first RDMA-capable address; NULL or "none" =
+	 * no device (remote connects are refused UNREACH).  0 = port 18515. */
+	const char *rdma_addr;
+	unsigned rdma_port;
 };
 
 int  vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out);
@@ -53,6 +58,18 @@ void vbe_node_tick(struct vbe_node *n, int64_t now_ms);
 
 /* `vrdmactl list`: guests, QPs, MRs, counters; JSON if json != 0. */
 void vbe_node_dump(struct vbe_node *n, FILE *out, int json);
+
+/*
+ * Issue 5 (docs/prio.md): per-guest settings and counters.  vm is a domid,
+ * "domid/devid" or the guest's name.  kv are "key=value" words (weight,
+ * class, rate, qps, mem, wrs, credits), all checked before any is stored.
+ * On failure a line starting "error:" saying what is allowed goes to out
+ * and -errno is returned.
+ */
+int  vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FILE *out);
+int  vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out);
+/* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals. */
+void vbe_node_stats(struct vbe_node *n, FILE *out, int json);
 
 /* Number of live guests / mappings / channels (leak checks in tests). */
 struct vbe_census {

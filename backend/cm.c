@@ -3,8 +3,8 @@
  * Intra-node connection management (rdma_cm-like, by service name).
  *
  *   connector: CONNECT(qp, node, service, pdata)
- *       node other than "" / ours  -> CMD_DONE OK, then REJECTED UNREACH
- *                                     (issue 4: rdmacm to the other node)
+ *       node other than "" / ours  -> cm_rdmacm.c: rdma_cm to that node
+ *                                     (no RDMA device: REJECTED UNREACH)
  *       no listener on service     -> CMD_DONE NOENT (nothing follows)
  *       else                       -> CMD_DONE OK; the listener's guest gets
  *                                     CONN_REQUEST(id = conn id, peer_qpn, pdata)
@@ -55,6 +55,9 @@ static void vbe_cm_conn_free(struct vbe_node *n, struct vbe_conn *c)
 	struct vbe_listener *l = &n->lis[c->lis];
 	struct vbe_guest *lg;
 
+	/* A request from another node: its rdma_cm id is refused too. */
+	if (c->domid == VBE_DOMID_REMOTE)
+		vbe_rcm_conn_drop(n, c, VRDMA_CS_REFUSED, NULL, 0);
 	if (!c->delivered && l->s.used) {
 		lg = vbe_node_guest(n, l->domid, l->devid);
 		if (lg && lg->nconnq)
@@ -98,6 +101,8 @@ static void vbe_cm_conn_end(struct vbe_node *n, struct vbe_conn *c, int status,
 	uint32_t h = c->qp;
 	uint64_t id = c->id;
 
+	if (c->domid == VBE_DOMID_REMOTE)
+		vbe_rcm_conn_drop(n, c, status, pdata, pdata_len);
 	vbe_cm_conn_free(n, c);
 	vbe_cm_refuse(cg, h, id, status, pdata, pdata_len);
 }
@@ -177,11 +182,8 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	memset(&late->e, 0, sizeof(late->e));
 	late->e.type = VRDMA_EVT_REJECTED;
 	late->e.handle = qp->handle;
-	if (c->node[0] && strcmp(c->node, n->name)) {
-		late->g = g;
-		late->e.status = VRDMA_CS_UNREACH;
-		return VRDMA_CS_OK;
-	}
+	if (c->node[0] && strcmp(c->node, n->name))
+		return vbe_rcm_connect(g, qp, c, late);
 	for (i = 0; i < VBE_MAX_LISTENERS && !l; i++)
 		if (n->lis[i].s.used && !strcmp(n->lis[i].service, c->service))
 			l = &n->lis[i];
@@ -317,6 +319,14 @@ int vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	c = vbe_cm_conn_find(g, a->conn_id);
 	if (!c)
 		return VRDMA_CS_NOENT;
+	if (c->domid == VBE_DOMID_REMOTE) {
+		int st = vbe_rcm_accept(g, qp, c, a, out);
+
+		/* NOMEM leaves the request for a REJECT or another try. */
+		if (st != VRDMA_CS_NOMEM)
+			vbe_cm_conn_free(g->node, c);
+		return st;
+	}
 	cg = vbe_node_guest(g->node, c->domid, c->devid);
 	cqp = NULL;
 	if (cg && !cg->dead)
@@ -380,6 +390,7 @@ void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp)
 	struct vbe_node *n = g->node;
 	uint32_t i;
 
+	vbe_rcm_qp_gone(g, qp);		/* a device QP, pending or not */
 	if (!qp->conn_id)
 		return;
 	for (i = 0; i < VBE_MAX_CONNS; i++)

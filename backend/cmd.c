@@ -148,6 +148,8 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 		return VRDMA_CS_INVAL;
 	if ((m->access & writes) && !b->writable)
 		return VRDMA_CS_ACCESS;
+	if (vbe_quota_mr(g, m->length))	/* operator's mem (issue 5) */
+		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->mrs, VBE_MAX_MRS);
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
@@ -255,6 +257,8 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
 	slots = c->max_send_wr + c->max_recv_wr;
 	if (slots > VBE_MAX_WR_SLOTS - g->wr_slots)
+		return VRDMA_CS_NOMEM;
+	if (vbe_quota_qp(g, slots))	/* operator's qps / wrs (issue 5) */
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->qps, VBE_MAX_QPS);
 	if (idx == UINT32_MAX)

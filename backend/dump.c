@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* `vrdmactl list` and the census used by leak tests. */
+/* `vrdmactl list`, `stats` and the census used by leak tests. */
 #include <stdio.h>
 
 #include "vbe.h"
@@ -38,7 +38,8 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 
 #define VBE_CTRS(X) \
 	X(requests) X(commands) X(wrs) X(tx_bytes) X(tx_ops) X(rx_bytes) \
-	X(rx_ops) X(completions) X(errors) X(violations) X(evt_dropped)
+	X(rx_ops) X(completions) X(errors) X(violations) X(evt_dropped) \
+	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us)
 
 static void vbe_dump_json(struct vbe_node *n, FILE *out)
 {
@@ -148,4 +149,89 @@ void vbe_node_dump(struct vbe_node *n, FILE *out, int json)
 		vbe_dump_json(n, out);
 	else
 		vbe_dump_text(n, out);
+}
+
+static const char *const vbe_cls_names[VBE_NCLASS] = { "high", "normal", "low" };
+
+static void vbe_stats_json(struct vbe_node *n, FILE *out)
+{
+	const char *gsep = "";
+	struct vbe_guest *g;
+
+	fprintf(out, "{\"node\":\"%s\",\"guests\":[", n->name);
+	for (g = n->guests; g; g = g->next) {
+		const char *sep = "";
+
+		fprintf(out, "%s{\"domid\":%u,\"devid\":%u,\"name\":\"%s\","
+			"\"class\":\"%s\",\"weight\":%u,\"rate\":%llu,\"burst\":%llu,"
+			"\"throttled\":%s,\"tx_Bps\":%llu,\"rx_Bps\":%llu,", gsep,
+			g->domid, g->devid, g->name, vbe_cls_names[g->prio.cls % VBE_NCLASS],
+			g->prio.weight, (unsigned long long)g->prio.rate,
+			(unsigned long long)g->prio.burst, g->sch.throttled ? "true" : "false",
+			(unsigned long long)g->sch.bps_tx, (unsigned long long)g->sch.bps_rx);
+		fprintf(out, "\"counters\":{");
+#define X(f) fprintf(out, "%s\"" #f "\":%llu", sep, (unsigned long long)g->ctr.f); sep = ",";
+		VBE_CTRS(X)
+#undef X
+		fprintf(out, "}}");
+		gsep = ",";
+	}
+	fprintf(out, "]}\n");
+}
+
+/* Human units, 4 significant-ish characters: 999, 1.5K, 23M... */
+static const char *vbe_human(uint64_t v, char *buf, size_t len)
+{
+	static const char u[] = " KMGTPE";
+	double d = (double)v;
+	unsigned i = 0;
+
+	while (d >= 1024 && i < sizeof(u) - 2) {
+		d /= 1024;
+		i++;
+	}
+	if (!i)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
+	return buf;
+}
+
+static void vbe_stats_text(struct vbe_node *n, FILE *out)
+{
+	char a[5][16];
+	struct vbe_guest *g;
+
+	fprintf(out, "%-10s %-6s %6s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
+		"GUEST", "CLASS", "WEIGHT", "RATE", "TX/s", "RX/s", "TX", "TX_OPS", "RX",
+		"RX_OPS", "QDLY_AVG", "QDLY_MAX", "THR_MS");
+	for (g = n->guests; g; g = g->next) {
+		uint64_t avg = g->ctr.qdelay_n ? g->ctr.qdelay_sum_us / g->ctr.qdelay_n : 0;
+
+		fprintf(out, "%-10s %-6s %6u %8s %8s %8s %8s %8llu %8s %8llu %7lluus "
+			"%7lluus %8llu", g->name, vbe_cls_names[g->prio.cls % VBE_NCLASS],
+			g->prio.weight,
+			g->prio.rate ? vbe_human(g->prio.rate, a[0], sizeof(a[0])) : "-",
+			vbe_human(g->sch.bps_tx, a[1], sizeof(a[1])),
+			vbe_human(g->sch.bps_rx, a[2], sizeof(a[2])),
+			vbe_human(g->ctr.tx_bytes, a[3], sizeof(a[3])),
+			(unsigned long long)g->ctr.tx_ops,
+			vbe_human(g->ctr.rx_bytes, a[4], sizeof(a[4])),
+			(unsigned long long)g->ctr.rx_ops, (unsigned long long)avg,
+			(unsigned long long)g->ctr.qdelay_max_us,
+			(unsigned long long)(g->ctr.throttled_us / 1000));
+		if (g->ctr.refusals)
+			fprintf(out, " refused=%llu", (unsigned long long)g->ctr.refusals);
+		if (g->dead)
+			fprintf(out, " DISABLED");
+		fputc('\n', out);
+	}
+}
+
+void vbe_node_stats(struct vbe_node *n, FILE *out, int json)
+{
+	if (json)
+		vbe_stats_json(n, out);
+	else
+		vbe_stats_text(n, out);
 }

@@ -87,6 +87,7 @@ static int vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 			}
 			g->next = n->guests;
 			n->guests = g;
+			vbe_prio_init(g);	/* issue 5: defaults + keys */
 			vlog_info("guest %u device %u appeared", domid, devid);
 		}
 		g->seen = true;
@@ -170,6 +171,10 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		vlog_info("guest %u device %u gone", g->domid, g->devid);
 		vbe_xb_guest_free(g);
 	}
+	/* Operator settings may have changed (issue 5): apply them live. */
+	for (g = n->guests; g; g = g->next)
+		if (!one || g->domid == domid)
+			vbe_prio_load(g);
 	/* Peers of a departed guest got QP errors: publish them. */
 	for (g = n->guests; g; g = g->next)
 		vbe_ring_flush(g);
@@ -199,8 +204,13 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		free(n);
 		return -ENOMEM;
 	}
+	/* No device is no error: remote connects are refused UNREACH. */
+	err = vbe_vx_open(n, cfg);
+	if (err)
+		vlog_warn("rdma: no device for remote nodes: %s", strerror(-err));
 	err = vplat_watch(n->plat, VRDMA_XS_BACK_ROOT, vbe_node_watch, n);
 	if (err) {
+		vbe_vx_close(n);
 		free(n->qpn_map);
 		free(n);
 		return err;
@@ -220,6 +230,7 @@ void vbe_node_free(struct vbe_node *n)
 		n->guests = g->next;
 		vbe_xb_guest_free(g);
 	}
+	vbe_vx_close(n);
 	free(n->qpn_map);
 	free(n);
 }
@@ -231,6 +242,7 @@ void vbe_node_fd_ready(struct vbe_node *n, int fd)
 	for (g = n->guests; g; g = g->next)
 		if (g->chan && g->chan_fd == fd)
 			vplat_chan_ack(g->chan);
+	vbe_vx_fd_ready(n, fd);
 }
 
 /* Disabled guests drop their resources here, where nothing points in. */
@@ -260,34 +272,20 @@ void vbe_node_flush(struct vbe_node *n)
 	vbe_node_reap(n);
 }
 
-static int vbe_node_poll_one(struct vbe_guest *g)
-{
-	if (!g->connected || g->dead)
-		return 0;
-	vbe_run_start(g);
-	return vbe_ring_poll(g);
-}
-
 int vbe_node_poll(struct vbe_node *n)
 {
-	unsigned count = 0, first, i;
 	struct vbe_guest *g;
-	int total = 0;
+	int total;
 
-	/* Each guest gets its own budget (review C3): leftover work from the
-	 * last round first, then its ring; what is left keeps us polling.
-	 * Who goes first rotates. */
-	for (g = n->guests; g; g = g->next)
-		count++;
-	first = count ? n->rr++ % count : 0;
-	for (i = 0, g = n->guests; g; g = g->next, i++)
-		if (i >= first)
-			total += vbe_node_poll_one(g);
-	for (i = 0, g = n->guests; g && i < first; g = g->next, i++)
-		total += vbe_node_poll_one(g);
+	/* Each guest gets its own budget (review C3) from the scheduler
+	 * (issue 5, sched_round.c): leftover work from the last round first,
+	 * then its ring; ready work left keeps us polling, throttled work
+	 * waits for the tick. */
+	total = vbe_sched_round(n);
+	total += vbe_vx_poll(n);	/* device completions (issue 4) */
 	vbe_node_flush(n);
 	for (g = n->guests; g; g = g->next)
-		if (g->connected && !g->dead)
+		if (g->connected && !g->dead && vbe_sched_ready(g))
 			total += (int)g->runq.count;
 	return total;
 }
@@ -299,8 +297,10 @@ int vbe_node_arm(struct vbe_node *n)
 
 	for (g = n->guests; g; g = g->next)
 		if (g->connected && !g->dead &&
-		    (vring_arm(&g->sring->req, g->req_cons) || g->runq.count))
+		    (vring_arm(&g->sring->req, g->req_cons) || vbe_sched_ready(g)))
 			more = 1;
+	if (vbe_vx_arm(n))
+		more = 1;
 	return more;
 }
 
@@ -322,5 +322,7 @@ void vbe_node_tick(struct vbe_node *n, int64_t now_ms)
 	for (g = n->guests; g; g = g->next)
 		vbe_xb_tick(g);
 	vbe_cm_tick(n, now_ms);
+	vbe_sched_tick(n, now_ms);
+	vbe_vx_tick(n, now_ms);
 	vbe_node_flush(n);
 }

@@ -12,6 +12,8 @@
  *
  * Both are FIFOs of QP handles; a QP is on each at most once (qp->evq,
  * qp->runq) and leaves them when destroyed.
+ *
+ * Who is served, and how much: sched_round.c (issue 5).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -149,16 +151,14 @@ void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes)
 	g->budget_bytes = bytes < g->budget_bytes ? g->budget_bytes - bytes : 0;
 }
 
-/* g's turn in vbe_node_poll: a fresh budget, then leftover work first. */
+/* g's turn in vbe_sched_round (budget already set): leftover work first. */
 void vbe_run_start(struct vbe_guest *g)
 {
-	struct vbe_node *n = g->node;
 	uint32_t todo = g->runq.count;
 	struct vbe_qp *qp;
 
-	g->budget_bytes = n->poll_bytes;
-	g->budget_wrs = n->poll_wrs;
-	/* Each QP at most once per turn: one that runs out goes back on. */
+	/* Budgets come from vbe_sched_round.  Each QP at most once per
+	 * turn: one that runs out goes back on. */
 	while (todo-- && g->runq.count && !g->dead && g->budget_wrs && g->budget_bytes) {
 		qp = VBE_GET(g->qps, VBE_MAX_QPS, vbe_qfifo_pop(&g->runq));
 		if (!qp)
@@ -177,4 +177,27 @@ void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp)
 	if (qp->runq)
 		vbe_qfifo_remove(&g->runq, qp->handle);
 	qp->evq = qp->runq = false;
+}
+
+/* ---- device credits (issue 5) ---- */
+
+/* One WR onto the device for g, if its credits allow; else qp waits on
+ * the run list, like a spent budget. */
+bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (g->sch.credits_used < g->prio.credits) {
+		g->sch.credits_used++;
+		return true;
+	}
+	if (!qp->runq) {
+		qp->runq = true;
+		vbe_qfifo_push(&g->runq, qp->handle);
+	}
+	return false;
+}
+
+void vbe_credit_put(struct vbe_guest *g)
+{
+	if (g->sch.credits_used)
+		g->sch.credits_used--;
 }

@@ -12,6 +12,8 @@
 #ifndef VRDMA_VBE_TARGET_H
 #define VRDMA_VBE_TARGET_H
 
+#include <stdbool.h>
+
 struct vbe_guest;
 struct vbe_qp;
 
@@ -26,5 +28,18 @@ struct vbe_target {
 };
 
 extern const struct vbe_target vbe_target_local;
+
+/*
+ * Device credits (issue 5, sched.c): bound a guest's WRs outstanding on
+ * the device, or a flooder's queue depth wins whatever the weights say.
+ * A target that posts to a device takes one per WR before posting (false:
+ * the guest is at its limit, qp now waits on the run list -- leave the WR
+ * queued and return) and puts it back when the WR completes or is
+ * flushed.  The local target executes synchronously: its credits are
+ * the per-poll budget.  vbe_sched_stamp / vbe_sched_start_wr (vbe.h)
+ * feed the queue-delay counters.
+ */
+bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_credit_put(struct vbe_guest *g);
 
 #endif /* VRDMA_VBE_TARGET_H */

@@ -291,8 +291,10 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	uint64_t moved;
 	uint32_t len;
 	uint8_t wc;
+	bool first;
 	int st;
 
+	vbe_sched_stamp(g, qp);		/* queue delay counters (issue 5) */
 	while (!g->dead && (w = vbe_wq_head(&qp->sq))) {
 		if (qp->state == VBE_QPS_ERR) {
 			vbe_qp_error(g, qp);
@@ -310,9 +312,12 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 		wc = VRDMA_WC_SEND;
 		len = 0;
 		moved = 0;
+		first = !qp->wr_off;
 		st = vbe_exec(g, qp, w, pg, pqp, &wc, &len, &moved);
 		if (st == VBE_WAIT)
 			return;
+		if (first)
+			vbe_sched_start_wr(g, w);
 		vbe_budget_charge(g, moved);
 		if (st == VBE_PART) {
 			qp->wr_off += moved;

@@ -6,11 +6,14 @@
  *   xenbus.c     per-guest handshake and teardown
  *   ring.c       request pull + validation, event ring producer, fatal
  *   obj.c        per-guest object tables, CQ writer, QP error/flush
- *   sched.c      waiting async events, run list and per-poll budgets
+ *   sched.c      waiting async events, run list and per-poll budgets, credits
+ *   sched_round.c  who is served next: classes, guard, DRR, token bucket
+ *   prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
+ *   prio_ctl.c   vrdmactl set / get
  *   cmd.c        the commands of wire.h
  *   cm.c         intra-node connection management
  *   target_*.c   where the data goes (target.h)
- *   dump.c       vrdmactl list, census
+ *   dump.c       vrdmactl list, stats, census
  *
  * Handles are (generation << 16 | index); a stale handle never aliases a
  * newer object in the same slot.  Memory keys are index << 8 | gen8.
@@ -19,6 +22,7 @@
 #define VRDMA_VBE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vrdma/wire.h"
@@ -38,6 +42,8 @@
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
+/* vbe_conn.domid of a request from another node (cm_rdmacm.c) */
+#define VBE_DOMID_REMOTE	0xffffffffu
 
 /* Work one guest may do per vbe_node_poll (C3): bytes copied, WRs run,
  * requests pulled.  Leftover work waits on the guest's run list. */
@@ -45,8 +51,21 @@
 #define VBE_POLL_WRS		64
 #define VBE_POLL_REQS		256
 
+/* Issue 5 (docs/prio.md): classes, DRR quantum, starvation guard, defaults. */
+enum vbe_class { VBE_CLASS_HIGH, VBE_CLASS_NORMAL, VBE_CLASS_LOW, VBE_NCLASS };
+#define VBE_SCHED_QUANTUM	(1u << 20)	/* DRR bytes per weight per round */
+#define VBE_SCHED_GUARD		32	/* a waiting class is served >= 1 round in N */
+#define VBE_SCHED_SLICE		(64u << 10)	/* per weight, below a busy class */
+#define VBE_SCHED_RECENT	64	/* rounds a class counts as recently busy */
+#define VBE_PRIO_WEIGHT_MAX	1000
+#define VBE_PRIO_MEM_DEF	(1ull << 30)	/* registered bytes */
+#define VBE_PRIO_MEM_MAX	(1ull << 40)
+#define VBE_PRIO_CREDITS_DEF	128	/* WRs outstanding on the device */
+#define VBE_PRIO_CREDITS_MAX	4096
+
 struct vbe_target;
 struct vbe_guest;
+struct vbe_vx;
 
 struct vbe_slot {
 	uint16_t gen;		/* bumped on free; never 0 */
@@ -90,6 +109,7 @@ struct vbe_wqe {
 	uint8_t  num_sge;
 	uint16_t flags;
 	uint64_t id;
+	int64_t t_q;		/* us when queued (queue delay), 0 = unknown */
 	struct vrdma_wr wr;
 };
 
@@ -120,6 +140,8 @@ struct vbe_qp {
 	bool evq;
 	bool runq;			/* on the run list: WRs left over (C3) */
 	uint64_t wr_off;		/* bytes of the head send WR already moved */
+	uint32_t vx_qp;			/* its device QP's handle (verbs target) */
+	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 };
 
 /* A FIFO of QP handles (event queue, run list): a QP is on it at most
@@ -133,6 +155,32 @@ struct vbe_counters {
 	uint64_t requests, commands, wrs;
 	uint64_t tx_bytes, tx_ops, rx_bytes, rx_ops;
 	uint64_t completions, errors, violations, evt_dropped;
+	/* issue 5 */
+	uint64_t refusals;		/* commands refused by a quota (NOMEM) */
+	uint64_t qdelay_n, qdelay_sum_us, qdelay_max_us;	/* queued -> run */
+	uint64_t throttled_us;		/* backlogged with an empty bucket */
+};
+
+/* Operator settings of one guest (prio.c, keys in its backend dir). */
+struct vbe_prio {
+	uint32_t weight;		/* 1..VBE_PRIO_WEIGHT_MAX */
+	uint32_t cls;			/* enum vbe_class */
+	uint64_t rate, burst;		/* bytes/s and bytes; rate 0 = unlimited */
+	uint32_t qps, wrs, credits;
+	uint64_t mem;
+};
+
+/* Scheduler state of one guest (sched.c). */
+struct vbe_sched {
+	int64_t deficit;		/* DRR bytes, reset when idle */
+	uint64_t given;			/* byte budget handed out this round */
+	uint64_t tokens;		/* token bucket, bytes */
+	int64_t t_fill;			/* us of the last refill */
+	int64_t t_round;		/* us of the last round it was in */
+	bool throttled;			/* backlog but no tokens last round */
+	uint32_t credits_used;		/* WRs on the device (verbs target) */
+	uint64_t last_tx, last_rx;	/* counters at the last 1 s mark */
+	uint64_t bps_tx, bps_rx;	/* bytes/s over the last second */
 };
 
 struct vbe_guest {
@@ -174,6 +222,8 @@ struct vbe_guest {
 	uint16_t *dirty;		/* CQ indexes with unpublished CQEs */
 	unsigned ndirty;
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
+	struct vbe_prio prio;		/* issue 5 */
+	struct vbe_sched sch;
 
 	struct vbe_buf *bufs;
 	struct vbe_pd *pds;
@@ -219,6 +269,13 @@ struct vbe_node {
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
 	struct vbe_listener lis[VBE_MAX_LISTENERS];
 	struct vbe_conn conns[VBE_MAX_CONNS];
+	struct vbe_vx *vx;		/* RDMA device (issue 4), NULL = none */
+	/* issue 5: clock for buckets and delays (tests inject one) */
+	int64_t (*clock_us)(void);
+	unsigned starve[VBE_NCLASS];	/* rounds a class waited (guard) */
+	uint32_t sch_round;		/* rounds so far (wraps) */
+	uint32_t busy_round[VBE_NCLASS];	/* last round the class was busy */
+	int64_t rate_mark_ms;		/* last 1 s rate sample */
 };
 
 /* handles */
@@ -289,6 +346,24 @@ bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
 void vbe_run_start(struct vbe_guest *g);
 void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
+int  vbe_sched_round(struct vbe_node *n);	/* serve every guest once */
+bool vbe_sched_ready(struct vbe_guest *g);	/* run list work, not throttled */
+void vbe_sched_tick(struct vbe_node *n, int64_t now_ms);
+int64_t vbe_sched_now(struct vbe_node *n);	/* us */
+void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w);
+
+/* prio.c */
+void vbe_prio_init(struct vbe_guest *g);	/* defaults, then the keys */
+void vbe_prio_load(struct vbe_guest *g);	/* re-read the keys (watch) */
+int  vbe_quota_qp(struct vbe_guest *g, uint32_t slots);	/* VRDMA_CS_* */
+int  vbe_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
+extern const char *const vbe_prio_keys[];	/* NULL-terminated */
+int  vbe_prio_parse(const char *key, const char *val, struct vbe_prio *p,
+		    const char **allowed);	/* -EINVAL / -ENOENT: see allowed */
+void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_t len);
+void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p);
+struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm);
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
@@ -310,5 +385,21 @@ void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_cm_guest_gone(struct vbe_guest *g);
 void vbe_cm_deliver(struct vbe_guest *g);
 void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
+
+/* verbs_dev.c, cm_rdmacm.c: the RDMA-device path to other nodes (issue 4).
+ * Every call is a no-op (or UNREACH) when n->vx is NULL: no device. */
+int  vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg);
+void vbe_vx_close(struct vbe_node *n);
+void vbe_vx_fd_ready(struct vbe_node *n, int fd);
+int  vbe_vx_poll(struct vbe_node *n);		/* device CQEs handled */
+int  vbe_vx_arm(struct vbe_node *n);		/* 1: completions slipped in */
+void vbe_vx_tick(struct vbe_node *n, int64_t now_ms);
+int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
+		     const struct vrdma_cmd_connect *c, struct vbe_late *late);
+int  vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,
+		    const struct vrdma_cmd_accept *a, uint32_t *out);
+void vbe_rcm_conn_drop(struct vbe_node *n, struct vbe_conn *c, int status,
+		       const uint8_t *pdata, uint32_t pdata_len);
+void vbe_rcm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 
 #endif /* VRDMA_VBE_H */

@@ -13,7 +13,7 @@
 #include "vplat.h"
 #include "vrdmad.h"
 
-#define VD_CMD_MAX_ARGS	8
+#define VD_CMD_MAX_ARGS	12
 
 struct vd_cmd {
 	const char *name;
@@ -128,8 +128,45 @@ static void vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, FILE *out)
 		fprintf(out, "detached domain %u device %u\n", domid, devid);
 }
 
-/* Issue 5 (set/get/stats/top) goes here. */
+/* Issue 5: set <vm> key=value...; get <vm>; stats [-j] (`top` polls stats). */
+static void vd_cmd_set(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	if (argc < 3) {
+		fputs("error: usage: set <vm> weight=N class=high|normal|low "
+		      "rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N]\n", out);
+		return;
+	}
+	vbe_node_prio_set(d->node, argv[1], argc - 2, argv + 2, out);
+}
+
+static void vd_cmd_get(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	if (argc != 2) {
+		fputs("error: usage: get <vm>\n", out);
+		return;
+	}
+	vbe_node_prio_get(d->node, argv[1], out);
+}
+
+static void vd_cmd_stats(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	int json = 0, i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json")) {
+			fprintf(out, "error: stats: unknown option '%s' (try: stats [-j])\n",
+				argv[i]);
+			return;
+		}
+		json = 1;
+	}
+	vbe_node_stats(d->node, out, json);
+}
+
 static const struct vd_cmd vd_cmds[] = {
+	{ "set", vd_cmd_set },
+	{ "get", vd_cmd_get },
+	{ "stats", vd_cmd_stats },
 	{ "list", vd_cmd_list },
 	{ "census", vd_cmd_census },
 	{ "ping", vd_cmd_ping },
@@ -148,6 +185,10 @@ void vd_cmd_handle(void *arg, const char *line, FILE *out)
 	for (tok = strtok_r(buf, " \t", &save); tok && argc < VD_CMD_MAX_ARGS;
 	     tok = strtok_r(NULL, " \t", &save))
 		argv[argc++] = tok;
+	if (tok) {
+		fprintf(out, "error: more than %d words in one request\n", VD_CMD_MAX_ARGS);
+		return;
+	}
 	if (argc == 0) {
 		fputs("error: empty request (try: list, census, ping)\n", out);
 		return;

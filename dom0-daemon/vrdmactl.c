@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -260,15 +262,143 @@ static int vc_cmd_dev(struct vc_opts *o, int argc, char **argv)
 	return vc_request(o, req);
 }
 
+/* set|get <vm> [key=value...]: the words go to vrdmad as they are; it
+ * checks every value (the same check as for keys written in xenstore). */
+static int vc_cmd_prio(struct vc_opts *o, int argc, char **argv)
+{
+	char req[240];
+	size_t len;
+	int i, n;
+
+	if (argc < 2 || (!strcmp(argv[0], "get") && argc != 2) ||
+	    (!strcmp(argv[0], "set") && argc < 3)) {
+		fprintf(stderr, "%s: usage: %s %s\n", prog, prog, !strcmp(argv[0], "get") ?
+			"get <vm>" : "set <vm> weight=N class=high|normal|low "
+			"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N]");
+		return 1;
+	}
+	len = 0;
+	for (i = 0; i < argc; i++) {
+		if (!argv[i][0] || strpbrk(argv[i], " \t\n")) {
+			fprintf(stderr, "%s: %s: bad word '%s'\n", prog, argv[0], argv[i]);
+			return 1;
+		}
+		n = snprintf(req + len, sizeof(req) - len, "%s%s", i ? " " : "", argv[i]);
+		if (n < 0 || (size_t)n >= sizeof(req) - len) {
+			fprintf(stderr, "%s: %s: request too long\n", prog, argv[0]);
+			return 1;
+		}
+		len += (size_t)n;
+	}
+	return vc_request(o, req);
+}
+
+static int vc_cmd_stats(struct vc_opts *o, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json")) {
+			fprintf(stderr, "%s: stats: unknown option '%s'\n", prog, argv[i]);
+			return 1;
+		}
+		o->json = 1;
+	}
+	return vc_request(o, o->json ? "stats -j" : "stats");
+}
+
+static volatile sig_atomic_t vc_stop;
+
+static void vc_on_signal(int sig)
+{
+	(void)sig;
+	vc_stop = 1;
+}
+
+/* Up to ms milliseconds, or until 'q' on a terminal stdin. */
+static void vc_top_wait(int tty_in, int ms)
+{
+	int64_t deadline = vc_now_ms() + ms;
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	char c;
+
+	while (!vc_stop && vc_left(deadline) > 0) {
+		if (poll(&pfd, tty_in ? 1 : 0, vc_left(deadline)) <= 0)
+			continue;	/* timeout, or a signal: the loop checks */
+		if (read(0, &c, 1) != 1 || c == 'q' || c == 'Q')
+			vc_stop = 1;
+	}
+}
+
+/* top [-n N]: stats every second on a cleared screen until q / Ctrl-C;
+ * without a terminal, plain successive tables. */
+static int vc_cmd_top(struct vc_opts *o, int argc, char **argv)
+{
+	int tty_in = isatty(0), tty_out = isatty(1), rc = 0, c;
+	struct sigaction sa = { .sa_handler = vc_on_signal };
+	struct termios old, raw;
+	long iters = -1, i;
+	char *end;
+	time_t t;
+
+	optind = 1;
+	while ((c = getopt(argc, argv, "n:")) != -1) {
+		if (c != 'n')
+			goto usage;
+		iters = strtol(optarg, &end, 10);
+		if (*end || iters < 1)
+			goto usage;
+	}
+	if (optind != argc)
+		goto usage;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (tty_in && !tcgetattr(0, &old)) {
+		raw = old;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(0, TCSANOW, &raw);
+	} else {
+		tty_in = 0;
+	}
+	for (i = 0; !vc_stop && (iters < 0 || i < iters); i++) {
+		if (i)
+			vc_top_wait(tty_in, 1000);
+		if (vc_stop)
+			break;
+		t = time(NULL);
+		if (tty_out)
+			fputs("\033[H\033[2J", stdout);
+		printf("vrdmactl top  %s%s", ctime(&t), tty_in ? "(q to quit)\n" : "");
+		rc = vc_request(o, "stats");
+		if (rc)
+			break;
+		if (!tty_out)
+			putchar('\n');
+		fflush(stdout);
+	}
+	if (tty_in)
+		tcsetattr(0, TCSANOW, &old);
+	return rc;
+usage:
+	fprintf(stderr, "%s: usage: %s top [-n iterations]\n", prog, prog);
+	return 1;
+}
+
 static int vc_cmd_help(struct vc_opts *o, int argc, char **argv);
 
-/* Issue 5 adds set/get/stats/top: one line each. */
 static const struct vc_cmd vc_cmds[] = {
 	{ "list", vc_cmd_list, "[-j]", "guests, QPs, MRs and counters (-j: JSON)" },
 	{ "census", vc_cmd_census, "", "object counts and open fds, as JSON" },
 	{ "ping", vc_cmd_ping, "", "check that vrdmad answers" },
 	{ "attach", vc_cmd_dev, "<domid> [devid]", "create a domain's vrdma device (xenstore)" },
 	{ "detach", vc_cmd_dev, "<domid> [devid]", "remove it (the guest sees errors)" },
+	{ "set", vc_cmd_prio, "<vm> key=val..", "weight=N class=high|normal|low rate=B/s[,burst] "
+	  "qps=N mem=B wrs=N credits=N" },
+	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name)" },
+	{ "stats", vc_cmd_stats, "[-j]", "per-guest traffic, queue delay, throttling, refusals" },
+	{ "top", vc_cmd_top, "[-n N]", "stats refreshed every second (q or Ctrl-C ends)" },
 	{ "help", vc_cmd_help, "", "this text" },
 };
 

@@ -27,18 +27,30 @@
 #define VD_RUN_DIR_DEF		"/run/vrdma"
 #define VD_PID_NAME		"vrdmad.pid"
 #define VD_SPIN_US_MAX		1000000u
+#define VD_RDMA_PORT_DEF	18515
+
+/* RDMA device for guests on other nodes (issue 4): "" = first
+ * RDMA-capable address, "none" = no device. */
+static const char *vd_rdma_addr = "";
+static unsigned vd_rdma_port = VD_RDMA_PORT_DEF;
 
 static void vd_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: vrdmad [-f] [-v] [-S run_dir] [-n node] [--spin-us N]\n"
+		"Usage: vrdmad [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none] [-p port]\n"
+		"              [--spin-us N]\n"
 		"  -f, --foreground   stay in the foreground (the default)\n"
 		"  -S, --run-dir DIR  socket directory (env VRDMA_RUN_DIR, else %s)\n"
 		"  -n, --node NAME    node name guests connect to (default: hostname)\n"
+		"  -a, --rdma-addr A  RDMA address to listen on for other nodes\n"
+		"                     (env VRDMA_RDMA_ADDR; default: first RDMA device's IP)\n"
+		"  -R, --rdma none    no RDMA device: connects to other nodes are refused\n"
+		"  -p, --rdma-port P  rdma_cm port, the same on every node (env\n"
+		"                     VRDMA_RDMA_PORT, default %u)\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"  -h, --help         this text\n",
-		VD_RUN_DIR_DEF, VEV_SPIN_US_DEF);
+		VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VEV_SPIN_US_DEF);
 }
 
 /* ---- loop callbacks ---- */
@@ -194,6 +206,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	struct vplat_cfg pcfg = { .role = VPLAT_DOM0_ROLE, .run_dir = d->run_dir };
 	struct vbe_node_cfg ncfg = {
 		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
+		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
 	};
 	int err;
 
@@ -279,6 +292,21 @@ static void vd_stop(struct vd_daemon *d)
 	vev_loop_free(d->loop);
 }
 
+static int vd_parse_port(const char *s)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || !v || v > 65535) {
+		fprintf(stderr, "vrdmad: bad RDMA port '%s' (1..65535)\n", s);
+		return -EINVAL;
+	}
+	vd_rdma_port = (unsigned)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -287,6 +315,9 @@ int main(int argc, char **argv)
 		{ "node", required_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "spin-us", required_argument, NULL, 's' },
+		{ "rdma-addr", required_argument, NULL, 'a' },
+		{ "rdma", required_argument, NULL, 'R' },
+		{ "rdma-port", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -297,7 +328,11 @@ int main(int argc, char **argv)
 	char *end;
 	int c, err;
 
-	while ((c = getopt_long(argc, argv, "fS:n:vh", opts, NULL)) != -1) {
+	if (getenv("VRDMA_RDMA_ADDR"))
+		vd_rdma_addr = getenv("VRDMA_RDMA_ADDR");
+	if (getenv("VRDMA_RDMA_PORT") && vd_parse_port(getenv("VRDMA_RDMA_PORT")))
+		return 1;
+	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			break;
@@ -309,6 +344,20 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			vlog_level = VLOG_DEBUG;
+			break;
+		case 'a':
+			vd_rdma_addr = optarg;
+			break;
+		case 'R':
+			if (strcmp(optarg, "none")) {
+				fprintf(stderr, "vrdmad: -R takes 'none'\n");
+				return 1;
+			}
+			vd_rdma_addr = "none";
+			break;
+		case 'p':
+			if (vd_parse_port(optarg))
+				return 1;
 			break;
 		case 's':
 			errno = 0;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "host_dom0.h"
+#include "host_efd.h"
 #include "log.h"
 
 struct hd_map {
@@ -349,13 +350,10 @@ int hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 int hd_notify(struct vplat_chan *bc)
 {
 	struct hd_chan *c = hd_chan_of(bc);
-	uint64_t one = 1;
 
 	if (c->dead)
 		return -EPIPE;
-	if (write(c->out_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return -errno;
-	return 0;
+	return hc_efd_notify(c->out_fd);
 }
 
 int hd_chan_fd(const struct vplat_chan *bc)
@@ -365,42 +363,16 @@ int hd_chan_fd(const struct vplat_chan *bc)
 
 int hd_chan_ack(struct vplat_chan *bc)
 {
-	uint64_t cnt;
-
-	if (read(hd_chan_of(bc)->in_fd, &cnt, sizeof(cnt)) < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	return 1;
+	return hc_efd_ack(hd_chan_of(bc)->in_fd);
 }
 
 int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
 {
 	struct hd_chan *c = hd_chan_of(bc);
-	int64_t deadline = vplat_now_ms() + timeout_ms;
 
-	for (;;) {
-		struct pollfd pfd[2] = {
-			{ .fd = c->in_fd, .events = POLLIN },
-			{ .fd = c->dead ? -1 : c->guest_sock, .events = POLLRDHUP },
-		};
-		int64_t left = deadline - vplat_now_ms();
-		int r;
-
-		if (hd_chan_ack(bc) > 0)
-			return 0;
-		if (c->dead)
-			return -EPIPE;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(pfd, 2, (int)left);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		/* The socket is dom0's end of the guest's: hangup = guest gone. */
-		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-			if (hd_chan_ack(bc) > 0)
-				return 0;
-			return -EPIPE;
-		}
-	}
+	if (c->dead)
+		return hc_efd_ack(c->in_fd) > 0 ? 0 : -EPIPE;
+	return hc_efd_wait(c->in_fd, c->guest_sock, timeout_ms);
 }
 
 void hd_chan_close(struct vplat_chan *bc)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "host_guest.h"
+#include "host_efd.h"
 #include "log.h"
 
 struct hg_share {
@@ -163,14 +164,10 @@ err_close:
 int hg_notify(struct vplat_chan *bc)
 {
 	struct hg_chan *c = (struct hg_chan *)bc;
-	uint64_t one = 1;
 
 	if (c->g->dead)
 		return -EPIPE;
-	/* EAGAIN means the counter is saturated: the peer is notified anyway. */
-	if (write(c->to_dom0, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return -errno;
-	return 0;
+	return hc_efd_notify(c->to_dom0);
 }
 
 int hg_chan_fd(const struct vplat_chan *bc)
@@ -180,43 +177,20 @@ int hg_chan_fd(const struct vplat_chan *bc)
 
 int hg_chan_ack(struct vplat_chan *bc)
 {
-	struct hg_chan *c = (struct hg_chan *)bc;
-	uint64_t cnt;
-
-	if (read(c->to_guest, &cnt, sizeof(cnt)) < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	return 1;
+	return hc_efd_ack(((struct hg_chan *)bc)->to_guest);
 }
 
 int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
 {
 	struct hg_chan *c = (struct hg_chan *)bc;
-	struct pollfd pfd[2] = {
-		{ .fd = c->to_guest, .events = POLLIN },
-		{ .fd = c->g->sock, .events = POLLRDHUP },
-	};
-	int64_t deadline = vplat_now_ms() + timeout_ms;
+	int err;
 
-	for (;;) {
-		int64_t left = deadline - vplat_now_ms();
-		int r;
-
-		if (hg_chan_ack(bc) > 0)
-			return 0;
-		if (c->g->dead)
-			return -EPIPE;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(pfd, 2, (int)left);
-		if (r < 0 && errno != EINTR)
-			return -errno;
-		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-			if (hg_chan_ack(bc) > 0)
-				return 0;
-			c->g->dead = 1;
-			return -EPIPE;
-		}
-	}
+	if (c->g->dead)
+		return hc_efd_ack(c->to_guest) > 0 ? 0 : -EPIPE;
+	err = hc_efd_wait(c->to_guest, c->g->sock, timeout_ms);
+	if (err == -EPIPE)
+		c->g->dead = 1;
+	return err;
 }
 
 void hg_chan_close(struct vplat_chan *bc)

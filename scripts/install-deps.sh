@@ -6,7 +6,11 @@ set -eu
 
 # libxen-dev: the Xen platform (platform/xen_*.c); without it only the
 # plain host is built.
-PKGS="build-essential pkg-config check libsubunit-dev libxen-dev"
+# libibverbs-dev librdmacm-dev: the backend's RDMA-device path (issue 4);
+# ibverbs-providers rdma-core: the device drivers (rxe) and tools it
+# runs with.
+PKGS="build-essential pkg-config check libsubunit-dev libxen-dev
+	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core"
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

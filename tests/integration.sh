@@ -5,6 +5,7 @@
 #   2. a guest killed mid-transfer leaves nothing behind in vrdmad
 #   3. hostile guests writing garbage are disabled; a bw pair running
 #      beside them completes with verified data
+#   4. vrdmactl set/get/stats/top (tests/prio.sh)
 # Usage: tests/integration.sh BUILD_DIR
 set -u
 B=${1:-build}
@@ -130,6 +131,9 @@ wait "$DPID"; drc=$?
 DPID=
 check "vrdmad exits 0 on SIGTERM" [ $drc -eq 0 ]
 check "sockets removed" [ ! -e "$RUN/vrdmad.ctl" ]
+# ---- 4. operator controls (issue 5), with a daemon of their own ----
+check "prio: set/get/stats/top (tests/prio.sh)" "$(dirname "$0")/prio.sh" "$B"
+
 if [ $fail -ne 0 ]; then
 	echo "---- vrdmad log (last 40 lines)"
 	tail -40 "$LOG"

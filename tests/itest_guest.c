@@ -351,6 +351,9 @@ static int rpc(struct ctx *c, struct vrdma_qp *qp, const struct msg *m,
 	return result;
 }
 
+/* The server's node (client NODE argument); NULL: this node. */
+static const char *peer_node;
+
 static struct vrdma_qp *connect_one(struct ctx *c, const char *service)
 {
 	struct vrdma_qp *qp = qp_new(c);
@@ -360,7 +363,7 @@ static struct vrdma_qp *connect_one(struct ctx *c, const char *service)
 	for (unsigned i = 0; i < DEPTH / 2; i++)
 		if ((err = post_recv_slot(c, qp, i)))
 			die("client post_recv", err);
-	err = vrdma_connect(qp, NULL, service, "itest", 5, &c->peer, &len, T_MS);
+	err = vrdma_connect(qp, peer_node, service, "itest", 5, &c->peer, &len, T_MS);
 	if (err)
 		die("connect", err);
 	if (len != sizeof(c->peer))
@@ -608,8 +611,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return serve(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "client"))
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "client")) {
+		peer_node = argc == 4 ? argv[3] : NULL;
 		return client(argv[2]);
-	fprintf(stderr, "usage: itest_guest server|client SERVICE\n");
+	}
+	fprintf(stderr, "usage: itest_guest server SERVICE | client SERVICE [NODE]\n");
 	return 2;
 }

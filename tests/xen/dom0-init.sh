@@ -60,7 +60,11 @@ echo "VRDMA-XEN-UP (uptime $(up)s) suite=$SUITE xen-platform-in-build=$XENPLAT"
 # ---- vrdmad ----
 export VRDMA_RUN_DIR=/run/vrdma
 [ "$XENPLAT" = 1 ] && export VRDMA_PLATFORM=xen || export VRDMA_PLATFORM=host
-vrdmad -f -S $VRDMA_RUN_DIR -n xen-node >$VLOG 2>&1 &
+# Hook for the cluster rig (scripts/cluster): brings up the NIC and rxe0,
+# sets VRDMA_NODE and VRDMAD_ARGS (-a ADDR).
+[ -r /vrdma/pre-vrdmad.sh ] && . /vrdma/pre-vrdmad.sh
+# shellcheck disable=SC2086
+vrdmad -f -S $VRDMA_RUN_DIR -n ${VRDMA_NODE:-xen-node} ${VRDMAD_ARGS:-} >$VLOG 2>&1 &
 VPID=$!
 ctl() { timeout 10 vrdmactl -S $VRDMA_RUN_DIR "$@"; }
 i=0

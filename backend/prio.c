@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-guest operator settings (issue 5, docs/prio.md): weight, class,
+ * rate, quotas.  They live as keys in the guest's backend directory, like
+ * netback's `rate`, so `vrdmactl set` (through vrdmad) and an operator's
+ * xenstore-write on Xen go the same way: the node's watch sees the change
+ * and vbe_prio_load applies it to traffic already flowing.
+ *
+ * Every value is checked here, whoever wrote it: a bad key in the store
+ * is logged and the previous value kept.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "vbe.h"
+
+#define VBE_RATE_MIN		1024ull		/* bytes/s */
+#define VBE_BURST_MIN		4096ull
+#define VBE_BURST_DEF_MIN	(64ull << 10)
+
+static const char *const vbe_class_names[VBE_NCLASS] = {
+	[VBE_CLASS_HIGH] = "high", [VBE_CLASS_NORMAL] = "normal", [VBE_CLASS_LOW] = "low",
+};
+
+static void vbe_prio_defaults(struct vbe_prio *p)
+{
+	p->weight = 1;
+	p->cls = VBE_CLASS_NORMAL;
+	p->rate = p->burst = 0;
+	p->qps = VBE_MAX_QPS;
+	p->mem = VBE_PRIO_MEM_DEF;
+	p->wrs = VBE_MAX_WR_SLOTS;
+	p->credits = VBE_PRIO_CREDITS_DEF;
+}
+
+/* A byte count: digits, then an optional K/M/G/T (powers of 1024). */
+static int vbe_prio_size(const char *s, const char **end, uint64_t *v)
+{
+	unsigned long long x;
+	unsigned shift = 0;
+	char *e;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &e, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*e) {
+	case 'k': case 'K': shift = 10; e++; break;
+	case 'm': case 'M': shift = 20; e++; break;
+	case 'g': case 'G': shift = 30; e++; break;
+	case 't': case 'T': shift = 40; e++; break;
+	}
+	if (shift && x > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*v = (uint64_t)x << shift;
+	*end = e;
+	return 0;
+}
+
+static int vbe_prio_range(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	const char *e;
+
+	if (vbe_prio_size(s, &e, v) || *e || *v < lo || *v > hi)
+		return -EINVAL;
+	return 0;
+}
+
+/* "0" | "unlimited" | BYTES[/s][,BURST] */
+static int vbe_prio_rate(const char *s, struct vbe_prio *p)
+{
+	uint64_t rate, burst;
+	const char *e;
+
+	if (!strcmp(s, "0") || !strcasecmp(s, "unlimited")) {
+		p->rate = p->burst = 0;
+		return 0;
+	}
+	if (vbe_prio_size(s, &e, &rate) || rate < VBE_RATE_MIN)
+		return -EINVAL;
+	if (!strncmp(e, "/s", 2))
+		e += 2;
+	if (*e == ',') {
+		if (vbe_prio_size(e + 1, &e, &burst) || *e || burst < VBE_BURST_MIN)
+			return -EINVAL;
+	} else if (*e) {
+		return -EINVAL;
+	} else {
+		/* 200 ms worth: the daemon may sleep a 100 ms tick. */
+		burst = rate / 5 > VBE_BURST_DEF_MIN ? rate / 5 : VBE_BURST_DEF_MIN;
+	}
+	p->rate = rate;
+	p->burst = burst;
+	return 0;
+}
+
+/* Parse one key's value into p; -EINVAL with `allowed` describing it. */
+int vbe_prio_parse(const char *key, const char *val, struct vbe_prio *p,
+		   const char **allowed)
+{
+	uint64_t v;
+	unsigned i;
+
+	if (!strcmp(key, "weight")) {
+		*allowed = "an integer 1..1000";
+		if (vbe_prio_range(val, 1, VBE_PRIO_WEIGHT_MAX, &v))
+			return -EINVAL;
+		p->weight = (uint32_t)v;
+	} else if (!strcmp(key, "class")) {
+		*allowed = "high, normal or low";
+		for (i = 0; i < VBE_NCLASS; i++)
+			if (!strcmp(val, vbe_class_names[i]))
+				break;
+		if (i == VBE_NCLASS)
+			return -EINVAL;
+		p->cls = i;
+	} else if (!strcmp(key, "rate")) {
+		*allowed = "BYTES[/s][,BURST] with BYTES >= 1K, BURST >= 4K (K/M/G/T suffixes), "
+			   "or 0 / unlimited";
+		return vbe_prio_rate(val, p);
+	} else if (!strcmp(key, "qps")) {
+		*allowed = "an integer 1..1024";
+		if (vbe_prio_range(val, 1, VBE_MAX_QPS, &v))
+			return -EINVAL;
+		p->qps = (uint32_t)v;
+	} else if (!strcmp(key, "mem")) {
+		*allowed = "BYTES 1M..1T (K/M/G/T suffixes)";
+		if (vbe_prio_range(val, 1ull << 20, VBE_PRIO_MEM_MAX, &v))
+			return -EINVAL;
+		p->mem = v;
+	} else if (!strcmp(key, "wrs")) {
+		*allowed = "an integer 2..65536 (queued-WR slots)";
+		if (vbe_prio_range(val, 2, VBE_MAX_WR_SLOTS, &v))
+			return -EINVAL;
+		p->wrs = (uint32_t)v;
+	} else if (!strcmp(key, "credits")) {
+		*allowed = "an integer 1..4096 (WRs outstanding on the device)";
+		if (vbe_prio_range(val, 1, VBE_PRIO_CREDITS_MAX, &v))
+			return -EINVAL;
+		p->credits = (uint32_t)v;
+	} else {
+		*allowed = "keys weight, class, rate, qps, mem, wrs, credits";
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The canonical value of key, as stored and as `get` prints it. */
+void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_t len)
+{
+	if (!strcmp(key, "weight"))
+		snprintf(buf, len, "%u", p->weight);
+	else if (!strcmp(key, "class"))
+		snprintf(buf, len, "%s", vbe_class_names[p->cls % VBE_NCLASS]);
+	else if (!strcmp(key, "rate") && !p->rate)
+		snprintf(buf, len, "0");
+	else if (!strcmp(key, "rate"))
+		snprintf(buf, len, "%llu,%llu", (unsigned long long)p->rate,
+			 (unsigned long long)p->burst);
+	else if (!strcmp(key, "qps"))
+		snprintf(buf, len, "%u", p->qps);
+	else if (!strcmp(key, "mem"))
+		snprintf(buf, len, "%llu", (unsigned long long)p->mem);
+	else if (!strcmp(key, "wrs"))
+		snprintf(buf, len, "%u", p->wrs);
+	else if (!strcmp(key, "credits"))
+		snprintf(buf, len, "%u", p->credits);
+	else
+		snprintf(buf, len, "?");
+}
+
+const char *const vbe_prio_keys[] = {
+	"weight", "class", "rate", "qps", "mem", "wrs", "credits", NULL,
+};
+
+/* New settings take effect from the next round; a new or lower rate
+ * starts from a full (or trimmed) bucket. */
+void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p)
+{
+	struct vbe_sched *s = &g->sch;
+
+	if (p->rate && !g->prio.rate) {
+		s->tokens = p->burst;
+		s->t_fill = vbe_sched_now(g->node);
+	}
+	if (s->tokens > p->burst)
+		s->tokens = p->burst;
+	if (memcmp(&g->prio, p, sizeof(*p)))
+		vlog_info("guest %u device %u: weight %u class %s rate %llu burst %llu "
+			  "qps %u mem %llu wrs %u credits %u", g->domid, g->devid,
+			  p->weight, vbe_class_names[p->cls % VBE_NCLASS],
+			  (unsigned long long)p->rate, (unsigned long long)p->burst,
+			  p->qps, (unsigned long long)p->mem, p->wrs, p->credits);
+	g->prio = *p;
+}
+
+void vbe_prio_load(struct vbe_guest *g)
+{
+	struct vbe_prio p = g->prio, def;
+	char path[VPLAT_KEY_MAX], val[128];
+	const char *allowed;
+	unsigned i;
+	int err;
+
+	vbe_prio_defaults(&def);
+	for (i = 0; vbe_prio_keys[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", g->bdir, vbe_prio_keys[i]);
+		err = vplat_key_read(g->node->plat, path, val, sizeof(val));
+		if (err == -ENOENT)
+			vbe_prio_format(&def, vbe_prio_keys[i], val, sizeof(val));
+		else if (err)
+			continue;	/* unreadable now: keep what we have */
+		if (vbe_prio_parse(vbe_prio_keys[i], val, &p, &allowed))
+			vlog_warn("guest %u device %u: ignoring %s='%.32s': allowed: %s",
+				  g->domid, g->devid, vbe_prio_keys[i], val, allowed);
+	}
+	vbe_prio_apply(g, &p);
+}
+
+void vbe_prio_init(struct vbe_guest *g)
+{
+	vbe_prio_defaults(&g->prio);
+	vbe_prio_load(g);
+}
+
+static int vbe_refuse(struct vbe_guest *g, const char *what)
+{
+	g->ctr.refusals++;
+	vlog_dbg("guest %u: %s quota reached: NOMEM", g->domid, what);
+	return VRDMA_CS_NOMEM;
+}
+
+int vbe_quota_qp(struct vbe_guest *g, uint32_t slots)
+{
+	uint32_t i, used = 0;
+
+	for (i = 0; i < VBE_MAX_QPS; i++)
+		used += g->qps[i].s.used;
+	if (used >= g->prio.qps)
+		return vbe_refuse(g, "qps");
+	if (g->wr_slots > g->prio.wrs || slots > g->prio.wrs - g->wr_slots)
+		return vbe_refuse(g, "wrs");
+	return VRDMA_CS_OK;
+}
+
+int vbe_quota_mr(struct vbe_guest *g, uint64_t len)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < VBE_MAX_MRS; i++)
+		if (g->mrs[i].s.used)
+			sum += g->mrs[i].length;
+	if (sum > g->prio.mem || len > g->prio.mem - sum)
+		return vbe_refuse(g, "mem");
+	return VRDMA_CS_OK;
+}

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Remote target: the peer QP is on another node, so a guest WR becomes
+ * a WR on the guest's device QP (verbs.h).  dom0 moves no data: the
+ * device reads and writes the guest's mapped pages through MRs
+ * registered on them (zero copy, docs/rdma.md).
+ *
+ * Requester side, as target_local: lkeys are checked against the
+ * guest's MR table (PD, rights, bounds) and turned into device lkeys; a
+ * remote key is translated through the peer's key table and checked
+ * before the WR is posted.  The responder's device checks the rkey
+ * against its MR again, so a peer can never reach past what it was
+ * given even if our checks were wrong.
+ *
+ * Ordering: guest WRs go to the device in order and every device WR is
+ * signaled, so device completions retire the guest queues' heads in
+ * order.  A WR that fails our checks waits until everything before it
+ * has completed, then completes with the error and the QP goes to error
+ * (flushing the rest), as in RC verbs.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "log.h"
+#include "verbs.h"
+#include "target.h"
+
+#define VBE_VX_STALL	(-1)	/* key-table READ in flight: try later */
+
+static struct vbe_vqp *vbe_vx_of(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_vx *vx = g->node->vx;
+
+	return vx ? vbe_vx_qp_find(vx, g, qp) : NULL;
+}
+
+static uint8_t vbe_vx_wc_of(uint8_t op)
+{
+	switch (op) {
+	case VRDMA_OP_WRITE:
+	case VRDMA_OP_WRITE_IMM:
+		return VRDMA_WC_WRITE;
+	case VRDMA_OP_READ:
+		return VRDMA_WC_READ;
+	case VRDMA_OP_CMP_SWAP:
+		return VRDMA_WC_CMP_SWAP;
+	case VRDMA_OP_FETCH_ADD:
+		return VRDMA_WC_FETCH_ADD;
+	default:
+		return VRDMA_WC_SEND;
+	}
+}
+
+/* Bytes a successful send WR moved, as target_local reports them. */
+static uint32_t vbe_vx_wr_len(const struct vbe_wqe *w)
+{
+	uint64_t t = 0;
+	unsigned i;
+
+	if (w->opcode == VRDMA_OP_CMP_SWAP || w->opcode == VRDMA_OP_FETCH_ADD)
+		return 8;
+	for (i = 0; i < w->num_sge; i++)
+		t += w->wr.sge[i].length;
+	return (uint32_t)t;
+}
+
+/* Guest SGEs -> device SGEs: key, PD, rights and bounds as target_local,
+ * and the MR must be registered on the device. */
+static int vbe_vx_sges(struct vbe_guest *g, struct vbe_vqp *vq, const struct vbe_qp *qp,
+		       const struct vbe_wqe *w, uint32_t acc, struct ibv_sge *sg,
+		       int *nsg, uint64_t *total)
+{
+	unsigned i;
+	int n = 0;
+
+	*total = 0;
+	for (i = 0; i < w->num_sge; i++) {
+		const struct vrdma_wire_sge *s = &w->wr.sge[i];
+		uint32_t idx = s->lkey >> 8;
+		const struct vbe_mr *mr;
+		uint64_t off;
+
+		if (!s->length)
+			continue;
+		if (idx >= VBE_MAX_MRS)
+			return VRDMA_WS_LOC_PROT_ERR;
+		mr = &g->mrs[idx];
+		if (!mr->s.used || mr->key != s->lkey || mr->pd != qp->pd ||
+		    (mr->access & acc) != acc || s->addr < mr->iova ||
+		    !vq->vg->mr[idx] || vq->vg->key[idx] != s->lkey)
+			return VRDMA_WS_LOC_PROT_ERR;
+		off = s->addr - mr->iova;
+		if (off > mr->length || s->length > mr->length - off)
+			return VRDMA_WS_LOC_PROT_ERR;
+		sg[n].addr = s->addr;		/* MRs are registered at the guest's iova */
+		sg[n].length = s->length;
+		sg[n].lkey = vq->vg->mr[idx]->lkey;
+		*total += s->length;
+		n++;
+	}
+	*nsg = n;
+	return 0;
+}
+
+static const struct vbe_rkt *vbe_vx_cache(struct vbe_vqp *vq, uint32_t gkey)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_VX_RKT_CACHE; i++)
+		if (vq->cache[i].gkey && vq->cache[i].gkey == gkey)
+			return &vq->cache[i];
+	return NULL;
+}
+
+/* Fetch entry gkey >> 8 of the peer's key table into our scratch slot. */
+static int vbe_vx_rkt_read(struct vbe_vx *vx, struct vbe_vqp *vq, uint32_t gkey)
+{
+	uint32_t slot = (uint32_t)(vq - vx->qps), idx = gkey >> 8;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sg;
+
+	if (idx >= VBE_MAX_MRS)
+		return VRDMA_WS_REM_ACCESS_ERR;
+	sg.addr = (uintptr_t)(vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT);
+	sg.length = VBE_VX_RKT_ENT;
+	sg.lkey = vq->vg->scratch_mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = vbe_vx_wrid(VBE_VX_WR_RKT, vq->s.gen, slot);
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)idx * VBE_VX_RKT_ENT;
+	wr.wr.rdma.rkey = vq->peer_rkt;
+	if (ibv_post_send(vq->id->qp, &wr, &bad))
+		return VRDMA_WS_LOC_QP_OP_ERR;
+	vq->rkt_wait = true;
+	vq->rkt_want = gkey;
+	return VBE_VX_STALL;
+}
+
+/* Post one guest send WR: 0, VBE_VX_STALL, or a VRDMA_WS_* of ours. */
+static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *g,
+		       struct vbe_qp *qp, const struct vbe_wqe *w)
+{
+	struct ibv_sge sg[VRDMA_MAX_SGE];
+	struct ibv_send_wr wr, *bad;
+	const struct vbe_rkt *e;
+	uint32_t acc = 0, lacc = 0;
+	uint64_t total, rlen;
+	int st, nsg;
+
+	memset(&wr, 0, sizeof(wr));
+	switch (w->opcode) {
+	case VRDMA_OP_SEND:
+		wr.opcode = IBV_WR_SEND;
+		break;
+	case VRDMA_OP_SEND_IMM:
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		break;
+	case VRDMA_OP_WRITE:
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		acc = VRDMA_ACC_REMOTE_WRITE;
+		break;
+	case VRDMA_OP_WRITE_IMM:
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		acc = VRDMA_ACC_REMOTE_WRITE;
+		break;
+	case VRDMA_OP_READ:
+		wr.opcode = IBV_WR_RDMA_READ;
+		acc = VRDMA_ACC_REMOTE_READ;
+		lacc = VRDMA_ACC_LOCAL_WRITE;
+		break;
+	case VRDMA_OP_CMP_SWAP:
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		acc = VRDMA_ACC_REMOTE_ATOMIC;
+		lacc = VRDMA_ACC_LOCAL_WRITE;
+		break;
+	default:
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		acc = VRDMA_ACC_REMOTE_ATOMIC;
+		lacc = VRDMA_ACC_LOCAL_WRITE;
+		break;
+	}
+	st = vbe_vx_sges(g, vq, qp, w, lacc, sg, &nsg, &total);
+	if (st)
+		return st;
+	rlen = total;
+	if (acc == VRDMA_ACC_REMOTE_ATOMIC) {
+		if (total < 8)
+			return VRDMA_WS_LOC_LEN_ERR;
+		if (w->wr.remote_addr & 7)
+			return VRDMA_WS_REM_INV_REQ_ERR;
+		rlen = 8;
+		sg[0].length = 8;	/* the device writes exactly the old value */
+		nsg = 1;
+		wr.wr.atomic.remote_addr = w->wr.remote_addr;
+		wr.wr.atomic.compare_add = w->wr.compare_add;
+		wr.wr.atomic.swap = w->wr.swap;
+	} else if (acc) {
+		wr.wr.rdma.remote_addr = w->wr.remote_addr;
+	}
+	if (acc && rlen) {
+		e = vbe_vx_cache(vq, w->wr.rkey);
+		if (!e) {
+			if (vq->rkt_want == w->wr.rkey && !vq->rkt_wait) {
+				/* Looked up and not there: as a bad rkey at the responder. */
+				vq->rkt_want = 0;
+				return VRDMA_WS_REM_ACCESS_ERR;
+			}
+			return vbe_vx_rkt_read(vx, vq, w->wr.rkey);
+		}
+		st = vbe_vx_rkt_check(e, w->wr.rkey, vq->peer_pd, w->wr.remote_addr,
+				      rlen, acc);
+		if (st)
+			return st;
+		if (acc == VRDMA_ACC_REMOTE_ATOMIC)
+			wr.wr.atomic.rkey = e->rkey;
+		else
+			wr.wr.rdma.rkey = e->rkey;
+	}
+	wr.wr_id = vbe_vx_wrid(VBE_VX_WR_SQ, vq->s.gen, (uint32_t)(vq - vx->qps));
+	wr.sg_list = nsg ? sg : NULL;
+	wr.num_sge = nsg;
+	wr.imm_data = w->wr.imm_data;	/* network order on both sides */
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (w->flags & VRDMA_WR_F_FENCE)
+		wr.send_flags |= IBV_SEND_FENCE;
+	if (ibv_post_send(vq->id->qp, &wr, &bad))
+		return VRDMA_WS_LOC_QP_OP_ERR;
+	return 0;
+}
+
+/* The guest QP goes to error: device QP too (its CQEs are ignored from
+ * now on), the guest's queues flush, the peer is told by a disconnect. */
+static void vbe_vx_fail(struct vbe_vqp *vq, struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (vq->state == VBE_VQ_UP && vq->id)
+		rdma_disconnect(vq->id);
+	if (vq->id && vq->id->qp)
+		ibv_modify_qp(vq->id->qp, &a, IBV_QP_STATE);
+	vq->state = VBE_VQ_DOWN;
+	vq->sq_posted = vq->rq_posted = 0;
+	vq->inflight = 0;
+	vbe_qp_error(g, qp);
+}
+
+static void vbe_vx_post_recvs(struct vbe_vqp *vq, struct vbe_guest *g, struct vbe_qp *qp,
+			      uint32_t slot)
+{
+	struct ibv_sge sg[VRDMA_MAX_SGE];
+	struct ibv_recv_wr wr, *bad;
+	uint64_t total;
+	int st, nsg;
+
+	while (vq->rq_posted < qp->rq.count && qp->state != VBE_QPS_ERR) {
+		const struct vbe_wqe *w = &qp->rq.e[(qp->rq.head + vq->rq_posted) % qp->rq.size];
+
+		st = vbe_vx_sges(g, vq, qp, w, VRDMA_ACC_LOCAL_WRITE, sg, &nsg, &total);
+		if (st) {
+			/* Retire in order: fail once it is the head. */
+			if (!vq->rq_posted) {
+				vbe_rq_complete(g, qp, VRDMA_WC_RECV, (uint8_t)st, 0, 0, false,
+						qp->peer_qpn);
+				vbe_vx_fail(vq, g, qp);
+			}
+			return;
+		}
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = vbe_vx_wrid(VBE_VX_WR_RQ, vq->s.gen, slot);
+		wr.sg_list = nsg ? sg : NULL;
+		wr.num_sge = nsg;
+		if (ibv_post_recv(vq->id->qp, &wr, &bad)) {
+			vbe_vx_fail(vq, g, qp);
+			return;
+		}
+		vq->rq_posted++;
+	}
+}
+
+static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_vx *vx = g->node->vx;
+	struct vbe_vqp *vq = vbe_vx_of(g, qp);
+	const struct vbe_wqe *w;
+	int st;
+
+	if (!vq || vq->state != VBE_VQ_UP) {
+		if (qp->state == VBE_QPS_RTS)
+			vbe_qp_peer_lost(g, qp);
+		return;
+	}
+	vbe_vx_guest_sync(vx, vq->vg, g);
+	while (!g->dead && qp->state == VBE_QPS_RTS && vq->state == VBE_VQ_UP &&
+	       !vq->rkt_wait && vq->sq_posted < qp->sq.count) {
+		w = &qp->sq.e[(qp->sq.head + vq->sq_posted) % qp->sq.size];
+		if (vq->sq_posted && vq->inflight + vbe_vx_wr_len(w) > VBE_VX_INFLIGHT)
+			return;		/* the next CQE runs us again */
+		if (!vbe_budget_left(g, qp))
+			return;
+		st = vbe_vx_post(vx, vq, g, qp, w);
+		if (st == VBE_VX_STALL)
+			return;
+		if (st) {
+			/* Earlier WRs complete first; their CQEs run us again. */
+			if (vq->sq_posted)
+				return;
+			vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), (uint8_t)st, 0);
+			vbe_vx_fail(vq, g, qp);
+			return;
+		}
+		vq->sq_posted++;
+		vq->inflight += vbe_vx_wr_len(w);
+		vbe_budget_charge(g, 0);	/* the device moves the bytes */
+	}
+}
+
+static void vbe_vx_rq_posted(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_vx *vx = g->node->vx;
+	struct vbe_vqp *vq = vbe_vx_of(g, qp);
+
+	if (!vq || !vq->id || !vq->id->qp || vq->state == VBE_VQ_DOWN)
+		return;
+	vbe_vx_guest_sync(vx, vq->vg, g);
+	vbe_vx_post_recvs(vq, g, qp, (uint32_t)(vq - vx->qps));
+}
+
+static void vbe_vx_disconnect(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_vqp *vq = vbe_vx_of(g, qp);
+
+	if (vq)
+		vbe_vx_qp_free(g->node->vx, vq);
+	qp->peer_qpn = 0;
+	qp->peer_handle = 0;
+}
+
+const struct vbe_target vbe_target_verbs = {
+	.name		= "verbs",
+	.sq_run		= vbe_vx_sq_run,
+	.rq_posted	= vbe_vx_rq_posted,
+	.disconnect	= vbe_vx_disconnect,
+};
+
+static void vbe_vx_rkt_done(struct vbe_vx *vx, struct vbe_vqp *vq)
+{
+	uint32_t slot = (uint32_t)(vq - vx->qps);
+	struct vbe_rkt e;
+
+	/* Copy out, then check: the entry came from the network. */
+	vbe_vx_rkt_unpack(vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT, &e);
+	if (e.gkey && e.gkey == vq->rkt_want) {
+		vq->cache[vq->cache_next] = e;
+		vq->cache_next = (vq->cache_next + 1) % VBE_VX_RKT_CACHE;
+		vq->rkt_want = 0;
+	}
+	/* else rkt_want stays: vbe_vx_post reports REM_ACCESS_ERR. */
+}
+
+/* One device completion of vq. */
+void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
+{
+	unsigned kind = vbe_vx_wrid_kind(wc->wr_id);
+	uint8_t st = vbe_vx_status(wc->status);
+	struct vbe_guest *g = NULL;
+	struct vbe_qp *qp;
+	struct vbe_wqe *w;
+
+	if (vbe_vx_wrid_gen(wc->wr_id) != vq->s.gen)
+		return;
+	if (kind == VBE_VX_WR_SQ && vq->sq_posted)
+		vq->sq_posted--;
+	else if (kind == VBE_VX_WR_RQ && vq->rq_posted)
+		vq->rq_posted--;
+	else if (kind == VBE_VX_WR_RKT)
+		vq->rkt_wait = false;
+	qp = vbe_vx_guest_qp(vx, vq, &g);
+	/* After a failure the device flushes what we already flushed. */
+	if (!qp || vq->state == VBE_VQ_DOWN || qp->state != VBE_QPS_RTS)
+		return;
+	switch (kind) {
+	case VBE_VX_WR_SQ:
+		w = vbe_wq_head(&qp->sq);
+		if (!w)
+			return;
+		vq->inflight -= vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
+		if (!st) {
+			g->ctr.tx_ops++;
+			g->ctr.tx_bytes += vbe_vx_wr_len(w);
+		}
+		vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), st,
+				st ? 0 : vbe_vx_wr_len(w));
+		break;
+	case VBE_VX_WR_RQ:
+		if (!st) {
+			g->ctr.rx_ops++;
+			g->ctr.rx_bytes += wc->byte_len;
+		}
+		vbe_rq_complete(g, qp, wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ?
+				VRDMA_WC_RECV_IMM : VRDMA_WC_RECV, st, st ? 0 : wc->byte_len,
+				wc->imm_data, !st && (wc->wc_flags & IBV_WC_WITH_IMM),
+				qp->peer_qpn);
+		break;
+	case VBE_VX_WR_RKT:
+		if (!st) {
+			vbe_vx_rkt_done(vx, vq);
+			break;
+		}
+		/* The table itself was refused: the waiting WR fails as such. */
+		w = vbe_wq_head(&qp->sq);
+		if (w && !vq->sq_posted)
+			vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), st, 0);
+		break;
+	default:
+		return;
+	}
+	if (st) {
+		vlog_dbg("rdma: guest %u QP %#x: device status %s", g->domid, qp->handle,
+			 ibv_wc_status_str(wc->status));
+		vbe_vx_fail(vq, g, qp);
+		return;
+	}
+	vbe_vx_sq_run(g, qp);
+	if (kind == VBE_VX_WR_RQ)
+		vbe_vx_post_recvs(vq, g, qp, (uint32_t)(vq - vx->qps));
+}
+
+/* The connection broke under vq (peer node or guest gone, device error):
+ * the WR in flight exhausts its retries, the rest flush, QP_ERROR. */
+void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
+{
+	struct vbe_guest *g;
+	struct vbe_qp *qp;
+
+	/* What the device completed before the peer left (its last ACKs
+	 * precede its disconnect) completes normally first. */
+	if (vq->cq && vq->state == VBE_VQ_UP)
+		vbe_vx_poll_cq(vx, vq, INT_MAX);
+	if (!vq->s.used)
+		return;
+	qp = vbe_vx_guest_qp(vx, vq, &g);
+	vq->state = VBE_VQ_DOWN;
+	vq->sq_posted = vq->rq_posted = 0;
+	vq->inflight = 0;
+	if (qp && qp->state == VBE_QPS_RTS)
+		vbe_qp_peer_lost(g, qp);
+}

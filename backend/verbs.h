@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RDMA-device path (issue 4), internals shared by verbs_*.c,
+ * target_verbs.c and cm_rdmacm.c.  docs/rdma.md is the prose.
+ *
+ *   verbs_map.c     pure helpers: status/access mapping, private data,
+ *                   remote-key table entries, wr_id encoding (unit tested)
+ *   verbs_dev.c     the node's device: rdma_cm listener, completion
+ *                   channel, per-guest PD + MRs + key table, CQ polling
+ *   target_verbs.c  a guest QP whose peer is on another node
+ *   cm_rdmacm.c     connection setup between nodes with librdmacm
+ *
+ * One device context per node.  Each guest gets one ibv_pd; its MRs are
+ * registered on the device lazily (when a command batch changed them)
+ * with iova = the guest's iova, so addresses pass through unchanged.
+ *
+ * Remote keys: a guest hands out its backend key (index << 8 | gen8).
+ * Each guest's node publishes a remote-key table in device memory (one
+ * 32-byte entry per MR slot: guest key -> device rkey, iova, length,
+ * access, PD), registered REMOTE_READ at iova 0 in that guest's PD, so
+ * only QPs of that guest can read it.  A requester translates a guest
+ * rkey by RDMA-reading the entry once (cached per QP), checks bounds and
+ * rights itself, then posts with the device rkey; the responder's device
+ * enforces the MR's bounds and rights again.
+ */
+#ifndef VRDMA_VBE_VERBS_H
+#define VRDMA_VBE_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "vbe.h"
+
+#define VBE_VX_PORT_DEF		18515
+#define VBE_VX_MAX_QPS		1024	/* device QPs per node */
+#define VBE_VX_GUEST_QPS	256	/* per guest: nobody takes the table */
+#define VBE_VX_RESOLVE_MS	2000	/* rdma_resolve_addr/route limits */
+#define VBE_VX_CQ_BATCH		32
+#define VBE_VX_POLL_CQES	256	/* device CQEs per node poll */
+#define VBE_VX_RKT_CACHE	8	/* translated rkeys per QP */
+#define VBE_VX_RD_ATOM		4	/* outstanding READ/atomics */
+#define VBE_VX_ACK_TIMEOUT	14	/* 4.096 us << 14 = 67 ms, as perftest */
+/* Bytes of send WRs on the device per QP (at least one WR): enough for
+ * the bandwidth-delay product of any RNIC, small enough that Soft-RoCE
+ * over a lossy link does not go-back-N a whole send queue. */
+#define VBE_VX_INFLIGHT		(2u << 20)
+
+/* ---- verbs_map.c: pure ---- */
+
+uint8_t  vbe_vx_status(int ibv_wc_status);
+int      vbe_vx_access(uint32_t vrdma_acc);
+uint64_t vbe_vx_svc_hash(const char *service);
+
+/* Private data, little endian, fits rdma_cm's 56-byte REQ limit:
+ *   0 u8 magic | 1 u8 pdata_len | 2 u16 pd | 4 u32 qpn | 8 u32 rkt rkey
+ *   12 u64 service hash (0 in a reply) | 20 pdata[pdata_len]
+ * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
+#define VBE_VX_PD_MAGIC		0xa1
+#define VBE_VX_HELLO_HDR	20
+#define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
+#define VBE_VX_REJ_HDR		4
+#define VBE_VX_REJ_MAX		(VBE_VX_REJ_HDR + VRDMA_PDATA_MAX)
+
+struct vbe_vx_hello {
+	uint16_t pd;			/* vbe PD index of the guest QP */
+	uint32_t qpn;			/* guest QP number */
+	uint32_t rkt_rkey;		/* device rkey of the key table */
+	uint64_t svc_hash;
+	uint32_t pdata_len;
+	uint8_t  pdata[VRDMA_PDATA_MAX];
+};
+
+int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len);
+int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h);
+int vbe_vx_rej_pack(uint16_t status, const uint8_t *pdata, uint32_t pdata_len,
+		    uint8_t *buf, size_t len);
+int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
+		      uint8_t *pdata, uint32_t *pdata_len);
+
+/* Remote-key table entry (32 bytes in device memory, little endian). */
+#define VBE_VX_RKT_ENT		32
+struct vbe_rkt {
+	uint32_t gkey;			/* guest key; 0 = slot empty */
+	uint32_t rkey;			/* device rkey */
+	uint64_t iova, length;
+	uint32_t access;		/* VRDMA_ACC_* */
+	uint32_t pd;			/* vbe PD index */
+};
+
+void vbe_vx_rkt_pack(const struct vbe_rkt *e, uint8_t *buf);
+void vbe_vx_rkt_unpack(const uint8_t *buf, struct vbe_rkt *e);
+/* Requester-side check of a translated key: 0 or a VRDMA_WS_*. */
+int  vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
+		      uint64_t addr, uint64_t len, uint32_t acc);
+
+/* wr_id of a device WR: kind, device-QP slot and its generation. */
+enum { VBE_VX_WR_SQ = 1, VBE_VX_WR_RQ = 2, VBE_VX_WR_RKT = 3 };
+static inline uint64_t vbe_vx_wrid(unsigned kind, uint16_t gen, uint32_t slot)
+{
+	return (uint64_t)kind << 56 | (uint64_t)gen << 32 | slot;
+}
+static inline unsigned vbe_vx_wrid_kind(uint64_t id) { return (unsigned)(id >> 56); }
+static inline uint16_t vbe_vx_wrid_gen(uint64_t id) { return (uint16_t)(id >> 32); }
+static inline uint32_t vbe_vx_wrid_slot(uint64_t id) { return (uint32_t)id; }
+
+/* ---- device state ---- */
+
+struct vbe_vguest {
+	struct vbe_vguest *next;
+	uint32_t domid, devid;
+	const struct vbe_guest *g;	/* incarnation it was made for */
+	struct ibv_pd *pd;
+	struct ibv_mr **mr;		/* [VBE_MAX_MRS], NULL = not registered */
+	uint32_t *key;			/* guest key each mr was made for */
+	uint8_t **addr;			/* dom0 address each mr covers */
+	uint8_t *rkt;			/* VBE_MAX_MRS entries, remote-readable */
+	struct ibv_mr *rkt_mr;
+	uint8_t *scratch;		/* one entry per device QP slot */
+	struct ibv_mr *scratch_mr;
+	uint64_t cmds;			/* g->ctr.commands at the last sync */
+	unsigned nqps;
+};
+
+enum vbe_vq_state {
+	VBE_VQ_ADDR,		/* connector: resolving address */
+	VBE_VQ_ROUTE,		/* connector: resolving route */
+	VBE_VQ_CONN,		/* connector: REQ sent */
+	VBE_VQ_UP,		/* established (or accepted) */
+	VBE_VQ_DOWN,		/* disconnected / failed: CQEs ignored */
+};
+
+struct vbe_vqp {
+	struct vbe_slot s;
+	uint32_t domid, devid, qp;	/* the guest QP (handle) */
+	struct vbe_vguest *vg;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	unsigned cq_events;		/* to ack before destroying the CQ */
+	enum vbe_vq_state state;
+	bool connector;
+	uint64_t conn_id;		/* connector: the guest's attempt */
+	int64_t deadline;
+	uint32_t sq_posted, rq_posted;	/* guest WRs at the heads on the device */
+	uint64_t inflight;		/* bytes of the posted send WRs */
+	bool rkt_wait;			/* key-table READ in flight */
+	uint32_t rkt_want;		/* the guest rkey it is for */
+	uint32_t peer_qpn, peer_pd, peer_rkt;
+	struct vbe_rkt cache[VBE_VX_RKT_CACHE];
+	unsigned cache_next;
+	struct vbe_vx_hello hello;	/* connector: what rdma_connect sends */
+};
+
+/* A remote CONN_REQUEST waiting for its listener (index = conn slot). */
+struct vbe_vrconn {
+	struct rdma_cm_id *id;
+	struct vbe_vx_hello hello;
+};
+
+struct vbe_vx {
+	struct vbe_node *node;
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *lis;
+	struct ibv_context *ctx;
+	struct ibv_comp_channel *cch;
+	struct sockaddr_storage addr;	/* our RDMA address */
+	uint16_t port;
+	struct vbe_vguest *guests;
+	struct vbe_vqp qps[VBE_VX_MAX_QPS];
+	struct vbe_vrconn rconn[VBE_MAX_CONNS];
+	int max_sge;
+};
+
+/* verbs_dev.c */
+struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g);
+void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_guest *g);
+struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe_qp *qp);
+int  vbe_vx_qp_create(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_qp *qp);
+void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq);
+struct vbe_vqp *vbe_vx_qp_find(struct vbe_vx *vx, const struct vbe_guest *g,
+			       const struct vbe_qp *qp);
+struct vbe_qp *vbe_vx_guest_qp(struct vbe_vx *vx, struct vbe_vqp *vq,
+			       struct vbe_guest **pg);
+int  vbe_vx_poll_cq(struct vbe_vx *vx, struct vbe_vqp *vq, int budget);
+
+/* target_verbs.c */
+extern const struct vbe_target vbe_target_verbs;
+void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc);
+void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq);
+
+/* cm_rdmacm.c */
+void vbe_rcm_events(struct vbe_vx *vx);
+void vbe_rcm_tick(struct vbe_vx *vx, int64_t now_ms);
+
+#endif /* VRDMA_VBE_VERBS_H */

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The node's RDMA device: one context, found through the rdma_cm
+ * listener's address, one completion channel, one CQ per device QP.
+ * Per guest: one PD, its MRs registered lazily (after a command batch
+ * changed them, and before any WR of that guest reaches the device),
+ * and its remote-key table (verbs.h).
+ *
+ * Fds (rdma_cm events, completion channel, async events) go into
+ * vrdmad's loop through the node's fd callback; CQs are polled in
+ * vbe_node_poll with a per-node budget.  Nothing here blocks: every fd
+ * is non-blocking and address/route resolution has a time limit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include "log.h"
+#include "verbs.h"
+#include "target.h"
+
+static int vbe_vx_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Bind a throwaway id to each IPv4 address: the first one that lands on
+ * an RDMA device is ours (rxe0 over eth0 in the cluster rig). */
+static int vbe_vx_find_addr(struct vbe_vx *vx, struct sockaddr_in *out)
+{
+	struct ifaddrs *ifa, *i;
+	struct rdma_cm_id *id;
+	int err = -ENODEV;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i && err; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		if (rdma_create_id(vx->ech, &id, NULL, RDMA_PS_TCP))
+			break;
+		if (!rdma_bind_addr(id, i->ifa_addr) && id->verbs) {
+			memcpy(out, i->ifa_addr, sizeof(*out));
+			err = 0;
+		}
+		rdma_destroy_id(id);
+	}
+	freeifaddrs(ifa);
+	return err;
+}
+
+static int vbe_vx_parse_addr(const char *s, struct sockaddr_in *out)
+{
+	struct addrinfo hints = { .ai_family = AF_INET }, *res;
+
+	/* Numeric first: a name lookup may wait on DNS. */
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(s, NULL, &hints, &res)) {
+		hints.ai_flags = 0;
+		if (getaddrinfo(s, NULL, &hints, &res))
+			return -EADDRNOTAVAIL;
+	}
+	memcpy(out, res->ai_addr, sizeof(*out));
+	freeaddrinfo(res);
+	return 0;
+}
+
+static void vbe_vx_fds(struct vbe_node *n, struct vbe_vx *vx, int add)
+{
+	if (!n->fd_cb)
+		return;
+	n->fd_cb(n->fd_arg, vx->ech->fd, add);
+	n->fd_cb(n->fd_arg, vx->cch->fd, add);
+	n->fd_cb(n->fd_arg, vx->ctx->async_fd, add);
+}
+
+int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
+{
+	struct ibv_device_attr da;
+	struct sockaddr_in sin;
+	struct vbe_vx *vx;
+	char buf[INET_ADDRSTRLEN];
+	int err;
+
+	if (!cfg->rdma_addr || !strcmp(cfg->rdma_addr, "none"))
+		return 0;
+	vx = calloc(1, sizeof(*vx));
+	if (!vx)
+		return -ENOMEM;
+	vx->node = n;
+	vx->port = cfg->rdma_port ? (uint16_t)cfg->rdma_port : VBE_VX_PORT_DEF;
+	vx->ech = rdma_create_event_channel();
+	if (!vx->ech) {
+		err = -errno;
+		goto err_free;
+	}
+	err = vbe_vx_nonblock(vx->ech->fd);
+	if (err)
+		goto err_ech;
+	if (cfg->rdma_addr[0])
+		err = vbe_vx_parse_addr(cfg->rdma_addr, &sin);
+	else
+		err = vbe_vx_find_addr(vx, &sin);
+	if (err)
+		goto err_ech;
+	sin.sin_port = htons(vx->port);
+	if (rdma_create_id(vx->ech, &vx->lis, vx, RDMA_PS_TCP)) {
+		err = -errno;
+		goto err_ech;
+	}
+	if (rdma_bind_addr(vx->lis, (struct sockaddr *)&sin)) {
+		err = -errno;
+		goto err_lis;
+	}
+	if (!vx->lis->verbs) {
+		err = -ENODEV;
+		goto err_lis;
+	}
+	if (rdma_listen(vx->lis, VBE_LISTEN_BACKLOG)) {
+		err = -errno;
+		goto err_lis;
+	}
+	vx->ctx = vx->lis->verbs;
+	if (ibv_query_device(vx->ctx, &da)) {
+		err = -EIO;
+		goto err_lis;
+	}
+	vx->max_sge = da.max_sge;
+	vx->cch = ibv_create_comp_channel(vx->ctx);
+	if (!vx->cch) {
+		err = -errno;
+		goto err_lis;
+	}
+	err = vbe_vx_nonblock(vx->cch->fd);
+	if (!err)
+		err = vbe_vx_nonblock(vx->ctx->async_fd);
+	if (err)
+		goto err_cch;
+	memcpy(&vx->addr, &sin, sizeof(sin));
+	n->vx = vx;
+	vbe_vx_fds(n, vx, 1);
+	vlog_info("rdma: %s listening on %s:%u", ibv_get_device_name(vx->ctx->device),
+		  inet_ntop(AF_INET, &sin.sin_addr, buf, sizeof(buf)), vx->port);
+	return 0;
+
+err_cch:
+	ibv_destroy_comp_channel(vx->cch);
+err_lis:
+	rdma_destroy_id(vx->lis);
+err_ech:
+	rdma_destroy_event_channel(vx->ech);
+err_free:
+	free(vx);
+	return err ? err : -EIO;
+}
+
+static void vbe_vx_guest_free(struct vbe_vx *vx, struct vbe_vguest *vg);
+
+void vbe_vx_close(struct vbe_node *n)
+{
+	struct vbe_vx *vx = n->vx;
+	uint32_t i;
+
+	if (!vx)
+		return;
+	for (i = 0; i < VBE_VX_MAX_QPS; i++)
+		if (vx->qps[i].s.used)
+			vbe_vx_qp_free(vx, &vx->qps[i]);
+	for (i = 0; i < VBE_MAX_CONNS; i++)
+		if (vx->rconn[i].id)
+			rdma_destroy_id(vx->rconn[i].id);
+	while (vx->guests)
+		vbe_vx_guest_free(vx, vx->guests);
+	vbe_vx_fds(n, vx, 0);
+	ibv_destroy_comp_channel(vx->cch);
+	rdma_destroy_id(vx->lis);
+	rdma_destroy_event_channel(vx->ech);
+	free(vx);
+	n->vx = NULL;
+}
+
+/* ---- per-guest device state ---- */
+
+static void vbe_vx_mr_drop(struct vbe_vguest *vg, uint32_t i)
+{
+	if (vg->mr[i])
+		ibv_dereg_mr(vg->mr[i]);
+	vg->mr[i] = NULL;
+	vg->key[i] = 0;
+	vg->addr[i] = NULL;
+	memset(vg->rkt + (size_t)i * VBE_VX_RKT_ENT, 0, VBE_VX_RKT_ENT);
+}
+
+static void vbe_vx_guest_free(struct vbe_vx *vx, struct vbe_vguest *vg)
+{
+	struct vbe_vguest **p;
+	uint32_t i;
+
+	for (p = &vx->guests; *p; p = &(*p)->next)
+		if (*p == vg) {
+			*p = vg->next;
+			break;
+		}
+	if (vg->mr)
+		for (i = 0; i < VBE_MAX_MRS; i++)
+			vbe_vx_mr_drop(vg, i);
+	if (vg->rkt_mr)
+		ibv_dereg_mr(vg->rkt_mr);
+	if (vg->scratch_mr)
+		ibv_dereg_mr(vg->scratch_mr);
+	if (vg->pd)
+		ibv_dealloc_pd(vg->pd);
+	free(vg->mr);
+	free(vg->key);
+	free(vg->addr);
+	free(vg->rkt);
+	free(vg->scratch);
+	free(vg);
+}
+
+static uint8_t *vbe_vx_zalloc(size_t len)
+{
+	void *p;
+
+	if (posix_memalign(&p, VRDMA_PAGE_SIZE, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+/* g's device state, made on first use; NULL if the device says no. */
+struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g)
+{
+	const size_t rkt_len = (size_t)VBE_MAX_MRS * VBE_VX_RKT_ENT;
+	const size_t scr_len = (size_t)VBE_VX_MAX_QPS * VBE_VX_RKT_ENT;
+	struct vbe_vguest *vg;
+
+	for (vg = vx->guests; vg; vg = vg->next)
+		if (vg->g == g && vg->domid == g->domid && vg->devid == g->devid)
+			return vg;
+	vg = calloc(1, sizeof(*vg));
+	if (!vg)
+		return NULL;
+	vg->domid = g->domid;
+	vg->devid = g->devid;
+	vg->g = g;
+	vg->cmds = UINT64_MAX;	/* first sync registers everything */
+	vg->next = vx->guests;
+	vx->guests = vg;
+	vg->mr = calloc(VBE_MAX_MRS, sizeof(*vg->mr));
+	vg->key = calloc(VBE_MAX_MRS, sizeof(*vg->key));
+	vg->addr = calloc(VBE_MAX_MRS, sizeof(*vg->addr));
+	/* Page aligned: the kernel wants start and iova at the same page
+	 * offset, and the table sits at iova 0. */
+	vg->rkt = vbe_vx_zalloc(rkt_len);
+	vg->scratch = vbe_vx_zalloc(scr_len);
+	vg->pd = ibv_alloc_pd(vx->ctx);
+	if (!vg->mr || !vg->key || !vg->addr || !vg->rkt || !vg->scratch || !vg->pd)
+		goto err_free;
+	/* iova 0: the peer finds entry i at i * 32 without being told where. */
+	vg->rkt_mr = ibv_reg_mr_iova(vg->pd, vg->rkt, rkt_len, 0, IBV_ACCESS_REMOTE_READ);
+	vg->scratch_mr = ibv_reg_mr(vg->pd, vg->scratch, scr_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!vg->rkt_mr || !vg->scratch_mr)
+		goto err_free;
+	return vg;
+
+err_free:
+	vlog_warn("rdma: guest %u device %u: no device PD/MRs: %s", g->domid, g->devid,
+		  strerror(errno));
+	vbe_vx_guest_free(vx, vg);
+	return NULL;
+}
+
+/*
+ * Bring the device MRs in line with g's MR table.  Cheap when no command
+ * ran since the last call; called before any WR of g reaches the device
+ * and after every node poll, so a key a guest hands out (only after its
+ * REG_MR's CMD_DONE) is in the table before a peer can learn it.
+ */
+void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_guest *g)
+{
+	uint32_t i;
+
+	(void)vx;
+	if (vg->cmds == g->ctr.commands || !g->mrs)
+		return;
+	vg->cmds = g->ctr.commands;
+	for (i = 0; i < VBE_MAX_MRS; i++) {
+		const struct vbe_mr *m = &g->mrs[i];
+		uint8_t *addr = m->s.used ? g->bufs[m->buf].addr + m->offset : NULL;
+		struct vbe_rkt e;
+
+		if (vg->key[i] && (!m->s.used || m->key != vg->key[i] || addr != vg->addr[i]))
+			vbe_vx_mr_drop(vg, i);
+		if (!m->s.used || vg->key[i])
+			continue;
+		vg->key[i] = m->key;
+		vg->addr[i] = addr;
+		vg->mr[i] = ibv_reg_mr_iova(vg->pd, addr, m->length, m->iova,
+					    vbe_vx_access(m->access));
+		if (!vg->mr[i]) {
+			/* WRs naming it fail LOC_PROT / REM_ACCESS: as a bad key. */
+			vlog_warn("rdma: guest %u: ibv_reg_mr %#x (%llu bytes): %s", g->domid,
+				  m->key, (unsigned long long)m->length, strerror(errno));
+			continue;
+		}
+		e.gkey = m->key;
+		e.rkey = vg->mr[i]->rkey;
+		e.iova = m->iova;
+		e.length = m->length;
+		e.access = m->access;
+		e.pd = m->pd;
+		vbe_vx_rkt_pack(&e, vg->rkt + (size_t)i * VBE_VX_RKT_ENT);
+	}
+}
+
+/* Guests that left (or were disabled) give their device state back. */
+static void vbe_vx_guests_reap(struct vbe_vx *vx)
+{
+	struct vbe_vguest *vg, *next;
+	struct vbe_guest *g;
+
+	for (vg = vx->guests; vg; vg = next) {
+		next = vg->next;
+		g = vbe_node_guest(vx->node, vg->domid, vg->devid);
+		if (g && g == vg->g && !g->dead) {
+			vbe_vx_guest_sync(vx, vg, g);
+			continue;
+		}
+		if (!vg->nqps)
+			vbe_vx_guest_free(vx, vg);
+	}
+}
+
+/* ---- device QPs ---- */
+
+struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_vguest *vg = vbe_vx_guest(vx, g);
+	struct vbe_vqp *vq;
+	uint32_t i;
+
+	if (!vg || vg->nqps >= VBE_VX_GUEST_QPS)
+		return NULL;
+	i = VBE_TAKE(vx->qps, VBE_VX_MAX_QPS);
+	if (i == UINT32_MAX)
+		return NULL;
+	vq = &vx->qps[i];
+	memset((char *)vq + sizeof(vq->s), 0, sizeof(*vq) - sizeof(vq->s));
+	vq->domid = g->domid;
+	vq->devid = g->devid;
+	vq->qp = qp->handle;
+	vq->vg = vg;
+	vg->nqps++;
+	qp->vx_qp = vbe_handle(&vq->s, i);
+	vbe_vx_guest_sync(vx, vg, g);
+	return vq;
+}
+
+/* The device QP on vq->id, in the guest's PD, sized like the guest QP
+ * (+1 send slot for a key-table READ). */
+int vbe_vx_qp_create(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_qp *qp)
+{
+	struct ibv_qp_init_attr a;
+	uint32_t sge = qp->max_sge ? qp->max_sge : 1;
+
+	if (vq->id->verbs != vx->ctx)
+		return -EXDEV;		/* routed to another device: one only */
+	if (sge > (uint32_t)vx->max_sge)
+		return -EINVAL;
+	vq->cq = ibv_create_cq(vx->ctx, (int)(qp->sq.size + qp->rq.size + 1),
+			       (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps)),
+			       vx->cch, 0);
+	if (!vq->cq)
+		return -errno;
+	if (ibv_req_notify_cq(vq->cq, 0))
+		goto err_cq;
+	memset(&a, 0, sizeof(a));
+	a.send_cq = vq->cq;
+	a.recv_cq = vq->cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = qp->sq.size + 1;
+	a.cap.max_recv_wr = qp->rq.size;
+	a.cap.max_send_sge = sge;
+	a.cap.max_recv_sge = sge;
+	if (rdma_create_qp(vq->id, vq->vg->pd, &a))
+		goto err_cq;
+	return 0;
+
+err_cq:
+	ibv_destroy_cq(vq->cq);
+	vq->cq = NULL;
+	return -EIO;
+}
+
+void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
+{
+	(void)vx;
+	if (vq->id) {
+		if (vq->state == VBE_VQ_UP)
+			rdma_disconnect(vq->id);
+		if (vq->id->qp)
+			rdma_destroy_qp(vq->id);
+		rdma_destroy_id(vq->id);	/* events are acked at once: no wait */
+	}
+	if (vq->cq) {
+		ibv_ack_cq_events(vq->cq, vq->cq_events);
+		ibv_destroy_cq(vq->cq);
+	}
+	if (vq->vg)
+		vq->vg->nqps--;
+	memset((char *)vq + sizeof(vq->s), 0, sizeof(*vq) - sizeof(vq->s));
+	vbe_slot_free(&vq->s);
+}
+
+struct vbe_vqp *vbe_vx_qp_find(struct vbe_vx *vx, const struct vbe_guest *g,
+			       const struct vbe_qp *qp)
+{
+	/* The hint is a handle: a freed slot's generation moved on. */
+	struct vbe_vqp *vq = VBE_GET(vx->qps, VBE_VX_MAX_QPS, qp->vx_qp);
+
+	if (vq && vq->qp == qp->handle && vq->domid == g->domid &&
+	    vq->devid == g->devid && vq->vg && vq->vg->g == g)
+		return vq;
+	return NULL;
+}
+
+/* The guest QP behind vq, if both are still there. */
+struct vbe_qp *vbe_vx_guest_qp(struct vbe_vx *vx, struct vbe_vqp *vq,
+			       struct vbe_guest **pg)
+{
+	struct vbe_guest *g = vbe_node_guest(vx->node, vq->domid, vq->devid);
+
+	if (!g || g->dead || !g->qps || !vq->vg || vq->vg->g != g)
+		return NULL;
+	*pg = g;
+	return VBE_GET(g->qps, VBE_MAX_QPS, vq->qp);
+}
+
+/* ---- loop hooks ---- */
+
+static void vbe_vx_async(struct vbe_vx *vx)
+{
+	struct ibv_async_event ev;
+	uint32_t i;
+
+	while (!ibv_get_async_event(vx->ctx, &ev)) {
+		struct ibv_qp *q = NULL;
+
+		if (ev.event_type == IBV_EVENT_QP_FATAL ||
+		    ev.event_type == IBV_EVENT_QP_REQ_ERR ||
+		    ev.event_type == IBV_EVENT_QP_ACCESS_ERR)
+			q = ev.element.qp;
+		vlog_dbg("rdma: async event %s", ibv_event_type_str(ev.event_type));
+		ibv_ack_async_event(&ev);
+		for (i = 0; q && i < VBE_VX_MAX_QPS; i++)
+			if (vx->qps[i].s.used && vx->qps[i].id && vx->qps[i].id->qp == q)
+				vbe_vx_qp_lost(vx, &vx->qps[i]);
+	}
+}
+
+void vbe_vx_fd_ready(struct vbe_node *n, int fd)
+{
+	struct vbe_vx *vx = n->vx;
+	struct ibv_cq *cq;
+	void *cctx;
+
+	if (!vx)
+		return;
+	if (fd == vx->ech->fd) {
+		vbe_rcm_events(vx);
+	} else if (fd == vx->cch->fd) {
+		/* Only re-arms; vbe_vx_poll reads the CQs. */
+		while (!ibv_get_cq_event(vx->cch, &cq, &cctx)) {
+			struct vbe_vqp *vq = VBE_GET(vx->qps, VBE_VX_MAX_QPS,
+						    (uint32_t)(uintptr_t)cctx);
+
+			if (vq && vq->cq == cq)
+				vq->cq_events++;
+			else
+				ibv_ack_cq_events(cq, 1);
+		}
+	} else if (fd == vx->ctx->async_fd) {
+		vbe_vx_async(vx);
+	}
+}
+
+int vbe_vx_poll_cq(struct vbe_vx *vx, struct vbe_vqp *vq, int budget)
+{
+	struct ibv_wc wc[VBE_VX_CQ_BATCH];
+	int i, k, done = 0;
+
+	while (done < budget && vq->s.used && vq->cq) {
+		k = ibv_poll_cq(vq->cq, VBE_VX_CQ_BATCH, wc);
+		if (k <= 0)
+			break;
+		/* vbe_vx_cqe may free vq (guest gone): re-check per entry. */
+		for (i = 0; i < k && vq->s.used; i++)
+			vbe_vx_cqe(vx, vq, &wc[i]);
+		done += k;
+	}
+	return done;
+}
+
+int vbe_vx_poll(struct vbe_node *n)
+{
+	struct vbe_vx *vx = n->vx;
+	int done = 0;
+	uint32_t i;
+
+	if (!vx)
+		return 0;
+	for (i = 0; i < VBE_VX_MAX_QPS && done < VBE_VX_POLL_CQES; i++)
+		if (vx->qps[i].s.used && vx->qps[i].cq)
+			done += vbe_vx_poll_cq(vx, &vx->qps[i], VBE_VX_POLL_CQES - done);
+	vbe_vx_guests_reap(vx);
+	return done;
+}
+
+int vbe_vx_arm(struct vbe_node *n)
+{
+	struct vbe_vx *vx = n->vx;
+	int more = 0;
+	uint32_t i;
+
+	if (!vx)
+		return 0;
+	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
+		struct vbe_vqp *vq = &vx->qps[i];
+
+		if (!vq->s.used || !vq->cq)
+			continue;
+		ibv_req_notify_cq(vq->cq, 0);
+		/* A completion that landed before the arm raises no event. */
+		if (vbe_vx_poll_cq(vx, vq, VBE_VX_POLL_CQES))
+			more = 1;
+	}
+	return more;
+}
+
+void vbe_vx_tick(struct vbe_node *n, int64_t now_ms)
+{
+	struct vbe_vx *vx = n->vx;
+	uint32_t i;
+
+	if (!vx)
+		return;
+	vbe_rcm_tick(vx, now_ms);
+	/* Device QPs whose guest QP is gone without telling us. */
+	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
+		struct vbe_vqp *vq = &vx->qps[i];
+		struct vbe_guest *g;
+
+		if (vq->s.used && !vbe_vx_guest_qp(vx, vq, &g))
+			vbe_vx_qp_free(vx, vq);
+	}
+	vbe_vx_guests_reap(vx);
+}

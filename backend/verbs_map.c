@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pure helpers of the RDMA-device path: device statuses and access
+ * flags in the guest's terms, the private data of the rdma_cm exchange,
+ * remote-key table entries.  No device needed (tests/test_verbs.c).
+ *
+ * Everything that crosses the network is packed byte by byte, little
+ * endian: the two nodes share no struct layout, only these offsets.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "verbs.h"
+
+uint8_t vbe_vx_status(int st)
+{
+	switch (st) {
+	case IBV_WC_SUCCESS:
+		return VRDMA_WS_SUCCESS;
+	case IBV_WC_LOC_LEN_ERR:
+		return VRDMA_WS_LOC_LEN_ERR;
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_INV_EECN_ERR:
+	case IBV_WC_INV_EEC_STATE_ERR:
+		return VRDMA_WS_LOC_QP_OP_ERR;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_MW_BIND_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+		return VRDMA_WS_LOC_PROT_ERR;
+	case IBV_WC_WR_FLUSH_ERR:
+		return VRDMA_WS_WR_FLUSH_ERR;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_INV_RD_REQ_ERR:
+		return VRDMA_WS_REM_INV_REQ_ERR;
+	case IBV_WC_REM_ACCESS_ERR:
+		return VRDMA_WS_REM_ACCESS_ERR;
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+	case IBV_WC_BAD_RESP_ERR:
+		return VRDMA_WS_REM_OP_ERR;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+		return VRDMA_WS_RETRY_EXC_ERR;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return VRDMA_WS_RNR_RETRY_EXC_ERR;
+	default:
+		/* FATAL, GENERAL, tag matching, anything newer. */
+		return VRDMA_WS_FATAL_ERR;
+	}
+}
+
+int vbe_vx_access(uint32_t acc)
+{
+	int f = 0;
+
+	if (acc & VRDMA_ACC_LOCAL_WRITE)
+		f |= IBV_ACCESS_LOCAL_WRITE;
+	if (acc & VRDMA_ACC_REMOTE_WRITE)
+		f |= IBV_ACCESS_REMOTE_WRITE;
+	if (acc & VRDMA_ACC_REMOTE_READ)
+		f |= IBV_ACCESS_REMOTE_READ;
+	if (acc & VRDMA_ACC_REMOTE_ATOMIC)
+		f |= IBV_ACCESS_REMOTE_ATOMIC;
+	return f;
+}
+
+/* FNV-1a over the NUL-padded name: the REQ has no room for 32 bytes of
+ * name beside 32 bytes of guest pdata.  Never 0 (0 marks a reply). */
+uint64_t vbe_vx_svc_hash(const char *service)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i, len = strnlen(service, VRDMA_NAME_MAX);
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)service[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static void vbe_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void vbe_put32(uint8_t *p, uint32_t v)
+{
+	vbe_put16(p, (uint16_t)v);
+	vbe_put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void vbe_put64(uint8_t *p, uint64_t v)
+{
+	vbe_put32(p, (uint32_t)v);
+	vbe_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t vbe_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t vbe_get32(const uint8_t *p)
+{
+	return vbe_get16(p) | (uint32_t)vbe_get16(p + 2) << 16;
+}
+
+static uint64_t vbe_get64(const uint8_t *p)
+{
+	return vbe_get32(p) | (uint64_t)vbe_get32(p + 4) << 32;
+}
+
+/* Bytes written, or -EINVAL / -ENOSPC. */
+int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
+{
+	size_t need = VBE_VX_HELLO_HDR + h->pdata_len;
+
+	if (h->pdata_len > VRDMA_PDATA_MAX)
+		return -EINVAL;
+	if (len < need)
+		return -ENOSPC;
+	buf[0] = VBE_VX_PD_MAGIC;
+	buf[1] = (uint8_t)h->pdata_len;
+	vbe_put16(buf + 2, h->pd);
+	vbe_put32(buf + 4, h->qpn);
+	vbe_put32(buf + 8, h->rkt_rkey);
+	vbe_put64(buf + 12, h->svc_hash);
+	memcpy(buf + VBE_VX_HELLO_HDR, h->pdata, h->pdata_len);
+	return (int)need;
+}
+
+/* The peer is another vrdmad, but over a network: check every length.
+ * rdma_cm may pad private data with zeros, so longer is fine. */
+int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
+{
+	const uint8_t *p = buf;
+
+	memset(h, 0, sizeof(*h));
+	if (!p || len < VBE_VX_HELLO_HDR || p[0] != VBE_VX_PD_MAGIC)
+		return -EPROTO;
+	if (p[1] > VRDMA_PDATA_MAX || len < VBE_VX_HELLO_HDR + (size_t)p[1])
+		return -EPROTO;
+	h->pdata_len = p[1];
+	h->pd = vbe_get16(p + 2);
+	h->qpn = vbe_get32(p + 4);
+	h->rkt_rkey = vbe_get32(p + 8);
+	h->svc_hash = vbe_get64(p + 12);
+	if (!h->qpn || h->qpn >= 1u << 24) {
+		memset(h, 0, sizeof(*h));
+		return -EPROTO;
+	}
+	memcpy(h->pdata, p + VBE_VX_HELLO_HDR, h->pdata_len);
+	return 0;
+}
+
+int vbe_vx_rej_pack(uint16_t status, const uint8_t *pdata, uint32_t pdata_len,
+		    uint8_t *buf, size_t len)
+{
+	if (pdata_len > VRDMA_PDATA_MAX || (pdata_len && !pdata))
+		return -EINVAL;
+	if (len < VBE_VX_REJ_HDR + pdata_len)
+		return -ENOSPC;
+	buf[0] = VBE_VX_PD_MAGIC;
+	buf[1] = (uint8_t)pdata_len;
+	vbe_put16(buf + 2, status);
+	if (pdata_len)
+		memcpy(buf + VBE_VX_REJ_HDR, pdata, pdata_len);
+	return (int)(VBE_VX_REJ_HDR + pdata_len);
+}
+
+/* A reject without our header (no vrdmad there, a stale port) is
+ * -EPROTO: the caller reports UNREACH. */
+int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
+		      uint8_t *pdata, uint32_t *pdata_len)
+{
+	const uint8_t *p = buf;
+
+	*pdata_len = 0;
+	if (!p || len < VBE_VX_REJ_HDR || p[0] != VBE_VX_PD_MAGIC ||
+	    p[1] > VRDMA_PDATA_MAX || len < VBE_VX_REJ_HDR + (size_t)p[1])
+		return -EPROTO;
+	*status = vbe_get16(p + 2);
+	/* Only statuses a listener side sends; anything else is noise. */
+	if (*status != VRDMA_CS_REFUSED && *status != VRDMA_CS_NOENT &&
+	    *status != VRDMA_CS_TIMEDOUT && *status != VRDMA_CS_NOMEM)
+		*status = VRDMA_CS_REFUSED;
+	*pdata_len = p[1];
+	memcpy(pdata, p + VBE_VX_REJ_HDR, p[1]);
+	return 0;
+}
+
+void vbe_vx_rkt_pack(const struct vbe_rkt *e, uint8_t *buf)
+{
+	vbe_put32(buf, e->gkey);
+	vbe_put32(buf + 4, e->rkey);
+	vbe_put64(buf + 8, e->iova);
+	vbe_put64(buf + 16, e->length);
+	vbe_put32(buf + 24, e->access);
+	vbe_put32(buf + 28, e->pd);
+}
+
+void vbe_vx_rkt_unpack(const uint8_t *buf, struct vbe_rkt *e)
+{
+	e->gkey = vbe_get32(buf);
+	e->rkey = vbe_get32(buf + 4);
+	e->iova = vbe_get64(buf + 8);
+	e->length = vbe_get64(buf + 16);
+	e->access = vbe_get32(buf + 24);
+	e->pd = vbe_get32(buf + 28);
+}
+
+/* As target_local's responder check, on a copy of the peer's entry: the
+ * key must be the one asked for (a stale or empty slot is not), same PD
+ * as the peer QP, rights, and [addr, addr + len) inside the MR. */
+int vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
+		     uint64_t addr, uint64_t len, uint32_t acc)
+{
+	uint64_t off;
+
+	if (!e->gkey || e->gkey != gkey || e->pd != pd || (e->access & acc) != acc)
+		return VRDMA_WS_REM_ACCESS_ERR;
+	if (addr < e->iova)
+		return VRDMA_WS_REM_ACCESS_ERR;
+	off = addr - e->iova;
+	if (off > e->length || len > e->length - off)
+		return VRDMA_WS_REM_ACCESS_ERR;
+	return VRDMA_WS_SUCCESS;
+}

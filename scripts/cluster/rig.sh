@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check-cluster / demo-cluster / bench-cluster / smoke-cluster: fetch
+# the kernel (the Xen rig's cache, reused), build the images from
+# BUILD_DIR, boot the two nodes once running SUITE, and show what node a
+# framed for showing (demo: the bw table; bench: native beside vrdma).
+# Usage: rig.sh SUITE BUILD_DIR     (SUITE xen: the full Xen variant)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+SUITE=${1:?usage: rig.sh SUITE BUILD_DIR}
+B=$(cd "${2:?usage: rig.sh SUITE BUILD_DIR}" && pwd)
+
+"$HERE/../xen/fetch.sh"
+cl_host_pkgs
+if [ "$SUITE" = xen ]; then
+	# The full variant: Xen machines, guests in PV domUs.
+	"$HERE/xen-build.sh" "$B" "$B/xcluster"
+	exec "$HERE/xen-run.sh" "$B/xcluster" xcluster
+fi
+"$HERE/build.sh" "$B" "$B/cluster"
+# Speed (not correctness) needs a bigger host UDP receive buffer; run.sh
+# puts the old value back.  RMEM= (empty) leaves the host alone.
+case $SUITE in
+bench|demo) export RMEM=${RMEM-4194304} ;;
+esac
+rc=0
+LOGDIR=${LOGDIR:-$B/cluster/logs} "$HERE/run.sh" "$SUITE" "$B/cluster" || rc=$?
+sed -n '/VRDMA-SHOW-BEGIN/,/VRDMA-SHOW-END/{/VRDMA-SHOW-/d;s/^\[ *[0-9.]*s\] //;p}' \
+	"${LOGDIR:-$B/cluster/logs}/$SUITE-a.log"
+exit $rc

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+# Suite "check" (sourced by /init on both nodes; b serves, a connects):
+#   a. every opcode from a guest on a to a guest on b, data verified, and
+#      remote accesses outside the given region (bad rkey, out of bounds)
+#      refused with REM_ACCESS_ERR (itest_guest)
+#   b. a peer guest killed (-9) mid-transfer, client side then server
+#      side: the survivor on the other node gets error completions and
+#      exits on its own, no hang
+#   c. vrdmactl census clean on both nodes afterwards
+# Every wait has a limit.
+
+# itest_guest's ITEST lines as markers: itest-<side>-<check>.
+itest_markers() { # side file
+	sed -n 's/^ITEST \([^ ]*\) \(PASS\|FAIL\).*/\1 \2/p' "$2" |
+		while read -r name res; do
+			echo "VRDMA-TEST itest-$1-$name $res"
+		done >$T/itest.res
+	cat $T/itest.res
+	VT_PASS=$((VT_PASS + $(grep -c ' PASS$' $T/itest.res)))
+	VT_FAIL=$((VT_FAIL + $(grep -c ' FAIL$' $T/itest.res)))
+}
+
+# kill_pair VICTIM: a vrdma-bw pair of 1 MiB writes; VICTIM (a|b) is
+# killed -9 once both QPs move data; the other node's program must fail
+# with an error completion within the limit.
+kill_pair() {
+	_v=$1
+	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 1000000 -T 20"
+	if [ "$NODE" = b ]; then
+		bg "$_cmd" $T/kill.out
+		_pid=$BG_PID
+		wait_text $T/kill.out "listening on service" $_pid 60 &&
+			cl_tell kill$_v-listening 60 || { kill -9 $_pid; return 1; }
+	else
+		cl_await kill$_v-listening 120 || return 1
+		bg "$_cmd $VRNODE" $T/kill.out
+		_pid=$BG_PID
+	fi
+	# Both ends hold a QP on their own node once connected.
+	for _ in $(seq 100); do
+		[ "$(field qps "$(ctl census)")" -ge 1 ] 2>/dev/null && break
+		sleep 0.3
+	done
+	if [ "$NODE" = a ]; then
+		cl_await kill$_v-connected 60
+	else
+		cl_tell kill$_v-connected 60
+	fi
+	sleep 2		# mid-transfer
+	if [ "$NODE" = "$_v" ]; then
+		kill -9 $_pid
+		wait $_pid 2>/dev/null
+		echo "killed the vrdma-bw on node $NODE"
+		return 0
+	fi
+	wait_exit $_pid 90
+	_rc=$?
+	tail -n 5 $T/kill.out
+	if [ $_rc = 124 ]; then
+		vt_fail kill$_v-survivor-exits-$NODE "still running 90 s later: a hang"
+	else
+		vt_check kill$_v-survivor-exits-$NODE [ $_rc != 0 ]
+	fi
+	vt_check kill$_v-survivor-error-completion-$NODE \
+		grep -qE 'completion failed|QP.*error|error state' $T/kill.out
+}
+
+if need_remote check-remote-path-$NODE; then
+	# ---- a. every opcode, bad rkey, out of bounds ----
+	if [ "$NODE" = b ]; then
+		bg "timeout 150 itest_guest server itest" $T/itest.out
+		pid=$BG_PID
+		if wait_text $T/itest.out server-ready $pid 60; then
+			cl_tell itest-ready 60
+			wait_exit $pid 170
+			vt_check itest-server-exit [ $? = 0 ]
+		else
+			cl_tell itest-failed 60
+			vt_fail itest-server-ready "$(tail -n 5 $T/itest.out)"
+		fi
+		itest_markers server $T/itest.out
+	else
+		if cl_await itest-ready 120; then
+			timeout 150 itest_guest client itest "$VRNODE" >$T/itest.out 2>&1
+			vt_check itest-client-exit [ $? = 0 ]
+			itest_markers client $T/itest.out
+			grep -q 'ITEST .* FAIL' $T/itest.out && tail -n 20 $T/itest.out
+		else
+			vt_fail itest-client-start "server not ready"
+		fi
+	fi
+	# meet before checking: both sides done
+	if [ "$NODE" = a ]; then cl_tell itest-done 60; else cl_await itest-done 200; fi
+	vt_check itest-clean-$NODE leak_free
+	if [ "$NODE" = a ]; then cl_await itest-clean 120; else cl_tell itest-clean 60; fi
+
+	# ---- b. a peer killed mid-transfer, each side in turn ----
+	# (both meet once the survivor is done, then check what is left)
+	kill_pair a
+	if [ "$NODE" = a ]; then cl_await killa-done 180; else cl_tell killa-done 120; fi
+	vt_check killa-nothing-left-$NODE leak_free
+	if [ "$NODE" = a ]; then cl_tell killa-clean 120; else cl_await killa-clean 180; fi
+	kill_pair b
+	if [ "$NODE" = a ]; then cl_tell killb-done 120; else cl_await killb-done 180; fi
+	vt_check killb-nothing-left-$NODE leak_free
+fi
+
+# ---- c. nothing left on either node ----
+vt_check census-clean-$NODE leak_free
+vt_check daemon-alive-$NODE ctl ping
+echo "census on $NODE: $(ctl census)"

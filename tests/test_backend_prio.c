@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Issue 5: the scheduler across guests (docs/prio.md).  Flooding guests
+ * keep their send queues full of 16 KiB WRITEs; each round is one
+ * vbe_node_poll and the clock is ours, so every check is about bytes
+ * served per round or per simulated second, never about elapsed time.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_tg.h"
+#include "../backend/vbe.h"
+#include "../backend/target.h"
+
+#define WR_LEN		(16u * 1024)
+#define BASE		4096u		/* node->poll_bytes: the DRR quantum base */
+
+static int64_t fake_us;
+
+static int64_t fake_clock(void)
+{
+	return fake_us;
+}
+
+struct flood {
+	struct tg *g, *peer;
+	unsigned out;
+	uint64_t id;
+};
+
+/* Reap completions, then top the send queue up to DEPTH WRITEs. */
+static void flood_fill(struct flood *f)
+{
+	struct vrdma_cqe c;
+	struct vrdma_req r;
+
+	while (tg_poll_cq(f->g, &c)) {
+		ck_assert_uint_eq(c.status, VRDMA_WS_SUCCESS);
+		f->out--;
+	}
+	while (f->out < DEPTH) {
+		r = mkwr(f->g, VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, ++f->id);
+		add_sge(&r, DATA_OFF, WR_LEN, f->g->key);
+		r.u.wr.remote_addr = IOVA + DATA_OFF;
+		r.u.wr.rkey = f->peer->key;
+		tg_push(f->g, &r);
+		f->out++;
+	}
+}
+
+static uint64_t served(struct tg *g)
+{
+	struct vbe_guest *bg = vbe_node_guest(node, g->domid, 0);
+
+	ck_assert_ptr_nonnull(bg);
+	return bg->ctr.tx_bytes;
+}
+
+/* n rounds of every flooder topping up, then one poll; tick_us per round. */
+static void rounds(struct flood *f, unsigned nf, unsigned n, int64_t tick_us)
+{
+	unsigned i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < nf; j++)
+			flood_fill(&f[j]);
+		vbe_node_poll(node);
+		fake_us += tick_us;
+	}
+}
+
+static int set(const char *vm, const char *kv)
+{
+	char buf[128], *kvs[1] = { buf }, out[512];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+	int err;
+
+	snprintf(buf, sizeof(buf), "%s", kv);
+	err = vbe_node_prio_set(node, vm, 1, kvs, f);
+	fclose(f);
+	return err;
+}
+
+/* Two senders a -> b, c -> d, with the node's quantum base lowered. */
+static void two_floods(struct tg *t, struct flood *f)
+{
+	tg_full(&t[0], 5);
+	tg_full(&t[1], 6);
+	tg_full(&t[2], 7);
+	tg_full(&t[3], 8);
+	tg_connect(&t[0], &t[1]);
+	tg_connect(&t[2], &t[3]);
+	node->poll_bytes = BASE;
+	node->clock_us = fake_clock;
+	fake_us = 1000000;
+	memset(f, 0, 2 * sizeof(*f));
+	f[0].g = &t[0];
+	f[0].peer = &t[1];
+	f[1].g = &t[2];
+	f[1].peer = &t[3];
+}
+
+static void stop_all(struct tg *t)
+{
+	tg_stop(&t[3]);
+	tg_stop(&t[2]);
+	tg_stop(&t[1]);
+	tg_stop(&t[0]);
+}
+
+/* served bytes of f[1] over f[0] in n rounds */
+static double share_ratio(struct flood *f, unsigned n)
+{
+	uint64_t a0 = served(f[0].g), c0 = served(f[1].g), a, c;
+
+	rounds(f, 2, n, 1000);
+	a = served(f[0].g) - a0;
+	c = served(f[1].g) - c0;
+	ck_assert_uint_gt(a, 0);
+	return (double)c / (double)a;
+}
+
+START_TEST(weights_split_bytes)
+{
+	struct tg t[4];
+	struct flood f[2];
+	double r;
+
+	two_floods(t, f);
+	ck_assert_int_eq(set("7", "weight=3"), 0);
+	rounds(f, 2, 10, 1000);		/* warm up: queues full */
+	r = share_ratio(f, 200);
+	ck_assert_msg(r > 2.5 && r < 3.5, "weights 1:3 gave 1:%.2f", r);
+	stop_all(t);
+}
+END_TEST
+
+START_TEST(weight_changed_live)
+{
+	struct tg t[4];
+	struct flood f[2];
+	char path[256];
+	double r;
+
+	two_floods(t, f);
+	rounds(f, 2, 10, 1000);
+	r = share_ratio(f, 100);
+	ck_assert_msg(r > 0.8 && r < 1.25, "equal weights gave 1:%.2f", r);
+	/* An operator's write into the backend dir, applied by the watch. */
+	snprintf(path, sizeof(path), "%s/weight", t[2].bdir);
+	ck_assert_int_eq(vplat_key_write(dom0, path, "4"), 0);
+	stub_run();
+	ck_assert_uint_eq(vbe_node_guest(node, 7, 0)->prio.weight, 4);
+	r = share_ratio(f, 100);
+	ck_assert_msg(r > 3.3 && r < 4.7, "weights 1:4 gave 1:%.2f", r);
+	/* And back through vrdmactl's path. */
+	ck_assert_int_eq(set("dom7/0", "weight=1"), 0);
+	r = share_ratio(f, 100);
+	ck_assert_msg(r > 0.8 && r < 1.25, "back to 1:1 gave 1:%.2f", r);
+	stop_all(t);
+}
+END_TEST
+
+/* 1 MiB/s, 64 KiB burst, 2 simulated seconds of flooding: the guest gets
+ * its bucket (no more than burst + rate x time, most of it), the other
+ * one is not held back, and a throttled-only node lets the loop sleep. */
+START_TEST(rate_limit_holds)
+{
+	const uint64_t rate = 1u << 20, burst = 64u << 10;
+	struct tg t[4];
+	struct flood f[2];
+	uint64_t a0, a, c0, c;
+
+	two_floods(t, f);
+	node->poll_bytes = VBE_POLL_BYTES;
+	ck_assert_int_eq(set("5", "rate=1M/s,64K"), 0);
+	ck_assert_uint_eq(vbe_node_guest(node, 5, 0)->prio.rate, rate);
+	ck_assert_uint_eq(vbe_node_guest(node, 5, 0)->prio.burst, burst);
+	a0 = served(&t[0]);
+	c0 = served(&t[2]);
+	rounds(f, 2, 2000, 1000);	/* 2 s, 1 ms a round */
+	a = served(&t[0]) - a0;
+	c = served(&t[2]) - c0;
+	ck_assert_uint_le(a, burst + 2 * rate);
+	ck_assert_uint_ge(a, 2 * rate - 2 * rate / 10);
+	ck_assert_uint_gt(c, 4 * a);
+	ck_assert_uint_gt(vbe_node_guest(node, 5, 0)->ctr.throttled_us, 0);
+
+	/* Only the throttled guest has work left: nothing to spin on. */
+	f[1].out = DEPTH;		/* stop topping c up */
+	rounds(f, 1, 50, 0);
+	ck_assert_uint_gt(t[0].sr->req.prod, 0);
+	ck_assert_int_eq(vbe_node_arm(node), 0);
+	a = served(&t[0]);
+	fake_us += 100000;		/* the tick: the bucket refills */
+	vbe_node_poll(node);
+	ck_assert_uint_gt(served(&t[0]), a);
+	stop_all(t);
+}
+END_TEST
+
+/* c (high) floods against a (normal): a gets only the guard's rounds. */
+START_TEST(high_class_first_guard_serves_low)
+{
+	const unsigned n = 33 * 10;
+	struct tg t[4];
+	struct flood f[2];
+	uint64_t a0, a, c0, c;
+
+	two_floods(t, f);
+	ck_assert_int_eq(set("7", "class=high"), 0);
+	ck_assert_int_eq(set("5", "class=low"), 0);
+	rounds(f, 2, 10, 1000);
+	a0 = served(&t[0]);
+	c0 = served(&t[2]);
+	rounds(f, 2, n, 1000);
+	a = served(&t[0]) - a0;
+	c = served(&t[2]) - c0;
+	/* c: a quantum every round.  a: one in every GUARD + 1 rounds at
+	 * least (never starved), and not much more. */
+	ck_assert_uint_ge(c, (uint64_t)(n - 1) * BASE);
+	ck_assert_uint_ge(a, (uint64_t)(n / (VBE_SCHED_GUARD + 1) - 1) * BASE);
+	ck_assert_uint_le(a, (uint64_t)(n / (VBE_SCHED_GUARD + 1) + 2) * 2 * BASE);
+	stop_all(t);
+}
+END_TEST
+
+/* A small WRITE of a high-class guest beside a normal flooder: done in
+ * the poll it arrives in. */
+START_TEST(high_class_small_write_first)
+{
+	struct tg t[4];
+	struct flood f[2];
+	struct vrdma_req r;
+
+	two_floods(t, f);
+	ck_assert_int_eq(set("7", "class=high"), 0);
+	rounds(f, 1, 5, 1000);
+	r = mkwr(&t[2], VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 42);
+	add_sge(&r, DATA_OFF, 64, t[2].key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF;
+	r.u.wr.rkey = t[3].key;
+	flood_fill(&f[0]);
+	tg_push(&t[2], &r);
+	vbe_node_poll(node);
+	expect_cqe(&t[2], 42, VRDMA_WS_SUCCESS);
+	stop_all(t);
+}
+END_TEST
+
+START_TEST(quotas_refuse_nomem)
+{
+	struct vbe_guest *bg;
+	uint32_t out[4];
+	unsigned i;
+
+	struct tg a;
+
+	tg_full(&a, 5);
+	bg = vbe_node_guest(node, 5, 0);
+	ck_assert_int_eq(set("5", "qps=1"), 0);
+	ck_assert_int_eq(tg_create_qp(&a, a.cq, out), VRDMA_CS_NOMEM);
+	ck_assert_uint_eq(bg->ctr.refusals, 1);
+	ck_assert_int_eq(set("5", "qps=2"), 0);
+	ck_assert_int_eq(tg_create_qp(&a, a.cq, out), VRDMA_CS_OK);
+
+	/* 1 MiB of registrations: tg_full's 64 KiB MR plus 15 more. */
+	ck_assert_int_eq(set("5", "mem=1M"), 0);
+	for (i = 0; i < 15; i++)
+		ck_assert_int_eq(tg_reg_mr(&a, 0, BUF_PAGES * VRDMA_PAGE_SIZE,
+					   VRDMA_ACC_LOCAL_WRITE, out), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 4096, VRDMA_ACC_LOCAL_WRITE, out),
+			 VRDMA_CS_NOMEM);
+	ck_assert_uint_eq(bg->ctr.refusals, 2);
+
+	/* Queued-WR slots: two QPs hold 4 x DEPTH. */
+	ck_assert_int_eq(set("5", "qps=8"), 0);
+	ck_assert_int_eq(set("5", "wrs=64"), 0);
+	ck_assert_int_eq(tg_create_qp(&a, a.cq, out), VRDMA_CS_NOMEM);
+	ck_assert_uint_eq(bg->ctr.refusals, 3);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+
+	/* Device credits: two, then the QP waits on the run list. */
+	ck_assert_int_eq(set("5", "credits=2"), 0);
+	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
+	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
+	ck_assert(!vbe_credit_take(bg, &bg->qps[0]));
+	ck_assert(bg->qps[0].runq);
+	vbe_credit_put(bg);
+	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
+	vbe_sched_qp_gone(bg, &bg->qps[0]);
+	tg_stop(&a);
+}
+END_TEST
+
+/* Bad values: refused with what is allowed, nothing stored. */
+START_TEST(bad_values_refused)
+{
+	static const char *const bad[] = {
+		"weight=0", "weight=1001", "weight=x", "class=urgent", "rate=10",
+		"rate=1M,1", "rate=1M/min", "qps=0", "qps=1025", "mem=1", "mem=2T",
+		"wrs=1", "credits=0", "colour=red", "weight",
+	};
+	char out[512], buf[256], *kv[1] = { buf };
+	struct vbe_guest *bg;
+	struct tg a;
+	unsigned i;
+	FILE *f;
+
+	tg_full(&a, 5);
+	bg = vbe_node_guest(node, 5, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", bad[i]);
+		f = fmemopen(out, sizeof(out), "w");
+		ck_assert_int_lt(vbe_node_prio_set(node, "5", 1, kv, f), 0);
+		fclose(f);
+		ck_assert_msg(!strncmp(out, "error:", 6) &&
+			      (strstr(out, "allowed") || strstr(out, "key=value")),
+			      "%s: %s", bad[i], out);
+	}
+	ck_assert_uint_eq(bg->prio.weight, 1);
+	ck_assert_uint_eq(bg->prio.cls, VBE_CLASS_NORMAL);
+	ck_assert_uint_eq(bg->prio.rate, 0);
+	ck_assert_int_lt(set("99", "weight=2"), 0);
+	/* A bad key written straight into the store is ignored. */
+	snprintf(buf, sizeof(buf), "%s/weight", a.bdir);
+	ck_assert_int_eq(vplat_key_write(dom0, buf, "-3"), 0);
+	stub_run();
+	ck_assert_uint_eq(bg->prio.weight, 1);
+	tg_stop(&a);
+}
+END_TEST
+
+static Suite *prio_suite(void)
+{
+	Suite *s = suite_create("backend_prio");
+	TCase *t = tcase_create("prio");
+
+	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
+	tcase_add_test(t, weights_split_bytes);
+	tcase_add_test(t, weight_changed_live);
+	tcase_add_test(t, rate_limit_holds);
+	tcase_add_test(t, high_class_first_guard_serves_low);
+	tcase_add_test(t, high_class_small_write_first);
+	tcase_add_test(t, quotas_refuse_nomem);
+	tcase_add_test(t, bad_values_refused);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(prio_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
