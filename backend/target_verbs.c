@@ -244,6 +244,7 @@ static void vbe_vx_fail(struct vbe_vqp *vq, struct vbe_guest *g, struct vbe_qp *
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
 	vq->inflight = 0;
+	vbe_vx_credits_return(g->node->vx, vq);
 	vbe_qp_error(g, qp);
 }
 
@@ -300,7 +301,13 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			return;		/* the next CQE runs us again */
 		if (!vbe_budget_left(g, qp))
 			return;
+		/* Bound the guest's outstanding device work (issue 5's credits):
+		 * a flooder's queue depth must not beat the weights. */
+		if (!vbe_credit_take(g, qp))
+			return;
 		st = vbe_vx_post(vx, vq, g, qp, w);
+		if (st)
+			vbe_credit_put(g);
 		if (st == VBE_VX_STALL)
 			return;
 		if (st) {
@@ -312,8 +319,10 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			return;
 		}
 		vq->sq_posted++;
+		vq->credits++;
 		vq->inflight += vbe_vx_wr_len(w);
-		vbe_budget_charge(g, 0);	/* the device moves the bytes */
+		/* The device moves the bytes, but they count for the weights. */
+		vbe_budget_charge(g, vbe_vx_wr_len(w));
 	}
 }
 
@@ -387,6 +396,10 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 		if (!w)
 			return;
 		vq->inflight -= vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
+		if (vq->credits) {
+			vq->credits--;
+			vbe_credit_put(g);
+		}
 		if (!st) {
 			g->ctr.tx_ops++;
 			g->ctr.tx_bytes += vbe_vx_wr_len(w);
@@ -445,6 +458,7 @@ void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
 	vq->inflight = 0;
+	vbe_vx_credits_return(vx, vq);
 	if (qp && qp->state == VBE_QPS_RTS)
 		vbe_qp_peer_lost(g, qp);
 }

@@ -141,6 +141,7 @@ struct vbe_vqp {
 	uint64_t conn_id;		/* connector: the guest's attempt */
 	int64_t deadline;
 	uint32_t sq_posted, rq_posted;	/* guest WRs at the heads on the device */
+	uint32_t credits;		/* the guest's device credits this QP holds */
 	uint64_t inflight;		/* bytes of the posted send WRs */
 	bool rkt_wait;			/* key-table READ in flight */
 	uint32_t rkt_want;		/* the guest rkey it is for */
@@ -171,6 +172,7 @@ struct vbe_vx {
 };
 
 /* verbs_dev.c */
+void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq);
 struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g);
 void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_guest *g);
 struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe_qp *qp);

@@ -281,6 +281,9 @@ err_free:
 	return NULL;
 }
 
+/* Device MRs registered on guest pages since start (logged once). */
+static unsigned long vbe_vx_pinned;
+
 /*
  * Bring the device MRs in line with g's MR table.  Cheap when no command
  * ran since the last call; called before any WR of g reaches the device
@@ -314,6 +317,12 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 				  m->key, (unsigned long long)m->length, strerror(errno));
 			continue;
 		}
+		/* Says once which memory path this dom0 runs (docs/rdma.md):
+		 * the device pinned the guest's pages as dom0 maps them. */
+		if (!vbe_vx_pinned++)
+			vlog_info("rdma: zero copy: ibv_reg_mr pinned guest %u's mapped pages"
+				  " (key %#x, %llu bytes)", g->domid, m->key,
+				  (unsigned long long)m->length);
 		e.gkey = m->key;
 		e.rkey = vg->mr[i]->rkey;
 		e.iova = m->iova;
@@ -403,9 +412,20 @@ err_cq:
 	return -EIO;
 }
 
+/* Give back the device credits vq holds (issue 5's per-guest bound on
+ * outstanding device work); the guest may be gone already. */
+void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
+{
+	struct vbe_guest *g = vbe_node_guest(vx->node, vq->domid, vq->devid);
+
+	for (; vq->credits; vq->credits--)
+		if (g)
+			vbe_credit_put(g);
+}
+
 void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
-	(void)vx;
+	vbe_vx_credits_return(vx, vq);
 	if (vq->id) {
 		if (vq->state == VBE_VQ_UP)
 			rdma_disconnect(vq->id);

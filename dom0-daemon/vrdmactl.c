@@ -353,7 +353,8 @@ static int vc_cmd_top(struct vc_opts *o, int argc, char **argv)
 		goto usage;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (tty_in && !tcgetattr(0, &old)) {
+	/* Keys only in the terminal's foreground (no SIGTTOU stop). */
+	if (tty_in && tcgetpgrp(0) == getpgrp() && !tcgetattr(0, &old)) {
 		raw = old;
 		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
 		raw.c_cc[VMIN] = 1;

@@ -7,12 +7,12 @@
 #      target, and a PNG of the shares over time across the change.
 #   2. a high-class guest: vrdma-lat p99 (8 B) and vrdma-bw bandwidth
 #      (64 KiB), solo and against 3 low-class flooders.
-# Usage: bench-prio.sh BUILD_DIR [OUT_DIR]   (OUT_DIR default ./bench-prio)
+# Usage: bench-prio.sh BUILD_DIR [OUT_DIR]   (OUT_DIR default BUILD_DIR/bench-prio)
 # Env: PRIO_WINDOW (s, default 5), BENCH_LAT_ITERS (default 20000).
 set -u
 b=${1:?usage: bench-prio.sh BUILD_DIR [OUT_DIR]}
 b=$(cd "$b" && pwd)
-out=${2:-$PWD/bench-prio}
+out=${2:-$b/bench-prio}
 WIN=${PRIO_WINDOW:-5}
 LAT_ITERS=${BENCH_LAT_ITERS:-20000}
 . "$(dirname "$0")/../bench/bench-lib.sh"
