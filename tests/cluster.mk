@@ -9,10 +9,15 @@
 #   make xen-cluster     the full variant: each node Xen + PV dom0 owning
 #                        the NIC + PV domUs; vrdma-bw between domUs of the
 #                        two nodes (suite-xcluster.sh)
+#   make check-xen-cluster  the same machines: itest across domUs of the two
+#                        nodes, xl destroy mid-transfer, census (suite-xcheck.sh)
+#   make bench-xen-cluster  native perftest between the dom0s beside
+#                        vrdma-bw/-lat between the domUs (suite-xbench.sh)
 # make check runs check-cluster (the lighter variant) after check-xen.
 CLUSTER_DEPS := all $(B)/tests/itest_guest
 
-.PHONY: check-cluster demo-cluster bench-cluster smoke-cluster xen-cluster
+.PHONY: check-cluster demo-cluster bench-cluster smoke-cluster xen-cluster \
+	check-xen-cluster bench-xen-cluster
 check-cluster: $(CLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh check $(B)
 
@@ -26,5 +31,12 @@ smoke-cluster: $(CLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh smoke $(B)
 
 # (the Xen rig's image builder wants every program it carries)
-xen-cluster: $(CLUSTER_DEPS) $(B)/bin/vrdma-xen-rawcopy $(B)/tests/itest_hostile
+XCLUSTER_DEPS := $(CLUSTER_DEPS) $(B)/bin/vrdma-xen-rawcopy $(B)/tests/itest_hostile
+xen-cluster: $(XCLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh xen $(B)
+
+check-xen-cluster: $(XCLUSTER_DEPS)
+	$(Q)scripts/cluster/rig.sh xcheck $(B)
+
+bench-xen-cluster: $(XCLUSTER_DEPS)
+	$(Q)scripts/cluster/rig.sh xbench $(B)

@@ -4,7 +4,9 @@
 # the kernel (the Xen rig's cache, reused), build the images from
 # BUILD_DIR, boot the two nodes once running SUITE, and show what node a
 # framed for showing (demo: the bw table; bench: native beside vrdma).
-# Usage: rig.sh SUITE BUILD_DIR     (SUITE xen: the full Xen variant)
+# Usage: rig.sh SUITE BUILD_DIR
+# (SUITE xen|xcheck|xbench: the full Xen variant, suites xcluster, xcheck,
+# xbench in tests/cluster)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -13,11 +15,20 @@ B=$(cd "${2:?usage: rig.sh SUITE BUILD_DIR}" && pwd)
 
 "$HERE/../xen/fetch.sh"
 cl_host_pkgs
-if [ "$SUITE" = xen ]; then
-	# The full variant: Xen machines, guests in PV domUs.
+case $SUITE in
+xen|xcheck|xbench)
+	# The full variant: Xen machines, guests in PV domUs (xen: suite
+	# xcluster).
+	[ "$SUITE" = xen ] && SUITE=xcluster
+	[ "$SUITE" = xbench ] && export RMEM=${RMEM-4194304}
 	"$HERE/xen-build.sh" "$B" "$B/xcluster"
-	exec "$HERE/xen-run.sh" "$B/xcluster" xcluster
-fi
+	rc=0
+	LOGDIR=${LOGDIR:-$B/xcluster/logs} "$HERE/xen-run.sh" "$B/xcluster" "$SUITE" || rc=$?
+	sed -n '/VRDMA-SHOW-BEGIN/,/VRDMA-SHOW-END/{/VRDMA-SHOW-/d;s/^\[ *[0-9.]*s\] //;p}' \
+		"${LOGDIR:-$B/xcluster/logs}/$SUITE-a.log"
+	exit $rc
+	;;
+esac
 "$HERE/build.sh" "$B" "$B/cluster"
 # Speed (not correctness) needs a bigger host UDP receive buffer; run.sh
 # puts the old value back.  RMEM= (empty) leaves the host alone.

@@ -8,7 +8,8 @@
 # 600); results from "VRDMA-TEST" and "VRDMA-RIG-DONE" on both consoles.
 # Usage: xen-run.sh IMAGE_DIR [SUITE]
 # env: TIMEOUT, SMP (per machine, default 1), MEM (default 2048), PORT
-#      (default 45710), MTU, RMEM (as run.sh), LOGDIR, LOCK_WAIT
+#      (default 45710), MTU, RMEM (as run.sh), LOGDIR, LOCK_WAIT, XARGS
+#      (more dom0 kernel arguments, e.g. vrdma.killb for suite xcheck)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -36,7 +37,7 @@ machine() { # name ip peer lport rport mac-suffix
 	local nd="dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$4"
 	nd="$nd,remote.type=inet,remote.host=127.0.0.1,remote.port=$5"
 	local xc="console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$SMP loglvl=all guest_loglvl=all bootscrub=0"
-	local dc="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=${MTU:-9000}"
+	local dc="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=${MTU:-9000} ${XARGS:-}"
 	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
 		-cpu qemu64 -m "${MEM:-2048}" -smp "$SMP" \
 		-display none -serial stdio -monitor none -no-reboot -nodefaults \

@@ -7,8 +7,9 @@
 
 res=$T/bench.res
 : >$res
-BW_SPECS="65536:2000 1048576:100"
-LAT_SPEC="8:1000"
+# SIZE:ITERS; suite-xbench.sh (Xen nodes, slower) sets its own.
+BW_SPECS=${BW_SPECS:-"65536:2000 1048576:100"}
+LAT_SPEC=${LAT_SPEC:-8:1000}
 
 # native
 for spec in $BW_SPECS; do
@@ -59,6 +60,7 @@ fi
 if [ "$NODE" = a ]; then
 	echo "VRDMA-SHOW-BEGIN"
 	echo "== node a -> node b over Soft-RoCE (rxe0), QEMU TCG: compare within this boot, not absolutes"
+	echo "== native: ${BENCH_NATIVE:-node processes}; vrdma: ${BENCH_GUESTS:-guest processes -> vrdmad -> rxe0}"
 	echo " test        #bytes    native (perftest)    vrdma (guest->vrdmad->rxe)    vrdma vs native"
 	awk '
 	{ v[$1 " " $2 " " $3] = $4; if (!seen[$1 " " $2]++) order[n++] = $1 " " $2 }
@@ -71,7 +73,9 @@ if [ "$NODE" = a ]; then
 				r = (nat != "-" && vr != "-" && nat + 0 > 0) ? sprintf("ratio %.2f", vr / nat) : "-"
 				printf " write_bw    %-8s  %-10s MiB/s     %-10s MiB/s              %s\n", k[2], nat, vr, r
 			} else {
-				r = (nat != "-" && vr != "-") ? sprintf("%+.2f us", vr - nat) : "-"
+				r = "-"
+				if (nat != "-" && vr != "-" && nat + 0 > 0)
+					r = sprintf("%+.2f us (x%.2f)", vr - nat, vr / nat)
 				printf " send_lat    %-8s  %-10s us typ    %-10s us typ                %s\n", k[2], nat, vr, r
 			}
 		}
