@@ -115,6 +115,8 @@ void vbe_obj_release(struct vbe_guest *g)
 /* Unmap an attached buffer and free its slot (DETACH_BUF, release). */
 void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b)
 {
+	/* The device lets go of the pages before dom0 does. */
+	vbe_vx_unpin(g->node, g, b->addr, (size_t)b->npages * VRDMA_PAGE_SIZE);
 	vplat_unmap(b->map);
 	g->nmaps--;
 	g->pages -= b->npages;

@@ -333,6 +333,30 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 	}
 }
 
+/*
+ * Drop g's device MRs on [addr, addr + len) before dom0 unmaps it.  Needed
+ * on Xen: gntdev's unmap of a page the device still pins is deferred while
+ * munmap goes on, and the kernel then finds live grant PTEs ("Bad page
+ * map") and later registrations fail (docs/rdma.md).  So the pin always
+ * goes first, whatever the sync above has seen yet.
+ */
+void vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
+		  size_t len)
+{
+	struct vbe_vguest *vg;
+	uint32_t i;
+
+	if (!n->vx)
+		return;
+	for (vg = n->vx->guests; vg; vg = vg->next) {
+		if (vg->g != g || !vg->mr)
+			continue;
+		for (i = 0; i < VBE_MAX_MRS; i++)
+			if (vg->key[i] && vg->addr[i] >= addr && vg->addr[i] < addr + len)
+				vbe_vx_mr_drop(vg, i);
+	}
+}
+
 /* Guests that left (or were disabled) give their device state back. */
 static void vbe_vx_guests_reap(struct vbe_vx *vx)
 {
