@@ -191,10 +191,24 @@ void vbe_vx_close(struct vbe_node *n)
 
 /* ---- per-guest device state ---- */
 
+/* Device teardown calls may sleep in the kernel; say so when one held the
+ * daemon (every guest waits meanwhile). */
+static void vbe_vx_slow(const char *what, int64_t t0)
+{
+	int64_t dt = vplat_now_ms() - t0;
+
+	if (dt > 200)
+		vlog_warn("rdma: %s took %lld ms", what, (long long)dt);
+}
+
 static void vbe_vx_mr_drop(struct vbe_vguest *vg, uint32_t i)
 {
-	if (vg->mr[i])
+	int64_t t0 = vplat_now_ms();
+
+	if (vg->mr[i]) {
 		ibv_dereg_mr(vg->mr[i]);
+		vbe_vx_slow("ibv_dereg_mr", t0);
+	}
 	vg->mr[i] = NULL;
 	vg->key[i] = 0;
 	vg->addr[i] = NULL;
@@ -449,17 +463,26 @@ void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
 
 void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
+	int64_t t0 = vplat_now_ms();
+
 	vbe_vx_credits_return(vx, vq);
 	if (vq->id) {
 		if (vq->state == VBE_VQ_UP)
 			rdma_disconnect(vq->id);
+		vbe_vx_slow("rdma_disconnect", t0);
+		t0 = vplat_now_ms();
 		if (vq->id->qp)
 			rdma_destroy_qp(vq->id);
+		vbe_vx_slow("rdma_destroy_qp", t0);
+		t0 = vplat_now_ms();
 		rdma_destroy_id(vq->id);	/* events are acked at once: no wait */
+		vbe_vx_slow("rdma_destroy_id", t0);
+		t0 = vplat_now_ms();
 	}
 	if (vq->cq) {
 		ibv_ack_cq_events(vq->cq, vq->cq_events);
 		ibv_destroy_cq(vq->cq);
+		vbe_vx_slow("ibv_destroy_cq", t0);
 	}
 	if (vq->vg)
 		vq->vg->nqps--;

@@ -7,7 +7,7 @@
 # connects.
 #
 # Entry point:
-#   make B=BUILD_DIR check-cluster | demo-cluster | bench-cluster | smoke-cluster
+#   make B=BUILD_DIR check-cluster-host | demo-cluster-host | bench-cluster-host | smoke-cluster
 #     (builds what it needs, fetches the kernel once into the Xen rig's
 #      cache, builds the images into BUILD_DIR/cluster, boots, prints)
 #   scripts/cluster/run.sh SUITE IMAGE_DIR     boot once with built images

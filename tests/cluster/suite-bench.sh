@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Suite "bench" (make bench-cluster): in one boot, native perftest between
+# Suite "bench" (make bench-cluster-host): in one boot, native perftest between
 # the nodes' rxe0 (ib_write_bw 64 KiB and 1 MiB, ib_send_lat 8 B), then
 # vrdma-bw / vrdma-lat between guest processes on the two nodes through
 # vrdmad, same sizes.  Node a prints both and the ratios.  Under TCG the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Suite "xcheck" (make check-xen-cluster; sourced by the Xen rig's dom0
+# Suite "xcheck" (make check-cluster-xen, part of make check-cluster; sourced by the Xen rig's dom0
 # /init on each node after its domUs are up; D1 D2 are the domUs' ids, ctl
 # talks to vrdmad, VPID is its pid).  Node b serves, node a connects; the
 # guests are PV domUs, commands run in them through xenstore (du_run).

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the Xen cluster suites (xbench, xcluster) after cl-lib.sh:
+# cl-lib.sh's vr_pair again, with the programs in domu1 ($D1) instead of
+# dom0 processes, so suite-bench.sh and suite-demo.sh run between domUs.
+# shellcheck disable=SC2154  # D1, NODE, PEER come from the dom0 /init
+
+# vr_pair PROG SERVICE ARGS... as cl-lib.sh's, the programs in domu1 ($D1):
+# b runs "PROG -p SERVICE ARGS", a runs it with b's address as the node;
+# VR_OUT is a's output (its last 3000 bytes).
+vr_pair() {
+	_prog=$1
+	_svc=$2
+	shift 2
+	if [ "$NODE" = b ]; then
+		_n=$(du_run $D1 "timeout 150 $_prog -p $_svc $*" "listening on service")
+		if ! du_ready $D1 $_n 60; then
+			cl_tell "vr-$_svc-listening-failed" 60
+			du_out $D1 $_n | tail -n 5
+			return 1
+		fi
+		cl_tell vr-$_svc-listening 60 || return 1
+		du_wait $D1 $_n 160
+		_rc=$DU_RC
+		cl_tell "vr-$_svc-served $_rc" 60
+		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 5
+		[ "$_rc" = 0 ]
+		return
+	fi
+	cl_await vr-$_svc-listening 120 || return 1
+	_n=$(du_run $D1 "timeout 150 $_prog -p $_svc $* $PEER")
+	du_wait $D1 $_n 170
+	_rc=$DU_RC
+	VR_OUT=$(du_out $D1 $_n)
+	cl_await vr-$_svc-served 170 || return 1
+	[ "$_rc" = 0 ] || echo "$VR_OUT" | tail -n 5
+	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+}
+
