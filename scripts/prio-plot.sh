@@ -17,7 +17,7 @@ chg=$(sed -n 's/^# change_at \([0-9.]*\).*/\1/p' "$dat" | head -1)
 gnuplot <<GP && echo "plot: $png"
 set terminal png size 900,500
 set output "$png"
-set title "vrdma ($where): per-guest share of backend bytes, weights 1:1:1:1 -> 1:2:3:4 at t=${chg:-?} s (dotted: targets after)"
+set title "vrdma ($where): shares of backend bytes, weights 1:1:1:1 -> 1:2:3:4 at t=${chg:-?} s"
 set xlabel "time (s)"; set ylabel "share"; set yrange [0:0.6]; set key outside
 ${chg:+set arrow from $chg, graph 0 to $chg, graph 1 nohead dt 2}
 plot for [i=1:4] "$dat" using 1:(column(i+1)) with linespoints title sprintf("guest %d (weight %d after)", i, i), \
