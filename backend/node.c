@@ -169,6 +169,7 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		}
 		*pg = g->next;
 		vlog_info("guest %u device %u gone", g->domid, g->devid);
+		vbe_prio_keep(g);
 		vbe_xb_guest_free(g);
 	}
 	/* Operator settings may have changed (issue 5): apply them live. */

@@ -25,7 +25,7 @@ static const char *const vbe_class_names[VBE_NCLASS] = {
 	[VBE_CLASS_HIGH] = "high", [VBE_CLASS_NORMAL] = "normal", [VBE_CLASS_LOW] = "low",
 };
 
-static void vbe_prio_defaults(struct vbe_prio *p)
+void vbe_prio_defaults(struct vbe_prio *p)
 {
 	p->weight = 1;
 	p->cls = VBE_CLASS_NORMAL;
@@ -225,6 +225,7 @@ void vbe_prio_load(struct vbe_guest *g)
 void vbe_prio_init(struct vbe_guest *g)
 {
 	vbe_prio_defaults(&g->prio);
+	vbe_prio_recall(g);
 	vbe_prio_load(g);
 }
 

@@ -11,7 +11,8 @@
 #include "log.h"
 #include "vbe.h"
 
-/* "5", "5/1" or a guest name ("dom5/0" on the plain host). */
+/* "5", "5/1" or a guest name ("dom5/0"); vbe_prio_find also takes the
+ * name of a VM (the domain's `name`) that has exactly one guest. */
 struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm)
 {
 	unsigned long dom, dev = 0;
@@ -32,13 +33,33 @@ struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm)
 	return NULL;
 }
 
+/* The one guest of VM vm; *many = how many there are. */
+static struct vbe_guest *vbe_prio_vm(struct vbe_node *n, const char *vm, unsigned *many)
+{
+	struct vbe_guest *g, *found = NULL;
+
+	*many = 0;
+	for (g = n->guests; g; g = g->next)
+		if (g->vm[0] && !strcmp(g->vm, vm)) {
+			found = g;
+			(*many)++;
+		}
+	return *many == 1 ? found : NULL;
+}
+
 static struct vbe_guest *vbe_prio_find(struct vbe_node *n, const char *vm, FILE *out)
 {
 	struct vbe_guest *g = vbe_prio_guest(n, vm);
+	unsigned many;
 
 	if (!g)
-		fprintf(out, "error: no guest '%.64s' (a domid, domid/devid or a name "
-			"from 'vrdmactl list')\n", vm);
+		g = vbe_prio_vm(n, vm, &many);
+	if (!g && many)
+		fprintf(out, "error: VM '%.64s' has %u guests now: name one as "
+			"domid/devid (see 'vrdmactl list')\n", vm, many);
+	else if (!g)
+		fprintf(out, "error: no guest '%.64s' (a domid, domid/devid, a name "
+			"from 'vrdmactl list' or a VM name)\n", vm);
 	return g;
 }
 
@@ -48,6 +69,8 @@ static void vbe_prio_print(struct vbe_guest *g, FILE *out)
 	unsigned i;
 
 	fprintf(out, "%u/%u %s", g->domid, g->devid, g->name);
+	if (g->vm[0])
+		fprintf(out, " vm=%s", g->vm);
 	for (i = 0; vbe_prio_keys[i]; i++) {
 		vbe_prio_format(&g->prio, vbe_prio_keys[i], val, sizeof(val));
 		fprintf(out, " %s=%s", vbe_prio_keys[i], val);

@@ -10,6 +10,7 @@
  *   sched_round.c  who is served next: classes, guard, DRR, token bucket
  *   prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
  *   prio_ctl.c   vrdmactl set / get
+ *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   cmd.c        the commands of wire.h
  *   cm.c         intra-node connection management
  *   target_*.c   where the data goes (target.h)
@@ -62,6 +63,8 @@ enum vbe_class { VBE_CLASS_HIGH, VBE_CLASS_NORMAL, VBE_CLASS_LOW, VBE_NCLASS };
 #define VBE_PRIO_MEM_MAX	(1ull << 40)
 #define VBE_PRIO_CREDITS_DEF	128	/* WRs outstanding on the device */
 #define VBE_PRIO_CREDITS_MAX	4096
+#define VBE_KEEP_MAX		256	/* VMs whose settings are remembered */
+#define VBE_VM_NAME		64	/* longest VM name remembered */
 
 struct vbe_target;
 struct vbe_guest;
@@ -223,6 +226,7 @@ struct vbe_guest {
 	unsigned ndirty;
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
 	struct vbe_prio prio;		/* issue 5 */
+	char vm[VBE_VM_NAME];		/* its domain's name, "" = none */
 	struct vbe_sched sch;
 
 	struct vbe_buf *bufs;
@@ -276,6 +280,13 @@ struct vbe_node {
 	uint32_t sch_round;		/* rounds so far (wraps) */
 	uint32_t busy_round[VBE_NCLASS];	/* last round the class was busy */
 	int64_t rate_mark_ms;		/* last 1 s rate sample */
+	struct vbe_keep {		/* settings of VMs that left (prio_keep.c) */
+		char vm[VBE_VM_NAME];	/* "" = free entry */
+		uint32_t devid;
+		struct vbe_prio prio;
+		uint64_t stamp;		/* last use, for replacement */
+	} keep[VBE_KEEP_MAX];
+	uint64_t keep_stamp;
 };
 
 /* handles */
@@ -364,6 +375,11 @@ int  vbe_prio_parse(const char *key, const char *val, struct vbe_prio *p,
 void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_t len);
 void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p);
 struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm);
+void vbe_prio_defaults(struct vbe_prio *p);
+
+/* prio_keep.c */
+void vbe_prio_keep(struct vbe_guest *g);	/* leaving: remember by VM name */
+void vbe_prio_recall(struct vbe_guest *g);	/* arrived: name, restore keys */
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);

@@ -167,6 +167,34 @@ static int hg_connect(struct hg *g, const char *run_dir)
 	return 0;
 }
 
+/*
+ * The VM name this process connects as: $VRDMA_VM (a stable name, so the
+ * operator's settings come back when the VM reconnects, docs/prio.md),
+ * else "program.pid".  1..40 printable characters, no blanks.
+ */
+static int hg_vm_name(char name[VHP_NAME_MAX])
+{
+	const char *vm = getenv("VRDMA_VM");
+	size_t i, len;
+
+	if (!vm || !*vm) {
+		snprintf(name, VHP_NAME_MAX, "%.40s.%d", program_invocation_short_name,
+			 (int)getpid());
+		return 0;
+	}
+	len = strlen(vm);
+	for (i = 0; i < len && len <= 40; i++)
+		if (vm[i] < 0x21 || vm[i] > 0x7e)
+			break;
+	if (len > 40 || i < len) {
+		vlog_err("platform: bad VRDMA_VM '%.48s': 1..40 printable characters, "
+			 "no blanks", vm);
+		return -EINVAL;
+	}
+	memcpy(name, vm, len + 1);
+	return 0;
+}
+
 static int hg_open(const struct vplat_cfg *cfg, struct vplat **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -202,7 +230,9 @@ static int hg_open(const struct vplat_cfg *cfg, struct vplat **out)
 		r = -errno;
 		goto err_free;
 	}
-	snprintf(name, sizeof(name), "%.40s.%d", program_invocation_short_name, (int)getpid());
+	r = hg_vm_name(name);
+	if (r)
+		goto err_free;
 	r = hg_rpc(g, VHP_HELLO, args, name, strlen(name) + 1, NULL, 0);
 	if (r) {
 		vlog_err("platform: vrdmad refused us: %s", strerror(-r));

@@ -8,13 +8,16 @@
 #   2. a high-class guest: vrdma-lat p99 (8 B) and vrdma-bw bandwidth
 #      (64 KiB), solo and against 3 low-class flooders.
 # Usage: bench-prio.sh BUILD_DIR [OUT_DIR]   (OUT_DIR default BUILD_DIR/bench-prio)
-# Env: PRIO_WINDOW (s, default 5), BENCH_LAT_ITERS (default 20000).
+# Env: PRIO_WINDOW (s, default 5), BENCH_LAT_ITERS (default 20000),
+#      BENCH_BW_ITERS (64 KiB writes, default 1000000: a few seconds, long
+#      enough to sample CPU and counters while it runs).
 set -u
 b=${1:?usage: bench-prio.sh BUILD_DIR [OUT_DIR]}
 b=$(cd "$b" && pwd)
 out=${2:-$b/bench-prio}
 WIN=${PRIO_WINDOW:-5}
 LAT_ITERS=${BENCH_LAT_ITERS:-20000}
+BW_ITERS=${BENCH_BW_ITERS:-1000000}
 . "$(dirname "$0")/../bench/bench-lib.sh"
 
 for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat; do
@@ -52,6 +55,7 @@ start() {
 	prog=$1 svc=$2; shift 2
 	"$b/bin/$prog" -p "$svc" -T 60 "$@" >"$VR_RUN/$svc.srv" 2>&1 &
 	PIDS="$PIDS $!"
+	SRV=$!
 	for _ in $(seq 100); do grep -qs "listening on service" "$VR_RUN/$svc.srv" && break; sleep 0.05; done
 	before=$(domids | tr '\n' ' ')
 	"$b/bin/$prog" -p "$svc" -T 60 "$@" local >"$VR_RUN/$svc.cli" 2>&1 &
@@ -74,7 +78,10 @@ for i in 1 2 3 4; do
 	G[$i]=$DOM
 done
 dat="$out/bench-prio-shares.dat"
-echo "# t_s share1 share2 share3 share4 (weights equal until t=${WIN}, then 1:2:3:4)" >"$dat"
+{
+	echo "# t_s share1 share2 share3 share4 (weights equal until t=${WIN}, then 1:2:3:4)"
+	echo "# change_at ${WIN}.25"
+} >"$dat"
 declare -A last
 snap() { local d v; while read -r d v; do last[$d]=$v; done < <(tx_all); }
 sample() {	# appends one line: shares over the last interval; sets SUM
@@ -111,23 +118,65 @@ done
 awk -v t=$tot -v s="$t_start" -v e="$t_end" 'BEGIN { printf "total    %6s %10.0f\n", "", t / (e - s) / 1048576 }'
 stop_all
 
-if command -v gnuplot >/dev/null; then
-	gnuplot <<EOF && echo "plot: $out/bench-prio-shares.png"
-set terminal png size 900,500
-set output "$out/bench-prio-shares.png"
-set title "vrdma: per-guest share of backend bytes, weights 1:1:1:1 -> 1:2:3:4 at t=${WIN} s (dotted: targets after)"
-set xlabel "time (s)"; set ylabel "share"; set yrange [0:0.6]; set key outside
-set arrow from ${WIN}.25, graph 0 to ${WIN}.25, graph 1 nohead dt 2
-plot for [i=1:4] "$dat" using 1:(column(i+1)) with linespoints title sprintf("guest %d (weight %d after)", i, i), \
-     for [i=1:4] i/10.0 with lines dt 3 lc i notitle
-EOF
-else
-	echo "gnuplot not installed: data in $dat (apt-get install gnuplot-nox)"
-fi
+"$(dirname "$0")/prio-plot.sh" "$dat" "$out/bench-prio-shares.png" "plain host"
 
 # ---- 2. a high-class guest against three low-class flooders ----
 # field NAME of the CSV row of FILE
 csv() { awk -F, -v f="$2" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR == 2 { print $c[f] }' "$1"; }
+
+# ticks PID...: their CPU time so far (utime + stime, clock ticks)
+ticks() {
+	local p t=0 f
+	for p in "$@"; do
+		f=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		f=${f##*) }
+		set -- $f
+		t=$((t + ${12} + ${13}))
+	done
+	echo $t
+}
+# busy ticks of the machine (all CPUs) and its total
+machine() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+# qd_tx DOM: "qdelay_n qdelay_sum_us" of DOM and the tx_bytes of LOWDOMS
+qd_tx() {
+	ctl stats -j | awk -v d="$1" -v low=" $LOWDOMS " '{
+		n = split($0, p, "\"domid\":")
+		for (i = 2; i <= n; i++) {
+			id = p[i]; sub(/[^0-9].*/, "", id)
+			split("qdelay_n qdelay_sum_us tx_bytes", f, " ")
+			for (j = 1; j <= 3; j++) { v[j] = p[i]; sub(".*\"" f[j] "\":", "", v[j]); sub(/[^0-9].*/, "", v[j]) }
+			if (id == d) { qn = v[1]; qs = v[2] }
+			if (index(low, " " id " ")) lt += v[3]
+		}
+		print qn + 0, qs + 0, lt + 0 }'
+}
+
+# watch_run TAG: until the client $LAST ends, sample every 0.2 s what
+# happens meanwhile; writes "$out/run-TAG.txt": seconds, vrdmad / high
+# pair / flooders' CPU (ticks), machine busy / total ticks, the high
+# guest's queue-delay counts and the low guests' bytes over the interval
+watch_run() {
+	local t0 t1 a0 a1 m0 m1 q0 q1 v
+	t0=$(date +%s.%N)
+	a0="$(ticks $VR_DPID) $(ticks $SRV $LAST) $(ticks $FLPIDS)"
+	m0=$(machine)
+	q0=$(qd_tx "$DOM")
+	a1=$a0 m1=$m0 q1=$q0 t1=$t0
+	while kill -0 "$LAST" 2>/dev/null; do
+		sleep 0.2
+		v=$(qd_tx "$DOM")
+		kill -0 "$LAST" 2>/dev/null || break
+		q1=$v
+		a1="$(ticks $VR_DPID) $(ticks $SRV $LAST) $(ticks $FLPIDS)"
+		m1=$(machine)
+		t1=$(date +%s.%N)
+	done
+	echo "$t0 $t1 $a0 $a1 $m0 $m1 $q0 $q1" | awk '{
+		dt = $2 - $1
+		printf "%.3f %d %d %d %d %d %d %d %d\n", dt, $6 - $3, $7 - $4, $8 - $5,
+			$11 - $9, $12 - $10, $16 - $13, $17 - $14, $18 - $15 }' >"$out/run-$1.txt"
+}
 
 # measure TAG: vrdma-lat p99 and vrdma-bw average, class high set as soon
 # as each guest appears (guests start in class normal, already above low)
@@ -135,15 +184,18 @@ measure() {
 	start vrdma-lat lat$1 -s 8 -n "$LAT_ITERS" --csv && ctl set "$DOM" class=high >/dev/null 2>&1
 	wait $LAST
 	cp "$VR_RUN/lat$1.cli" "$out/lat-$1.csv"
-	start vrdma-bw bw$1 -s 64K -n 200000 --csv && ctl set "$DOM" class=high >/dev/null 2>&1
+	start vrdma-bw bw$1 -s 64K -n "$BW_ITERS" --csv && ctl set "$DOM" class=high >/dev/null 2>&1
+	watch_run bw$1
 	wait $LAST
 	cp "$VR_RUN/bw$1.cli" "$out/bw-$1.csv"
 }
+FLPIDS= LOWDOMS=
 measure solo
 stop_all
 for i in 1 2 3; do
 	start vrdma-bw low$i $FLOOD || vr_die "flooder $i did not connect"
 	ctl set "$DOM" class=low >/dev/null
+	FLPIDS="$FLPIDS $SRV $LAST" LOWDOMS="$LOWDOMS $DOM"
 done
 sleep 1
 measure loaded
@@ -155,4 +207,19 @@ echo "== 2. high-class guest vs 3 low-class flooders (vrdma-bw WRITE 1 MiB)"
 printf "%-28s %10s %14s %8s\n" metric solo "vs flooders" ratio
 awk -v s="$p99s" -v l="$p99l" 'BEGIN { printf "%-28s %10.1f %14.1f %7.2fx\n", "vrdma-lat 8 B p99 (us)", s, l, s ? l / s : 0 }'
 awk -v s="$bws" -v l="$bwl" 'BEGIN { printf "%-28s %10.0f %14.0f %7.1f%%\n", "vrdma-bw 64 KiB (MiB/s)", s, l, s ? 100 * l / s : 0 }'
-echo "(plain host, $(nproc) CPUs: guests, flooders and vrdmad share them)"
+# what happened during the two 64 KiB runs (watch_run)
+awk -v hz="$(getconf CLK_TCK)" -v ncpu="$(nproc)" '
+	FNR == 1 { k++; dt[k] = $1; d[k] = $2; h[k] = $3; f[k] = $4; mb[k] = $5; mt[k] = $6
+		   qd[k] = $7 ? $8 / $7 : 0; lb[k] = $9 }
+	END {
+		r("  its queue delay avg (us)", qd[1], qd[2], "%10.1f %14.1f\n")
+		r("  low class moved (MiB/s)", 0, lb[2] / dt[2] / 1048576, "%10s %14.0f\n")
+		r("  CPU: vrdmad (% of a CPU)", 100 * d[1] / hz / dt[1], 100 * d[2] / hz / dt[2], "%10.0f %14.0f\n")
+		r("  CPU: high pair (%)", 100 * h[1] / hz / dt[1], 100 * h[2] / hz / dt[2], "%10.0f %14.0f\n")
+		r("  CPU: flooders (%)", 0, 100 * f[2] / hz / dt[2], "%10s %14.0f\n")
+		r("  CPU: whole machine (%)", ncpu * 100 * mb[1] / mt[1], ncpu * 100 * mb[2] / mt[2], "%10.0f %14.0f\n")
+	}
+	function r(name, a, b, fmt) { printf "%-28s " fmt, name, (a == 0 && fmt ~ /%10s/) ? "-" : a, b }
+' "$out/run-bwsolo.txt" "$out/run-bwloaded.txt"
+echo "(plain host, $(nproc) CPUs: guests, flooders and vrdmad share them; CPU figures"
+echo " are of one CPU, the machine's out of $(nproc)00 %, including anything else running)"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Plain-host check of issue 5's controls against the real vrdmad:
 #   vrdmactl set/get round trip on a live guest, bad values refused with a
-#   message saying what is allowed, stats counters moving, top without a tty.
+#   message saying what is allowed, stats counters moving, top without a tty,
+#   a VM's settings back when it reconnects as the same VRDMA_VM.
 # Functional only: no timing is asserted; every wait is bounded.
 # Usage: tests/prio.sh BUILD_DIR
 set -u
@@ -91,6 +92,34 @@ check "top -n 2 without a tty: two tables" [ "$(grep -c '^GUEST' "$RUN/top.out")
 
 kill $BC $BS 2>/dev/null
 wait $BC $BS 2>/dev/null
+
+# ---- a VM's settings outlive its process (VRDMA_VM names the VM) ----
+# vm_up NAME: a vrdma-bw server connected as VM NAME (in VS); bounded wait
+vm_up() {
+	VRDMA_VM=$1 timeout 60 "$B/bin/vrdma-bw" -p "keep$2" -T 30 >"$RUN/vm$2.out" 2>&1 &
+	VS=$!
+	for _ in $(seq 100); do
+		grep -qs "listening on service" "$RUN/vm$2.out" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+vm_down() { kill "$VS" 2>/dev/null; wait "$VS" 2>/dev/null; }
+check "VM keep-me up" vm_up keep-me 1
+check "set by VM name" ctl set keep-me weight=5 class=low
+check "bad VRDMA_VM refused" bash -c "VRDMA_VM='a b' timeout 20 '$B/bin/vrdma-bw' -p other -T 5 2>&1 | grep -q 'bad VRDMA_VM'"
+VS1=$VS
+check "a second guest of keep-me" vm_up keep-me 3
+check "VM name of two guests refused" refused "has 2 guests now" get keep-me
+vm_down
+VS=$VS1
+vm_down
+# the guest is gone once 'get' stops finding it (bounded)
+for _ in $(seq 50); do ctl get keep-me >/dev/null 2>&1 || break; sleep 0.1; done
+check "keep-me gone" refused "no guest" get keep-me
+check "VM keep-me back (new process)" vm_up keep-me 2
+check "its settings came back" bash -c "timeout 10 '$B/sbin/vrdmactl' -S '$RUN' get keep-me | grep -q 'vm=keep-me weight=5 class=low'"
+vm_down
 check "daemon alive" ctl ping
 [ $fail -ne 0 ] && tail -20 "$LOG"
 echo "prio: $pass passed, $fail failed"

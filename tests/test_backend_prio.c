@@ -332,6 +332,77 @@ START_TEST(bad_values_refused)
 }
 END_TEST
 
+/* vm_start: a guest of VM `name` (its domain's name key) up to InitWait. */
+static struct vbe_guest *vm_start(struct tg *g, uint32_t domid, const char *name)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/local/domain/%u/name", domid);
+	ck_assert_int_eq(vplat_key_write(dom0, path, name), 0);
+	tg_start(g, domid);
+	return vbe_node_guest(node, domid, 0);
+}
+
+/* The guest leaves: its backend dir goes (plain host: process gone). */
+static void vm_leave(struct tg *g)
+{
+	char path[64];
+
+	tg_stop(g);
+	ck_assert_int_eq(vplat_key_rm(dom0, g->bdir), 0);
+	snprintf(path, sizeof(path), "/local/domain/%u", g->domid);
+	vplat_key_rm(dom0, path);
+	stub_run();
+	ck_assert_ptr_null(vbe_node_guest(node, g->domid, 0));
+}
+
+/* A VM's settings come back with its next guest (a new domid, the same
+ * name), into the new backend dir; another VM gets the defaults; a
+ * guest's own keys win; settings reset to the defaults are forgotten. */
+START_TEST(settings_follow_the_vm)
+{
+	struct vbe_guest *bg;
+	struct tg a, b, c;
+	char path[256], val[64];
+
+	vm_start(&a, 5, "vm-a");
+	ck_assert_int_eq(set("vm-a", "weight=7"), 0);	/* by VM name */
+	ck_assert_int_eq(set("5", "class=high"), 0);
+	ck_assert_int_eq(set("5", "rate=2M,64K"), 0);
+	vm_leave(&a);
+
+	bg = vm_start(&b, 6, "vm-a");
+	ck_assert_uint_eq(bg->prio.weight, 7);
+	ck_assert_uint_eq(bg->prio.cls, VBE_CLASS_HIGH);
+	ck_assert_uint_eq(bg->prio.rate, 2u << 20);
+	ck_assert_uint_eq(bg->prio.burst, 64u << 10);
+	snprintf(path, sizeof(path), "%s/weight", b.bdir);
+	ck_assert_int_eq(vplat_key_read(dom0, path, val, sizeof(val)), 0);
+	ck_assert_str_eq(val, "7");
+	bg = vm_start(&c, 7, "vm-c");
+	ck_assert_uint_eq(bg->prio.weight, 1);
+	ck_assert_uint_eq(bg->prio.cls, VBE_CLASS_NORMAL);
+	vm_leave(&c);
+	ck_assert_int_eq(set("6", "weight=1"), 0);
+	ck_assert_int_eq(set("6", "class=normal"), 0);
+	ck_assert_int_eq(set("6", "rate=0"), 0);
+	vm_leave(&b);
+	bg = vm_start(&a, 8, "vm-a");
+	ck_assert_uint_eq(bg->prio.weight, 1);
+	ck_assert_uint_eq(bg->prio.cls, VBE_CLASS_NORMAL);
+	ck_assert_uint_eq(bg->prio.rate, 0);
+	ck_assert_int_eq(set("8", "weight=3"), 0);
+	vm_leave(&a);
+
+	/* Keys already in the new dir (an operator's) win over the memory. */
+	snprintf(path, sizeof(path), VRDMA_XS_BACK_FMT "/weight", 9u, 0u);
+	ck_assert_int_eq(vplat_key_write(dom0, path, "2"), 0);
+	bg = vm_start(&a, 9, "vm-a");
+	ck_assert_uint_eq(bg->prio.weight, 2);
+	tg_stop(&a);
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -345,6 +416,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, high_class_small_write_first);
 	tcase_add_test(t, quotas_refuse_nomem);
 	tcase_add_test(t, bad_values_refused);
+	tcase_add_test(t, settings_follow_the_vm);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # /init of the rig's dom0 initramfs: Xen daemons, vrdmad, two PV domUs
 # (domu1, domu2) running the command agent, then the suite the kernel
-# command line names (vrdma.suite=check|demo|bench|smoke, /vrdma/suite-*.sh;
-# a third domU for check).
+# command line names (vrdma.suite=check|demo|bench|smoke|prio,
+# /vrdma/suite-*.sh; a third domU for check, eight smaller ones for prio).
 # Results are "VRDMA-TEST <name> PASS|FAIL|SKIP" lines on the console and a
 # final "VRDMA-RIG-DONE suite=S pass=P fail=F"; scripts/xen/run.sh reads them.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -80,7 +80,10 @@ vt_pass vrdmad-up
 
 # ---- the domUs (check: a third one plays the hostile guest) ----
 DOMUS="1 2"
+DOMU_MEM=256
 [ "$SUITE" = check ] && [ "$XENPLAT" = 1 ] && DOMUS="1 2 3"
+# prio: every weighted guest is a domain of its own (one device each)
+[ "$SUITE" = prio ] && [ "$XENPLAT" = 1 ] && DOMUS="1 2 3 4 5 6 7 8" DOMU_MEM=160
 for n in $DOMUS; do
 	cat >/etc/xen/domu$n.cfg <<CFG
 name = "domu$n"
@@ -88,7 +91,7 @@ type = "pv"
 kernel = "/guest/vmlinux"
 ramdisk = "/guest/domu.cpio.gz"
 extra = "console=hvc0 loglevel=4"
-memory = 256
+memory = $DOMU_MEM
 vcpus = 1
 on_poweroff = "destroy"
 on_crash = "destroy"
