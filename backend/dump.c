@@ -17,6 +17,7 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 	*c = (struct vbe_census){ 0 };
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		c->listeners += n->lis[i].s.used;
+	c->maps = vbe_vx_pending(n);	/* device teardown still queued */
 	for (g = n->guests; g; g = g->next) {
 		c->guests++;
 		c->maps += g->nmaps;

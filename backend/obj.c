@@ -116,8 +116,8 @@ void vbe_obj_release(struct vbe_guest *g)
 void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b)
 {
 	/* The device lets go of the pages before dom0 does. */
-	vbe_vx_unpin(g->node, g, b->addr, (size_t)b->npages * VRDMA_PAGE_SIZE);
-	vplat_unmap(b->map);
+	if (!vbe_vx_unpin(g->node, g, b->addr, (size_t)b->npages * VRDMA_PAGE_SIZE, b->map))
+		vplat_unmap(b->map);
 	g->nmaps--;
 	g->pages -= b->npages;
 	memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));

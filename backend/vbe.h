@@ -410,8 +410,9 @@ void vbe_vx_fd_ready(struct vbe_node *n, int fd);
 int  vbe_vx_poll(struct vbe_node *n);		/* device CQEs handled */
 int  vbe_vx_arm(struct vbe_node *n);		/* 1: completions slipped in */
 void vbe_vx_tick(struct vbe_node *n, int64_t now_ms);
-void vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
-		  size_t len);
+int  vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
+		  size_t len, struct vplat_map *map);
+unsigned vbe_vx_pending(const struct vbe_node *n);	/* teardown not done yet */
 int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 		     const struct vrdma_cmd_connect *c, struct vbe_late *late);
 int  vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,

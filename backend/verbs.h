@@ -169,6 +169,7 @@ struct vbe_vx {
 	struct vbe_vqp qps[VBE_VX_MAX_QPS];
 	struct vbe_vrconn rconn[VBE_MAX_CONNS];
 	int max_sge;
+	struct vbe_reaper *reap;	/* teardown thread (verbs_reap.c) */
 };
 
 /* verbs_dev.c */
@@ -188,6 +189,17 @@ int  vbe_vx_poll_cq(struct vbe_vx *vx, struct vbe_vqp *vq, int budget);
 extern const struct vbe_target vbe_target_verbs;
 void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc);
 void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq);
+
+/* verbs_reap.c: device teardown off the loop, in queue order */
+int  vbe_reap_start(struct vbe_vx *vx);
+void vbe_reap_stop(struct vbe_vx *vx);		/* runs what is queued */
+void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_cq *cq,
+		 unsigned cq_events);
+void vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr);
+void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);
+int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m);
+void vbe_reap_poll(struct vbe_vx *vx);
+unsigned vbe_reap_pending(const struct vbe_vx *vx);
 
 /* cm_rdmacm.c */
 void vbe_rcm_events(struct vbe_vx *vx);

@@ -9,7 +9,8 @@
  * Fds (rdma_cm events, completion channel, async events) go into
  * vrdmad's loop through the node's fd callback; CQs are polled in
  * vbe_node_poll with a per-node budget.  Nothing here blocks: every fd
- * is non-blocking and address/route resolution has a time limit.
+ * is non-blocking, address/route resolution has a time limit, and
+ * teardown that may sleep runs on the reaper thread (verbs_reap.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,6 +147,9 @@ int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
 		err = vbe_vx_nonblock(vx->ctx->async_fd);
 	if (err)
 		goto err_cch;
+	err = vbe_reap_start(vx);
+	if (err)
+		goto err_cch;
 	memcpy(&vx->addr, &sin, sizeof(sin));
 	n->vx = vx;
 	vbe_vx_fds(n, vx, 1);
@@ -181,6 +185,7 @@ void vbe_vx_close(struct vbe_node *n)
 			rdma_destroy_id(vx->rconn[i].id);
 	while (vx->guests)
 		vbe_vx_guest_free(vx, vx->guests);
+	vbe_reap_stop(vx);	/* every CQ gone before the channel */
 	vbe_vx_fds(n, vx, 0);
 	ibv_destroy_comp_channel(vx->cch);
 	rdma_destroy_id(vx->lis);
@@ -191,55 +196,27 @@ void vbe_vx_close(struct vbe_node *n)
 
 /* ---- per-guest device state ---- */
 
-/* Device teardown calls may sleep in the kernel; say so when one held the
- * daemon (every guest waits meanwhile). */
-static void vbe_vx_slow(const char *what, int64_t t0)
+static void vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
 {
-	int64_t dt = vplat_now_ms() - t0;
-
-	if (dt > 200)
-		vlog_warn("rdma: %s took %lld ms", what, (long long)dt);
-}
-
-static void vbe_vx_mr_drop(struct vbe_vguest *vg, uint32_t i)
-{
-	int64_t t0 = vplat_now_ms();
-
-	if (vg->mr[i]) {
-		ibv_dereg_mr(vg->mr[i]);
-		vbe_vx_slow("ibv_dereg_mr", t0);
-	}
+	if (vg->mr[i])
+		vbe_reap_mr(vx, vg->mr[i]);
 	vg->mr[i] = NULL;
 	vg->key[i] = 0;
 	vg->addr[i] = NULL;
 	memset(vg->rkt + (size_t)i * VBE_VX_RKT_ENT, 0, VBE_VX_RKT_ENT);
 }
 
+/* Unlink vg; the reaper frees it after the QPs queued before it. */
 static void vbe_vx_guest_free(struct vbe_vx *vx, struct vbe_vguest *vg)
 {
 	struct vbe_vguest **p;
-	uint32_t i;
 
 	for (p = &vx->guests; *p; p = &(*p)->next)
 		if (*p == vg) {
 			*p = vg->next;
 			break;
 		}
-	if (vg->mr)
-		for (i = 0; i < VBE_MAX_MRS; i++)
-			vbe_vx_mr_drop(vg, i);
-	if (vg->rkt_mr)
-		ibv_dereg_mr(vg->rkt_mr);
-	if (vg->scratch_mr)
-		ibv_dereg_mr(vg->scratch_mr);
-	if (vg->pd)
-		ibv_dealloc_pd(vg->pd);
-	free(vg->mr);
-	free(vg->key);
-	free(vg->addr);
-	free(vg->rkt);
-	free(vg->scratch);
-	free(vg);
+	vbe_reap_guest(vx, vg);
 }
 
 static uint8_t *vbe_vx_zalloc(size_t len)
@@ -308,7 +285,6 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 {
 	uint32_t i;
 
-	(void)vx;
 	if (vg->cmds == g->ctr.commands || !g->mrs)
 		return;
 	vg->cmds = g->ctr.commands;
@@ -318,7 +294,7 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		struct vbe_rkt e;
 
 		if (vg->key[i] && (!m->s.used || m->key != vg->key[i] || addr != vg->addr[i]))
-			vbe_vx_mr_drop(vg, i);
+			vbe_vx_mr_drop(vx, vg, i);
 		if (!m->s.used || vg->key[i])
 			continue;
 		vg->key[i] = m->key;
@@ -348,27 +324,34 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 }
 
 /*
- * Drop g's device MRs on [addr, addr + len) before dom0 unmaps it.  Needed
- * on Xen: gntdev's unmap of a page the device still pins is deferred while
- * munmap goes on, and the kernel then finds live grant PTEs ("Bad page
- * map") and later registrations fail (docs/rdma.md).  So the pin always
- * goes first, whatever the sync above has seen yet.
+ * g drops the buffer map at [addr, addr + len): its device MRs go first.
+ * Needed on Xen: gntdev's unmap of a page the device still pins is
+ * deferred while munmap goes on, and the kernel then finds live grant
+ * PTEs ("Bad page map") and later registrations fail (docs/rdma.md).
+ * Returns 1 if the map was taken (unmapped once the reaper let go of the
+ * pages), 0 if the caller unmaps it now.
  */
-void vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
-		  size_t len)
+int vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
+		 size_t len, struct vplat_map *map)
 {
 	struct vbe_vguest *vg;
 	uint32_t i;
 
 	if (!n->vx)
-		return;
+		return 0;
 	for (vg = n->vx->guests; vg; vg = vg->next) {
 		if (vg->g != g || !vg->mr)
 			continue;
 		for (i = 0; i < VBE_MAX_MRS; i++)
 			if (vg->key[i] && vg->addr[i] >= addr && vg->addr[i] < addr + len)
-				vbe_vx_mr_drop(vg, i);
+				vbe_vx_mr_drop(n->vx, vg, i);
 	}
+	return vbe_reap_defer_unmap(n->vx, map);
+}
+
+unsigned vbe_vx_pending(const struct vbe_node *n)
+{
+	return n->vx ? vbe_reap_pending(n->vx) : 0;
 }
 
 /* Guests that left (or were disabled) give their device state back. */
@@ -461,29 +444,14 @@ void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
 			vbe_credit_put(g);
 }
 
+/* The slot is free at once; the device objects go on the reaper (their
+ * teardown can sleep).  CQ events counted so far are acked there; later
+ * ones find no vq and are acked on arrival. */
 void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
-	int64_t t0 = vplat_now_ms();
-
 	vbe_vx_credits_return(vx, vq);
-	if (vq->id) {
-		if (vq->state == VBE_VQ_UP)
-			rdma_disconnect(vq->id);
-		vbe_vx_slow("rdma_disconnect", t0);
-		t0 = vplat_now_ms();
-		if (vq->id->qp)
-			rdma_destroy_qp(vq->id);
-		vbe_vx_slow("rdma_destroy_qp", t0);
-		t0 = vplat_now_ms();
-		rdma_destroy_id(vq->id);	/* events are acked at once: no wait */
-		vbe_vx_slow("rdma_destroy_id", t0);
-		t0 = vplat_now_ms();
-	}
-	if (vq->cq) {
-		ibv_ack_cq_events(vq->cq, vq->cq_events);
-		ibv_destroy_cq(vq->cq);
-		vbe_vx_slow("ibv_destroy_cq", t0);
-	}
+	if (vq->id || vq->cq)
+		vbe_reap_qp(vx, vq->id, vq->state == VBE_VQ_UP, vq->cq, vq->cq_events);
 	if (vq->vg)
 		vq->vg->nqps--;
 	memset((char *)vq + sizeof(vq->s), 0, sizeof(*vq) - sizeof(vq->s));
@@ -587,6 +555,7 @@ int vbe_vx_poll(struct vbe_node *n)
 
 	if (!vx)
 		return 0;
+	vbe_reap_poll(vx);
 	for (i = 0; i < VBE_VX_MAX_QPS && done < VBE_VX_POLL_CQES; i++)
 		if (vx->qps[i].s.used && vx->qps[i].cq)
 			done += vbe_vx_poll_cq(vx, &vx->qps[i], VBE_VX_POLL_CQES - done);
@@ -622,6 +591,7 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms)
 
 	if (!vx)
 		return;
+	vbe_reap_poll(vx);
 	vbe_rcm_tick(vx, now_ms);
 	/* Device QPs whose guest QP is gone without telling us. */
 	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
