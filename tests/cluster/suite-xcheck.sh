@@ -73,15 +73,31 @@ qps_up() {
 	return 1
 }
 
+# tx_of DOMID: bytes the guest of that domain sent (vrdmactl stats -j).
+tx_of() {
+	ctl stats -j | tr '{' '\n' | awk -v d="\"domid\":$1," '
+		f { if (match($0, /"tx_bytes":[0-9]+/)) print substr($0, RSTART + 11, RLENGTH - 11); exit }
+		index($0, d) { f = 1 }'
+}
+
+# moving DOMID BYTES: bounded wait until that guest sent BYTES.
+moving() {
+	for _ in $(seq 200); do
+		[ "$(tx_of $1)" -ge "$2" ] 2>/dev/null && return 0
+		sleep 0.3
+	done
+	return 1
+}
+
 # xkill VICTIM-NODE DOMU-ON-B DOMU-ON-A: a vrdma-bw pair of 1 MiB writes
-# between those domUs (b serves); once both move data the victim node
+# between those domUs (b serves); once the client moved 8 MiB the victim node
 # destroys its domU; the other node's program must end with an error
 # completion.
 xkill() {
 	_v=$1
 	[ "$NODE" = b ] && _du=$2 || _du=$3
 	eval _d=\$D$_du		# D1 / D2 from dom0's /init
-	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 10000000 -T 20"
+	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 10000000 -T 60"
 	if [ "$NODE" = b ]; then
 		_n=$(du_run $_d "$_cmd" "listening on service")
 		if ! du_ready $_d $_n 60; then
@@ -95,14 +111,13 @@ xkill() {
 		_n=$(du_run $_d "$_cmd $PEER")
 	fi
 	qps_up 1 || echo "no device QP on node $NODE after 30 s"
+	# Mid-transfer: the client (node a) has moved 8 MiB, both know it.
 	if [ "$NODE" = a ]; then
-		cl_tell kill$_v-connected 60
-		cl_await kill$_v-connected 60
+		moving $_d 8388608 || echo "kill$_v: no data moving after 60 s"
+		cl_tell kill$_v-moving 60
 	else
-		cl_await kill$_v-connected 60
-		cl_tell kill$_v-connected 60
+		cl_await kill$_v-moving 120
 	fi
-	sleep 3		# mid-transfer
 	if [ "$NODE" = "$_v" ]; then
 		echo "census before destroy on $NODE: $(ctl census), vrdmad $(pinned)"
 		vt_check kill$_v-xl-destroy-$NODE timeout 60 xl destroy domu$_du
