@@ -15,12 +15,17 @@
 #                             vrdma-bw/-lat between the domUs (suite-xbench.sh)
 #   make demo-cluster-host | bench-cluster-host   the host variant's
 #   make smoke-cluster        the rig itself: rxe, native perftest, vrdmad up
+#   make bench-prio-cluster   issue 5's benchmark across the nodes (host
+#                             variant): 4 flooders on a, weights 1:2:3:4,
+#                             shares beside targets; a high-class guest
+#                             solo vs 3 low-class flooders (suite-prio.sh)
 CLUSTER_DEPS := all $(B)/tests/itest_guest
 # (the Xen rig's image builder wants every program it carries)
 XCLUSTER_DEPS := $(CLUSTER_DEPS) $(B)/bin/vrdma-xen-rawcopy $(B)/tests/itest_hostile
 
 .PHONY: check-cluster check-cluster-xen check-cluster-host demo-cluster \
-	demo-cluster-host bench-cluster bench-cluster-host smoke-cluster
+	demo-cluster-host bench-cluster bench-cluster-host smoke-cluster \
+	bench-prio-cluster
 
 # The QEMU runs one after the other, never beside each other (make -j).
 check-cluster: $(XCLUSTER_DEPS)
@@ -47,3 +52,6 @@ bench-cluster-host: $(CLUSTER_DEPS)
 
 smoke-cluster: $(CLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh smoke $(B)
+
+bench-prio-cluster: $(CLUSTER_DEPS)
+	$(Q)scripts/cluster/rig.sh prio $(B)

@@ -3,7 +3,8 @@
 # make check-cluster* / demo-cluster* / bench-cluster* / smoke-cluster: fetch
 # the kernel (the Xen rig's cache, reused), build the images from
 # BUILD_DIR, boot the two nodes once running SUITE, and show what node a
-# framed for showing (demo: the bw table; bench: native beside vrdma).
+# framed for showing (demo: the bw table; bench: native beside vrdma;
+# prio: shares beside targets, high class solo vs loaded).
 # Usage: rig.sh SUITE BUILD_DIR
 # (SUITE xen|xcheck|xbench: the full Xen variant, suites xcluster, xcheck,
 # xbench in tests/cluster)
@@ -35,6 +36,9 @@ esac
 # puts the old value back.  RMEM= (empty) leaves the host alone.
 case $SUITE in
 bench|demo) export RMEM=${RMEM-4194304} ;;
+# prio (make bench-prio-cluster): flooders for two windows, then two
+# measured pairs solo and loaded: longer than one default boot limit
+prio) export RMEM=${RMEM-4194304} TIMEOUT=${TIMEOUT:-900} MEM=${MEM:-1024} ;;
 esac
 rc=0
 LOGDIR=${LOGDIR:-$B/cluster/logs} "$HERE/run.sh" "$SUITE" "$B/cluster" || rc=$?

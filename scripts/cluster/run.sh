@@ -8,18 +8,22 @@
 #
 # Entry point:
 #   make B=BUILD_DIR check-cluster-host | demo-cluster-host | bench-cluster-host | smoke-cluster
+#     | bench-prio-cluster
 #     (builds what it needs, fetches the kernel once into the Xen rig's
 #      cache, builds the images into BUILD_DIR/cluster, boots, prints)
 #   scripts/cluster/run.sh SUITE IMAGE_DIR     boot once with built images
 #   SUITE: smoke (rxe up, native perftest pair, vrdmad on both nodes; what
-#          works before the verbs path), check, demo, bench
+#          works before the verbs path), check, demo, bench, prio (issue
+#          5's benchmark: weights, classes; kernel args prio.win=S
+#          prio.lat=N prio.bw=N via NODE_EXTRA)
 #   (tests/cluster/suite-SUITE.sh, run by both nodes' /init).
 # Env knobs: TIMEOUT (s per boot, default 300), CPU (default qemu64),
 #   MEM (per node, default 512), PORT (UDP ports PORT and PORT+1, default
 #   45700), MTU (default 9000), RMEM (host net.core.rmem_default during the
 #   boot, restored after; unset = leave the host alone; rig.sh sets 4 MiB
 #   for demo and bench: with the 208 KiB default, QEMU's UDP socket drops
-#   rxe bursts and 1 MiB writes crawl on RC retransmit timeouts),
+#   rxe bursts and 1 MiB writes crawl on RC retransmit timeouts; prio
+#   too, with TIMEOUT 900),
 #   NODE_EXTRA (more kernel args, e.g. vrdma.diag: always print the
 #   diagnostics), LOGDIR (default IMAGE_DIR/logs), LOCK_WAIT (s to wait for
 #   another project QEMU boot to end, default 900).
