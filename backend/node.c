@@ -198,6 +198,7 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	n->fd_arg = cfg->fd_arg;
 	n->next_qpn = 1;
 	n->poll_bytes = VBE_POLL_BYTES;
+	n->dev_max = VBE_DEV_BYTES;
 	n->poll_wrs = VBE_POLL_WRS;
 	n->poll_reqs = VBE_POLL_REQS;
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);

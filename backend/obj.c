@@ -92,6 +92,8 @@ void vbe_obj_release(struct vbe_guest *g)
 {
 	uint32_t i;
 
+	if (g->node->dev_hold == g)
+		g->node->dev_hold = NULL;
 	if (!g->qps)
 		return;
 	for (i = 0; i < VBE_MAX_QPS; i++)

@@ -201,3 +201,49 @@ void vbe_credit_put(struct vbe_guest *g)
 	if (g->sch.credits_used)
 		g->sch.credits_used--;
 }
+
+/*
+ * Room for a send WR of `bytes` on the node's device (VBE_DEV_BYTES, all
+ * guests; one WR always fits an idle device).  DRR with the device as the
+ * link: a guest whose turn finds no room holds the device, so the room
+ * freed next is its, not that of whoever completes or comes first, until
+ * it has spent its round's bytes (vbe_dev_turn_end).  Else qp waits on the
+ * run list.  A hold lasts VBE_DEV_HOLD_MS at most.
+ */
+bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes)
+{
+	struct vbe_node *n = g->node;
+	bool room = !n->dev_bytes || n->dev_bytes + bytes <= n->dev_max;
+
+	if (n->dev_hold && n->dev_hold != g &&
+	    vplat_now_ms() - n->dev_hold_ms > VBE_DEV_HOLD_MS)
+		n->dev_hold = NULL;
+	if (room && (!n->dev_hold || n->dev_hold == g)) {
+		n->dev_bytes += bytes;
+		return true;
+	}
+	if (!n->dev_hold) {
+		n->dev_hold = g;
+		n->dev_hold_ms = vplat_now_ms();
+	}
+	if (!qp->runq) {
+		qp->runq = true;
+		vbe_qfifo_push(&g->runq, qp->handle);
+	}
+	return false;
+}
+
+void vbe_dev_put(struct vbe_node *n, uint64_t bytes)
+{
+	n->dev_bytes -= bytes < n->dev_bytes ? bytes : n->dev_bytes;
+}
+
+/* g's turn ended: it lets go of the device once its bytes are spent, it
+ * has no work left, or it may not run now. */
+void vbe_dev_turn_end(struct vbe_guest *g, bool allow)
+{
+	struct vbe_node *n = g->node;
+
+	if (n->dev_hold == g && (!allow || !g->budget_bytes || !g->runq.count || g->dead))
+		n->dev_hold = NULL;
+}

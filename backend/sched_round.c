@@ -130,13 +130,17 @@ static int vbe_sched_turn(struct vbe_guest *g, bool allow, int64_t now,
 	bool backlog;
 	int done;
 
-	if (!g->connected || g->dead)
+	if (!g->connected || g->dead) {
+		vbe_dev_turn_end(g, false);
 		return 0;
+	}
 	vbe_sched_settle(g, now);
 	backlog = g->runq.count || vbe_sched_ring_work(g);
 	if (allow) {
 		q = vbe_sched_quantum(g);
-		s->deficit = (int64_t)(s->deficit + q > 2 * q ? 2 * q : s->deficit + q);
+		/* Holding the device: it spends what it has, no new round. */
+		if (g->node->dev_hold != g)
+			s->deficit = (int64_t)(s->deficit + q > 2 * q ? 2 * q : s->deficit + q);
 		bytes = (uint64_t)s->deficit;
 		if (g->prio.rate && bytes > s->tokens)
 			bytes = s->tokens;
@@ -152,6 +156,7 @@ static int vbe_sched_turn(struct vbe_guest *g, bool allow, int64_t now,
 	/* Throttled: work left and the bucket is what stopped it. */
 	s->throttled = g->prio.rate && g->runq.count &&
 		       s->tokens <= s->given - g->budget_bytes;
+	vbe_dev_turn_end(g, allow);
 	if (!g->runq.count && !vbe_sched_ring_work(g))
 		s->deficit = 0;		/* idle: no credit saved up */
 	if (vbe_sched_ready(g) || (!s->throttled && vbe_sched_ring_work(g)))

@@ -305,9 +305,15 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 		 * a flooder's queue depth must not beat the weights. */
 		if (!vbe_credit_take(g, qp))
 			return;
-		st = vbe_vx_post(vx, vq, g, qp, w);
-		if (st)
+		if (!vbe_dev_take(g, qp, vbe_vx_wr_len(w))) {
 			vbe_credit_put(g);
+			return;
+		}
+		st = vbe_vx_post(vx, vq, g, qp, w);
+		if (st) {
+			vbe_credit_put(g);
+			vbe_dev_put(g->node, vbe_vx_wr_len(w));
+		}
 		if (st == VBE_VX_STALL)
 			return;
 		if (st) {
@@ -377,6 +383,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 	struct vbe_guest *g = NULL;
 	struct vbe_qp *qp;
 	struct vbe_wqe *w;
+	uint64_t len;
 
 	if (vbe_vx_wrid_gen(wc->wr_id) != vq->s.gen)
 		return;
@@ -395,7 +402,9 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 		w = vbe_wq_head(&qp->sq);
 		if (!w)
 			return;
-		vq->inflight -= vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
+		len = vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
+		vq->inflight -= len;
+		vbe_dev_put(vx->node, len);
 		if (vq->credits) {
 			vq->credits--;
 			vbe_credit_put(g);

@@ -50,6 +50,13 @@
  * requests pulled.  Leftover work waits on the guest's run list. */
 #define VBE_POLL_BYTES		(1u << 20)
 #define VBE_POLL_WRS		64
+/* Send WR bytes the node keeps on its RDMA device, all guests together:
+ * enough to keep a link busy, little enough that the rest waits in
+ * vrdmad, where classes and weights decide (else the device's round robin
+ * between its QPs would; docs/prio.md).  A guest whose turn finds the
+ * device full holds it (others wait) until it spent its round's bytes. */
+#define VBE_DEV_BYTES		(2u << 20)
+#define VBE_DEV_HOLD_MS		100
 #define VBE_POLL_REQS		256
 
 /* Issue 5 (docs/prio.md): classes, DRR quantum, starvation guard, defaults. */
@@ -268,6 +275,10 @@ struct vbe_node {
 	bool reap;
 	uint64_t disabled;
 	uint64_t poll_bytes;		/* per-guest budgets (tests lower them) */
+	uint64_t dev_bytes;		/* send WR bytes on the RDMA device, all guests */
+	uint64_t dev_max;		/* ... at most (VBE_DEV_BYTES) */
+	const struct vbe_guest *dev_hold;	/* its turn waits for device room */
+	int64_t dev_hold_ms;		/* since when (the hold has a time limit) */
 	unsigned poll_wrs, poll_reqs;
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
@@ -355,6 +366,7 @@ void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *
 void vbe_evt_drain(struct vbe_guest *g);
 bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
+void vbe_dev_turn_end(struct vbe_guest *g, bool allow);
 void vbe_run_start(struct vbe_guest *g);
 void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 int  vbe_sched_round(struct vbe_node *n);	/* serve every guest once */

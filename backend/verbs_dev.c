@@ -442,6 +442,8 @@ void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
 	for (; vq->credits; vq->credits--)
 		if (g)
 			vbe_credit_put(g);
+	vbe_dev_put(vx->node, vq->inflight);
+	vq->inflight = 0;
 }
 
 /* The slot is free at once; the device objects go on the reaper (their

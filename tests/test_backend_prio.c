@@ -294,6 +294,47 @@ START_TEST(quotas_refuse_nomem)
 }
 END_TEST
 
+/* Device room (the node-wide bound): a guest whose turn finds the device
+ * full holds it; another guest's WR waits even when room comes back; the
+ * holder lets go once its bytes are spent, or after VBE_DEV_HOLD_MS. */
+START_TEST(device_room_held_in_turn)
+{
+	struct vbe_guest *ga, *gc;
+	struct tg t[4];
+	struct flood f[2];
+
+	two_floods(t, f);
+	ga = vbe_node_guest(node, 5, 0);
+	gc = vbe_node_guest(node, 7, 0);
+	ck_assert(ga && gc && ga->qps && gc->qps);
+	node->dev_max = 2 << 20;
+	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
+	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
+	ck_assert(!vbe_dev_take(gc, &gc->qps[0], 1 << 20));	/* full: c holds */
+	ck_assert(gc->qps[0].runq);
+	ck_assert(node->dev_hold == gc);
+	vbe_dev_put(node, 1 << 20);
+	ck_assert(!vbe_dev_take(ga, &ga->qps[0], 1 << 20));	/* room is c's */
+	ck_assert(vbe_dev_take(gc, &gc->qps[0], 1 << 20));
+	gc->budget_bytes = 0;				/* c spent its round */
+	vbe_dev_turn_end(gc, true);
+	ck_assert(node->dev_hold == NULL);
+	vbe_dev_put(node, 1 << 20);
+	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
+	/* A hold has a time limit: a holder that never comes back. */
+	ck_assert(!vbe_dev_take(gc, &gc->qps[0], 1 << 20));
+	ck_assert(node->dev_hold == gc);
+	node->dev_hold_ms -= VBE_DEV_HOLD_MS + 1;
+	vbe_dev_put(node, 1 << 20);
+	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
+	node->dev_bytes = 0;
+	node->dev_hold = NULL;
+	vbe_sched_qp_gone(ga, &ga->qps[0]);
+	vbe_sched_qp_gone(gc, &gc->qps[0]);
+	stop_all(t);
+}
+END_TEST
+
 /* Bad values: refused with what is allowed, nothing stored. */
 START_TEST(bad_values_refused)
 {
@@ -415,6 +456,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, high_class_first_guard_serves_low);
 	tcase_add_test(t, high_class_small_write_first);
 	tcase_add_test(t, quotas_refuse_nomem);
+	tcase_add_test(t, device_room_held_in_turn);
 	tcase_add_test(t, bad_values_refused);
 	tcase_add_test(t, settings_follow_the_vm);
 	suite_add_tcase(s, t);
