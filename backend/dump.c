@@ -48,8 +48,10 @@ static void vbe_dump_json(struct vbe_node *n, FILE *out)
 	struct vbe_guest *g;
 	uint32_t i;
 
-	fprintf(out, "{\"node\":\"%s\",\"disabled\":%llu,\"guests\":[", n->name,
-		(unsigned long long)n->disabled);
+	fprintf(out, "{\"node\":\"%s\",\"disabled\":%llu,\"dev_bytes\":%llu,"
+		"\"dev_full\":%llu,\"dev_hold_expired\":%llu,\"guests\":[", n->name,
+		(unsigned long long)n->disabled, (unsigned long long)n->dev_bytes,
+		(unsigned long long)n->dev_full, (unsigned long long)n->dev_hold_expired);
 	for (g = n->guests; g; g = g->next) {
 		const char *sep = "";
 
@@ -159,7 +161,10 @@ static void vbe_stats_json(struct vbe_node *n, FILE *out)
 	const char *gsep = "";
 	struct vbe_guest *g;
 
-	fprintf(out, "{\"node\":\"%s\",\"guests\":[", n->name);
+	fprintf(out, "{\"node\":\"%s\",\"dev_bytes\":%llu,\"dev_full\":%llu,"
+		"\"dev_hold_expired\":%llu,\"guests\":[", n->name,
+		(unsigned long long)n->dev_bytes, (unsigned long long)n->dev_full,
+		(unsigned long long)n->dev_hold_expired);
 	for (g = n->guests; g; g = g->next) {
 		const char *sep = "";
 

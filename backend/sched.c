@@ -216,12 +216,16 @@ bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes)
 	bool room = !n->dev_bytes || n->dev_bytes + bytes <= n->dev_max;
 
 	if (n->dev_hold && n->dev_hold != g &&
-	    vplat_now_ms() - n->dev_hold_ms > VBE_DEV_HOLD_MS)
+	    vplat_now_ms() - n->dev_hold_ms > VBE_DEV_HOLD_MS) {
 		n->dev_hold = NULL;
+		n->dev_hold_expired++;
+	}
 	if (room && (!n->dev_hold || n->dev_hold == g)) {
 		n->dev_bytes += bytes;
+		g->sch.dev_bytes += bytes;
 		return true;
 	}
+	n->dev_full += !room;
 	if (!n->dev_hold) {
 		n->dev_hold = g;
 		n->dev_hold_ms = vplat_now_ms();
@@ -233,9 +237,12 @@ bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes)
 	return false;
 }
 
-void vbe_dev_put(struct vbe_node *n, uint64_t bytes)
+/* g: NULL when the guest is gone already. */
+void vbe_dev_put(struct vbe_node *n, struct vbe_guest *g, uint64_t bytes)
 {
 	n->dev_bytes -= bytes < n->dev_bytes ? bytes : n->dev_bytes;
+	if (g)
+		g->sch.dev_bytes -= bytes < g->sch.dev_bytes ? bytes : g->sch.dev_bytes;
 }
 
 /* g's turn ended: it lets go of the device once its bytes are spent, it
@@ -243,7 +250,8 @@ void vbe_dev_put(struct vbe_node *n, uint64_t bytes)
 void vbe_dev_turn_end(struct vbe_guest *g, bool allow)
 {
 	struct vbe_node *n = g->node;
+	bool work = g->runq.count || g->sch.dev_bytes;	/* CQEs run it */
 
-	if (n->dev_hold == g && (!allow || !g->budget_bytes || !g->runq.count || g->dead))
+	if (n->dev_hold == g && (!allow || !g->budget_bytes || !work || g->dead))
 		n->dev_hold = NULL;
 }

@@ -157,8 +157,10 @@ static int vbe_sched_turn(struct vbe_guest *g, bool allow, int64_t now,
 	s->throttled = g->prio.rate && g->runq.count &&
 		       s->tokens <= s->given - g->budget_bytes;
 	vbe_dev_turn_end(g, allow);
-	if (!g->runq.count && !vbe_sched_ring_work(g))
-		s->deficit = 0;		/* idle: no credit saved up */
+	/* Idle: no credit saved up.  WRs parked behind the device (their
+	 * QP waits for completions, not on the run list) are not idle. */
+	if (!g->runq.count && !vbe_sched_ring_work(g) && !s->dev_bytes)
+		s->deficit = 0;
 	if (vbe_sched_ready(g) || (!s->throttled && vbe_sched_ring_work(g)))
 		*busy = true;
 	return done;

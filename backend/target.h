@@ -42,6 +42,6 @@ extern const struct vbe_target vbe_target_local;
 bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_credit_put(struct vbe_guest *g);
 bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes);
-void vbe_dev_put(struct vbe_node *n, uint64_t bytes);
+void vbe_dev_put(struct vbe_node *n, struct vbe_guest *g, uint64_t bytes);
 
 #endif /* VRDMA_VBE_TARGET_H */

@@ -312,7 +312,7 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 		st = vbe_vx_post(vx, vq, g, qp, w);
 		if (st) {
 			vbe_credit_put(g);
-			vbe_dev_put(g->node, vbe_vx_wr_len(w));
+			vbe_dev_put(g->node, g, vbe_vx_wr_len(w));
 		}
 		if (st == VBE_VX_STALL)
 			return;
@@ -404,7 +404,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 			return;
 		len = vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
 		vq->inflight -= len;
-		vbe_dev_put(vx->node, len);
+		vbe_dev_put(vx->node, g, len);
 		if (vq->credits) {
 			vq->credits--;
 			vbe_credit_put(g);

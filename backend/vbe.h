@@ -189,6 +189,7 @@ struct vbe_sched {
 	int64_t t_round;		/* us of the last round it was in */
 	bool throttled;			/* backlog but no tokens last round */
 	uint32_t credits_used;		/* WRs on the device (verbs target) */
+	uint64_t dev_bytes;		/* send WR bytes on the device */
 	uint64_t last_tx, last_rx;	/* counters at the last 1 s mark */
 	uint64_t bps_tx, bps_rx;	/* bytes/s over the last second */
 };
@@ -279,6 +280,8 @@ struct vbe_node {
 	uint64_t dev_max;		/* ... at most (VBE_DEV_BYTES) */
 	const struct vbe_guest *dev_hold;	/* its turn waits for device room */
 	int64_t dev_hold_ms;		/* since when (the hold has a time limit) */
+	uint64_t dev_full;		/* WRs that found the device full */
+	uint64_t dev_hold_expired;	/* holds ended by VBE_DEV_HOLD_MS */
 	unsigned poll_wrs, poll_reqs;
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */

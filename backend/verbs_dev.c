@@ -442,7 +442,7 @@ void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
 	for (; vq->credits; vq->credits--)
 		if (g)
 			vbe_credit_put(g);
-	vbe_dev_put(vx->node, vq->inflight);
+	vbe_dev_put(vx->node, g, vq->inflight);
 	vq->inflight = 0;
 }
 

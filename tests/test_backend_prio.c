@@ -313,21 +313,22 @@ START_TEST(device_room_held_in_turn)
 	ck_assert(!vbe_dev_take(gc, &gc->qps[0], 1 << 20));	/* full: c holds */
 	ck_assert(gc->qps[0].runq);
 	ck_assert(node->dev_hold == gc);
-	vbe_dev_put(node, 1 << 20);
+	vbe_dev_put(node, ga, 1 << 20);
 	ck_assert(!vbe_dev_take(ga, &ga->qps[0], 1 << 20));	/* room is c's */
 	ck_assert(vbe_dev_take(gc, &gc->qps[0], 1 << 20));
 	gc->budget_bytes = 0;				/* c spent its round */
 	vbe_dev_turn_end(gc, true);
 	ck_assert(node->dev_hold == NULL);
-	vbe_dev_put(node, 1 << 20);
+	vbe_dev_put(node, gc, 1 << 20);
 	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
 	/* A hold has a time limit: a holder that never comes back. */
 	ck_assert(!vbe_dev_take(gc, &gc->qps[0], 1 << 20));
 	ck_assert(node->dev_hold == gc);
 	node->dev_hold_ms -= VBE_DEV_HOLD_MS + 1;
-	vbe_dev_put(node, 1 << 20);
+	vbe_dev_put(node, ga, 1 << 20);
 	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
 	node->dev_bytes = 0;
+	ga->sch.dev_bytes = gc->sch.dev_bytes = 0;
 	node->dev_hold = NULL;
 	vbe_sched_qp_gone(ga, &ga->qps[0]);
 	vbe_sched_qp_gone(gc, &gc->qps[0]);

@@ -244,5 +244,7 @@ if [ "$NODE" = a ]; then
 	awk '{ printf "%-30s %10s %14.2f\n", "  low class moved (MiB/s)", "-", ($3 > $2) ? $1 / ($3 - $2) / 1048576 : 0 }' \
 		$T/prio-bwloaded.low 2>/dev/null
 	echo "(absolutes are TCG's and noisy: compare ratios within this boot)"
+	c=$(ctl stats -j)
+	echo "node a, whole run: WRs that found the device full $(field dev_full "$c"), holds expired $(field dev_hold_expired "$c")"
 	echo "VRDMA-SHOW-END"
 fi
