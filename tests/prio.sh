@@ -25,7 +25,7 @@ trap cleanup EXIT
 
 ok()  { echo "PASS: $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; return 1; fi; }
 ctl() { timeout 10 "$B/sbin/vrdmactl" -S "$RUN" "$@"; }
 
 # refused NAME PATTERN ARGS...: exit 1 and PATTERN in the message
@@ -48,7 +48,9 @@ check "vrdmad up" ctl ping
 
 timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 -T 30 >"$RUN/bs.out" 2>&1 &
 BS=$!
-sleep 0.3
+# the client connects once the server listens (slow under ASan), so it is
+# the newer guest of the two
+for _ in $(seq 200); do grep -qs "listening on service" "$RUN/bs.out" && break; sleep 0.05; done
 timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 -T 30 local >"$RUN/bc.out" 2>&1 &
 BC=$!
 vm=
@@ -85,7 +87,8 @@ for _ in $(seq 50); do
 	t1=$(tx_of "$vm")
 	[ "${t1:-0}" -gt "${t0:-0}" ] && break
 done
-check "stats: tx_bytes moving ($t0 -> $t1)" [ "${t1:-0}" -gt "${t0:-0}" ]
+check "stats: tx_bytes moving ($t0 -> $t1)" [ "${t1:-0}" -gt "${t0:-0}" ] ||
+	{ ctl stats; tail -5 "$RUN/bs.out" "$RUN/bc.out"; }
 check "stats text has the table" bash -c "timeout 10 '$B/sbin/vrdmactl' -S '$RUN' stats | grep -q '^GUEST.*QDLY_AVG'"
 ctl top -n 2 </dev/null | cat >"$RUN/top.out"
 check "top -n 2 without a tty: two tables" [ "$(grep -c '^GUEST' "$RUN/top.out")" = 2 ]
