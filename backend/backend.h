@@ -74,6 +74,8 @@ void vbe_node_stats(struct vbe_node *n, FILE *out, int json);
 /* Number of live guests / mappings / channels (leak checks in tests). */
 struct vbe_census {
 	unsigned guests, maps, chans, qps, mrs, cqs, pds, bufs, listeners;
+	unsigned credits;		/* WRs counted on the RDMA device */
+	unsigned long long dev_bytes;	/* send WR bytes counted on it */
 };
 void vbe_node_census(struct vbe_node *n, struct vbe_census *c);
 

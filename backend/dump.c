@@ -18,8 +18,10 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		c->listeners += n->lis[i].s.used;
 	c->maps = vbe_vx_pending(n);	/* device teardown still queued */
+	c->dev_bytes = n->dev_bytes;
 	for (g = n->guests; g; g = g->next) {
 		c->guests++;
+		c->credits += g->sch.credits_used;
 		c->maps += g->nmaps;
 		c->chans += g->chan != NULL;
 		if (!g->qps)

@@ -243,7 +243,6 @@ static void vbe_vx_fail(struct vbe_vqp *vq, struct vbe_guest *g, struct vbe_qp *
 		ibv_modify_qp(vq->id->qp, &a, IBV_QP_STATE);
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
-	vq->inflight = 0;
 	vbe_vx_credits_return(g->node->vx, vq);
 	vbe_qp_error(g, qp);
 }
@@ -466,7 +465,6 @@ void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
 	qp = vbe_vx_guest_qp(vx, vq, &g);
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
-	vq->inflight = 0;
 	vbe_vx_credits_return(vx, vq);
 	if (qp && qp->state == VBE_QPS_RTS)
 		vbe_qp_peer_lost(g, qp);

@@ -68,9 +68,10 @@ static void vd_cmd_census(struct vd_daemon *d, int argc, char **argv, FILE *out)
 	(void)argv;
 	vbe_node_census(d->node, &c);
 	fprintf(out, "{\"guests\":%u,\"maps\":%u,\"chans\":%u,\"qps\":%u,\"mrs\":%u,"
-		"\"cqs\":%u,\"pds\":%u,\"bufs\":%u,\"listeners\":%u,\"fds\":%d}\n",
+		"\"cqs\":%u,\"pds\":%u,\"bufs\":%u,\"listeners\":%u,\"credits\":%u,"
+		"\"dev_bytes\":%llu,\"fds\":%d}\n",
 		c.guests, c.maps, c.chans, c.qps, c.mrs, c.cqs, c.pds, c.bufs,
-		c.listeners, vd_cmd_count_fds());
+		c.listeners, c.credits, c.dev_bytes, vd_cmd_count_fds());
 }
 
 /* "<domid> [devid]": plain decimal numbers, devid 0 by default. */

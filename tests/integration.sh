@@ -46,7 +46,7 @@ wait_clean() {
 leak_free() {
 	wait_clean || { ctl census; return 1; }
 	local c; c=$(ctl census)
-	for f in maps chans qps mrs cqs pds bufs listeners; do
+	for f in maps chans qps mrs cqs pds bufs listeners credits dev_bytes; do
 		echo "$c" | grep -q "\"$f\": *0[,}]" || { echo "leak: $c"; return 1; }
 	done
 	[ "$(field fds)" = "$FDS0" ] || { echo "fds: $(field fds) now, $FDS0 at start"; return 1; }

@@ -91,7 +91,7 @@ leak_free() {
 		c=$(ctl census)
 		if [ "$(field guests "$c")" = 0 ] && [ "$(field fds "$c")" = "$FDS0" ]; then
 			_ok=1
-			for f in maps chans qps mrs cqs pds bufs listeners; do
+			for f in maps chans qps mrs cqs pds bufs listeners credits dev_bytes; do
 				[ "$(field $f "$c")" = 0 ] || _ok=0
 			done
 			[ $_ok = 1 ] && return 0

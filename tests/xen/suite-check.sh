@@ -17,7 +17,7 @@ field() { echo "$2" | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p"; }
 # domain); what a guest process held must all be gone.
 is_clean() { # census guests
 	[ "$(field guests "$1")" = "$2" ] || return 1
-	for f in maps chans qps mrs cqs pds bufs listeners; do
+	for f in maps chans qps mrs cqs pds bufs listeners credits dev_bytes; do
 		[ "$(field $f "$1")" = 0 ] || return 1
 	done
 	[ "$(field fds "$1")" = "$FDS0" ]
