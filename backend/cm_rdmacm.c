@@ -141,7 +141,10 @@ static void vbe_rcm_conn_param(struct rdma_conn_param *p, const void *pd, uint8_
 	p->responder_resources = VBE_VX_RD_ATOM;
 	p->initiator_depth = VBE_VX_RD_ATOM;
 	p->retry_count = 7;
-	p->rnr_retry_count = 7;		/* infinite: a guest's RECV may be late */
+	/* Not 7 (infinite): a peer that never posts a RECV would keep this
+	 * guest's SENDs, and so the node's device room, forever.  6 x the
+	 * CM's RNR timer (655 ms) gives a late RECV about 4 s. */
+	p->rnr_retry_count = 6;
 }
 
 static void vbe_rcm_route_ok(struct vbe_vx *vx, struct vbe_vqp *vq)
