@@ -287,7 +287,7 @@ int vbe_node_poll(struct vbe_node *n)
 	total += vbe_vx_poll(n);	/* device completions (issue 4) */
 	vbe_node_flush(n);
 	for (g = n->guests; g; g = g->next)
-		if (g->connected && !g->dead && vbe_sched_ready(g))
+		if (g->connected && !g->dead && vbe_sched_spin(g))
 			total += (int)g->runq.count;
 	return total;
 }
@@ -299,7 +299,7 @@ int vbe_node_arm(struct vbe_node *n)
 
 	for (g = n->guests; g; g = g->next)
 		if (g->connected && !g->dead &&
-		    (vring_arm(&g->sring->req, g->req_cons) || vbe_sched_ready(g)))
+		    (vring_arm(&g->sring->req, g->req_cons) || vbe_sched_spin(g)))
 			more = 1;
 	if (vbe_vx_arm(n))
 		more = 1;

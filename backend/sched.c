@@ -181,6 +181,21 @@ void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp)
 
 /* ---- device credits (issue 5) ---- */
 
+/* A QP of g waits for a device completion (its credits, or room on a full
+ * device): polling again cannot move it, the completion's vbe_dev_put
+ * will.  So vrdmad sleeps on the completion channel instead of spinning. */
+static void vbe_dev_park(struct vbe_guest *g, struct vbe_qp *qp, bool completion)
+{
+	if (qp->runq)
+		return;		/* queued already, maybe for more than this */
+	qp->runq = true;
+	vbe_qfifo_push(&g->runq, qp->handle);
+	if (completion) {
+		g->sch.dev_parked++;
+		g->sch.dev_parked_gen = g->node->dev_gen;
+	}
+}
+
 /* One WR onto the device for g, if its credits allow; else qp waits on
  * the run list, like a spent budget. */
 bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp)
@@ -189,10 +204,7 @@ bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp)
 		g->sch.credits_used++;
 		return true;
 	}
-	if (!qp->runq) {
-		qp->runq = true;
-		vbe_qfifo_push(&g->runq, qp->handle);
-	}
+	vbe_dev_park(g, qp, true);
 	return false;
 }
 
@@ -230,10 +242,9 @@ bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes)
 		n->dev_hold = g;
 		n->dev_hold_ms = vplat_now_ms();
 	}
-	if (!qp->runq) {
-		qp->runq = true;
-		vbe_qfifo_push(&g->runq, qp->handle);
-	}
+	/* No room: a completion frees some.  Room but held by another:
+	 * its turn comes this round, keep polling. */
+	vbe_dev_park(g, qp, !room);
 	return false;
 }
 
@@ -241,6 +252,7 @@ bool vbe_dev_take(struct vbe_guest *g, struct vbe_qp *qp, uint64_t bytes)
 void vbe_dev_put(struct vbe_node *n, struct vbe_guest *g, uint64_t bytes)
 {
 	n->dev_bytes -= bytes < n->dev_bytes ? bytes : n->dev_bytes;
+	n->dev_gen++;
 	if (g)
 		g->sch.dev_bytes -= bytes < g->sch.dev_bytes ? bytes : g->sch.dev_bytes;
 }

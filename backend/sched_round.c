@@ -52,6 +52,15 @@ bool vbe_sched_ready(struct vbe_guest *g)
 	return g->runq.count && !g->sch.throttled;
 }
 
+/* Ready, and not only QPs parked for the device since its last put. */
+bool vbe_sched_spin(struct vbe_guest *g)
+{
+	const struct vbe_sched *s = &g->sch;
+
+	return vbe_sched_ready(g) &&
+	       (g->runq.count > s->dev_parked || s->dev_parked_gen != g->node->dev_gen);
+}
+
 /* Was a class above cls active in the last VBE_SCHED_RECENT rounds? */
 static bool vbe_sched_upper_recent(struct vbe_node *n, unsigned cls)
 {
@@ -151,6 +160,7 @@ static int vbe_sched_turn(struct vbe_guest *g, bool allow, int64_t now,
 	} else if (backlog) {
 		*waited = true;
 	}
+	s->dev_parked = 0;
 	vbe_run_start(g);
 	done = vbe_ring_poll(g);
 	/* Throttled: work left and the bucket is what stopped it. */

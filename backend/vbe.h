@@ -190,6 +190,8 @@ struct vbe_sched {
 	bool throttled;			/* backlog but no tokens last round */
 	uint32_t credits_used;		/* WRs on the device (verbs target) */
 	uint64_t dev_bytes;		/* send WR bytes on the device */
+	uint32_t dev_parked;		/* QPs this turn put back for credits or room */
+	uint64_t dev_parked_gen;	/* node dev_gen when the last one was */
 	uint64_t last_tx, last_rx;	/* counters at the last 1 s mark */
 	uint64_t bps_tx, bps_rx;	/* bytes/s over the last second */
 };
@@ -278,6 +280,7 @@ struct vbe_node {
 	uint64_t poll_bytes;		/* per-guest budgets (tests lower them) */
 	uint64_t dev_bytes;		/* send WR bytes on the RDMA device, all guests */
 	uint64_t dev_max;		/* ... at most (VBE_DEV_BYTES) */
+	uint64_t dev_gen;		/* + 1 per vbe_dev_put: parked QPs may go */
 	const struct vbe_guest *dev_hold;	/* its turn waits for device room */
 	int64_t dev_hold_ms;		/* since when (the hold has a time limit) */
 	uint64_t dev_full;		/* WRs that found the device full */
@@ -374,6 +377,7 @@ void vbe_run_start(struct vbe_guest *g);
 void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 int  vbe_sched_round(struct vbe_node *n);	/* serve every guest once */
 bool vbe_sched_ready(struct vbe_guest *g);	/* run list work, not throttled */
+bool vbe_sched_spin(struct vbe_guest *g);	/* ... that a poll can move now */
 void vbe_sched_tick(struct vbe_node *n, int64_t now_ms);
 int64_t vbe_sched_now(struct vbe_node *n);	/* us */
 void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp);

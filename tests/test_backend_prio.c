@@ -285,8 +285,10 @@ START_TEST(quotas_refuse_nomem)
 	ck_assert_int_eq(set("5", "credits=2"), 0);
 	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
 	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
+	bg->sch.dev_parked = 0;
 	ck_assert(!vbe_credit_take(bg, &bg->qps[0]));
 	ck_assert(bg->qps[0].runq);
+	ck_assert_uint_eq(bg->sch.dev_parked, 1);	/* waits for a completion */
 	vbe_credit_put(bg);
 	ck_assert(vbe_credit_take(bg, &bg->qps[0]));
 	vbe_sched_qp_gone(bg, &bg->qps[0]);
@@ -310,10 +312,15 @@ START_TEST(device_room_held_in_turn)
 	node->dev_max = 2 << 20;
 	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
 	ck_assert(vbe_dev_take(ga, &ga->qps[0], 1 << 20));
+	gc->sch.dev_parked = 0;					/* as a turn starts */
 	ck_assert(!vbe_dev_take(gc, &gc->qps[0], 1 << 20));	/* full: c holds */
 	ck_assert(gc->qps[0].runq);
 	ck_assert(node->dev_hold == gc);
+	/* Parked for a completion: no reason to poll (vrdmad sleeps). */
+	ck_assert_uint_eq(gc->runq.count, 1);
+	ck_assert(vbe_sched_ready(gc) && !vbe_sched_spin(gc));
 	vbe_dev_put(node, ga, 1 << 20);
+	ck_assert(vbe_sched_spin(gc));				/* room came back */
 	ck_assert(!vbe_dev_take(ga, &ga->qps[0], 1 << 20));	/* room is c's */
 	ck_assert(vbe_dev_take(gc, &gc->qps[0], 1 << 20));
 	gc->budget_bytes = 0;				/* c spent its round */
