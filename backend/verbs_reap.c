@@ -276,6 +276,11 @@ void vbe_reap_stop(struct vbe_vx *vx)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->mu);
+	/* Each can sleep in the kernel (~50 s after retry-exceeded): say so. */
+	if (r->queued != atomic_load_explicit(&r->done, memory_order_acquire))
+		vlog_warn("rdma: exiting after %lu queued device teardowns",
+			  (unsigned long)(r->queued -
+					  atomic_load_explicit(&r->done, memory_order_acquire)));
 	r->stop = true;
 	pthread_cond_signal(&r->cv);
 	pthread_mutex_unlock(&r->mu);
