@@ -272,15 +272,16 @@ unsigned vbe_reap_pending(const struct vbe_vx *vx)
 void vbe_reap_stop(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
+	uint64_t left;
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->mu);
+	left = r->queued - atomic_load_explicit(&r->done, memory_order_acquire);
 	/* Each can sleep in the kernel (~50 s after retry-exceeded): say so. */
-	if (r->queued != atomic_load_explicit(&r->done, memory_order_acquire))
-		vlog_warn("rdma: exiting after %lu queued device teardowns",
-			  (unsigned long)(r->queued -
-					  atomic_load_explicit(&r->done, memory_order_acquire)));
+	if (left)
+		vlog_warn("rdma: exiting after %llu queued device teardowns",
+			  (unsigned long long)left);
+	pthread_mutex_lock(&r->mu);
 	r->stop = true;
 	pthread_cond_signal(&r->cv);
 	pthread_mutex_unlock(&r->mu);

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Install what vrdma needs to build and test, from Debian 12 packages.
 # Runs apt-get as root (through sudo when not root).  Idempotent.
+# With arguments: those packages instead (a bench's extra tools).
 set -eu
 
 # libxen-dev: the Xen platform (platform/xen_*.c); without it only the
@@ -9,8 +10,8 @@ set -eu
 # libibverbs-dev librdmacm-dev: the backend's RDMA-device path (issue 4);
 # ibverbs-providers rdma-core: the device drivers (rxe) and tools it
 # runs with.
-PKGS="build-essential pkg-config check libsubunit-dev libxen-dev
-	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core"
+PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
+	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -10,13 +10,8 @@ dat=${1:?usage: prio-plot.sh DAT PNG [WHERE]}
 png=${2:?usage: prio-plot.sh DAT PNG [WHERE]}
 where=${3:-plain host}
 [ -s "$dat" ] || { echo "prio-plot: no data in $dat" >&2; exit 1; }
-if ! command -v gnuplot >/dev/null; then
-	as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
-	echo "prio-plot: installing gnuplot-nox"
-	{ as_root apt-get update -qq &&
-	  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq \
-		--no-install-recommends -o DPkg::Lock::Timeout=300 gnuplot-nox; } >/dev/null 2>&1
-fi
+command -v gnuplot >/dev/null ||
+	"$(dirname "$0")/install-deps.sh" gnuplot-nox >/dev/null 2>&1 </dev/null
 if ! command -v gnuplot >/dev/null; then
 	echo "gnuplot not installed: data in $dat (apt-get install gnuplot-nox)"
 	exit 0
