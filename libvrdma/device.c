@@ -164,3 +164,29 @@ const char *vrdma_node_name(const struct vrdma_device *dev)
 	}
 	return dev->fe.node_name;
 }
+
+int vrdma_query_gid(struct vrdma_device *dev, uint8_t gid[VRDMA_GID_LEN])
+{
+	if (!dev || !gid)
+		return EINVAL;
+	memset(gid, 0, VRDMA_GID_LEN);
+	return 0;
+}
+
+int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
+{
+	if (!dev || !attr)
+		return EINVAL;
+	/* The backend's per-guest tables (backend/vbe.h) and wire limits. */
+	memset(attr, 0, sizeof(*attr));
+	attr->max_qp = 1024;
+	attr->max_qp_wr = VRDMA_MAX_WR;
+	attr->max_sge = VRDMA_MAX_SGE;
+	attr->max_cq = 256;
+	attr->max_cqe = 1u << VRDMA_CQ_ORDER_MAX;
+	attr->max_mr = 4096;
+	attr->max_pd = 256;
+	attr->max_qp_rd_atom = 16;
+	attr->max_mr_size = (uint64_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE;
+	return 0;
+}

@@ -14,9 +14,10 @@
  * destroy calls just free the object.  A waiting call notices a backend
  * that closed the device without waiting for a command timeout.
  *
- * Memory: only memory from vrdma_alloc_buf() can be registered, because on
- * Xen a guest's userspace can grant only pages the grant driver allocated.
- * vrdma_reg_mr() on other memory fails with EFAULT.
+ * Memory: any memory of the process can be registered.  Memory from
+ * vrdma_alloc_buf() is shared with dom0 already; other memory (malloc,
+ * mmap) is moved in place onto shareable pages by vrdma_reg_mr() and back
+ * when its last MR goes (vrdma_reg_mr(3) has the rules).
  *
  * Threads: one device may be used from several threads; posting and
  * polling are serialised per QP / CQ by the library.
@@ -94,10 +95,23 @@ enum vrdma_wc_flags {
 
 enum vrdma_qp_state {
 	VRDMA_QPS_RESET,		/* created, not connected */
-	VRDMA_QPS_CONNECTING,
+	VRDMA_QPS_CONNECTING,		/* vrdma_connect() under way */
 	VRDMA_QPS_RTS,			/* connected */
 	VRDMA_QPS_ERR,
+	VRDMA_QPS_INIT,			/* vrdma_modify_qp(): verbs states */
+	VRDMA_QPS_RTR,
 };
+
+/* vrdma_modify_qp() attribute mask (the fields of struct vrdma_qp_attr). */
+enum vrdma_qp_attr_mask {
+	VRDMA_QP_STATE		= 1 << 0,
+	VRDMA_QP_ACCESS_FLAGS	= 1 << 1,
+	VRDMA_QP_DEST		= 1 << 2,	/* dest_gid and dest_qp_num */
+	VRDMA_QP_RQ_PSN		= 1 << 3,
+	VRDMA_QP_SQ_PSN		= 1 << 4,
+};
+
+#define VRDMA_GID_LEN		16
 
 /* ---- attribute and work structs ---- */
 
@@ -161,6 +175,36 @@ struct vrdma_qp_init_attr {
 	struct vrdma_cq *recv_cq;
 	struct vrdma_qp_cap cap;
 	int sq_sig_all;			/* every send WR signaled */
+};
+
+/*
+ * Connecting the verbs way (vrdma_modify_qp): RESET -> INIT -> RTR (with
+ * the peer's GID and QP number, learnt out of band) -> RTS.  A QP's name
+ * is (vrdma_query_gid() of its device, qp_num); dom0 decides how the peer
+ * is reached.  PSNs are kept and reported, vrdma moves no packets.
+ */
+struct vrdma_qp_attr {
+	enum vrdma_qp_state qp_state;
+	unsigned int qp_access_flags;	/* enum vrdma_access_flags (remote ones) */
+	uint8_t dest_gid[VRDMA_GID_LEN];
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;		/* 24 bits */
+	uint32_t sq_psn;		/* 24 bits */
+	struct vrdma_qp_cap cap;	/* vrdma_query_qp() only */
+};
+
+/* vrdma_query_device(): the backend's limits for this device. */
+struct vrdma_device_attr {
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_qp_rd_atom;	/* READs/atomics outstanding per QP */
+	uint64_t max_mr_size;
+	uint64_t reserved[4];
 };
 
 /* A connection request seen by a listener (rdma_cm's CONNECT_REQUEST). */
@@ -239,6 +283,20 @@ int vrdma_close(struct vrdma_device *dev);
  * NULL with errno EINVAL if @dev is NULL.
  */
 const char *vrdma_node_name(const struct vrdma_device *dev);
+
+/*
+ * vrdma_query_gid - the GID that names this device's node: a peer puts it
+ * in vrdma_qp_attr.dest_gid to reach a QP of this device.  It is the
+ * node's RDMA-device GID when dom0 has one, else a link-local GID made
+ * from the node name.  Returns 0, EINVAL (NULL argument).
+ */
+int vrdma_query_gid(struct vrdma_device *dev, uint8_t gid[VRDMA_GID_LEN]);
+
+/*
+ * vrdma_query_device - this device's limits (the backend's quotas).
+ * Returns 0, EINVAL (NULL argument).
+ */
+int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr);
 
 /* ---- memory ---- */
 
@@ -364,6 +422,29 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
  */
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		    struct vrdma_recv_wr **bad_wr);
+
+/*
+ * vrdma_modify_qp - move @qp through the verbs states.  @mask says which
+ * fields of @attr count (enum vrdma_qp_attr_mask); VRDMA_QP_STATE is
+ * required.  Transitions: RESET -> INIT (ACCESS_FLAGS optional); INIT ->
+ * INIT; INIT -> RTR (DEST required: the peer's GID and QP number; RQ_PSN
+ * optional); RTR -> RTS (SQ_PSN optional); any state -> ERR (every
+ * outstanding WR completes with VRDMA_WC_WR_FLUSH_ERR); RTS -> RTS.
+ * After RTR the QP is bound to its peer: WRs posted before the peer's
+ * RTR names this QP wait for it (at most about 10 s, then RETRY_EXC_ERR).
+ * Returns 0, or EINVAL (NULL argument, unknown mask bits, missing field,
+ * transition not listed, a QP that vrdma_connect() is using), EHOSTUNREACH
+ * (dest_gid names a node dom0 cannot reach), EIO.
+ */
+int vrdma_modify_qp(struct vrdma_qp *qp, const struct vrdma_qp_attr *attr, int mask);
+
+/*
+ * vrdma_query_qp - the QP's state, capabilities and the attributes set by
+ * vrdma_modify_qp() (dest_* and PSNs 0 for a QP connected by
+ * vrdma_connect(), whose peer QP number is in dest_qp_num once
+ * connected).  Returns 0 or EINVAL.
+ */
+int vrdma_query_qp(struct vrdma_qp *qp, struct vrdma_qp_attr *attr);
 
 /* ---- connections ---- */
 
