@@ -360,6 +360,9 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 	case VRDMA_CMD_REJECT:
 		st = vbe_cm_reject(g, r);
 		break;
+	case VRDMA_CMD_MODIFY_QP:
+		st = vbe_cm_modify(g, r);
+		break;
 	default:
 		st = VRDMA_CS_INVAL;
 		break;

@@ -210,6 +210,7 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	err = vbe_vx_open(n, cfg);
 	if (err)
 		vlog_warn("rdma: no device for remote nodes: %s", strerror(-err));
+	vbe_node_gid_init(n);
 	err = vplat_watch(n->plat, VRDMA_XS_BACK_ROOT, vbe_node_watch, n);
 	if (err) {
 		vbe_vx_close(n);
@@ -324,6 +325,7 @@ void vbe_node_tick(struct vbe_node *n, int64_t now_ms)
 	for (g = n->guests; g; g = g->next)
 		vbe_xb_tick(g);
 	vbe_cm_tick(n, now_ms);
+	vbe_qpn_tick(n, now_ms);
 	vbe_sched_tick(n, now_ms);
 	vbe_vx_tick(n, now_ms);
 	vbe_node_flush(n);

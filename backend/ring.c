@@ -159,7 +159,7 @@ static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 {
 	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV)
 		return vbe_wr_queue(g, r);
-	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_REJECT) {
+	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_LAST) {
 		if (r->num_sge || r->flags)
 			return vbe_guest_fatal(g, "command %#x with num_sge/flags set",
 					       r->opcode);

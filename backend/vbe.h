@@ -13,6 +13,7 @@
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   cmd.c        the commands of wire.h
  *   cm.c         intra-node connection management
+ *   cm_qpn.c     verbs-style connection: MODIFY_QP binds QPs by number
  *   target_*.c   where the data goes (target.h)
  *   dump.c       vrdmactl list, stats, census
  *
@@ -152,6 +153,8 @@ struct vbe_qp {
 	uint64_t wr_off;		/* bytes of the head send WR already moved */
 	uint32_t vx_qp;			/* its device QP's handle (verbs target) */
 	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
+	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
+	int64_t vwait_ms;		/* ... since */
 };
 
 /* A FIFO of QP handles (event queue, run list): a QP is on it at most
@@ -288,6 +291,8 @@ struct vbe_node {
 	unsigned poll_wrs, poll_reqs;
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
+	uint8_t gid[16];		/* names this node's QPs (cm_qpn.c) */
+	unsigned vwaiting;		/* QPs waiting for their peer's RTR */
 	struct vbe_listener lis[VBE_MAX_LISTENERS];
 	struct vbe_conn conns[VBE_MAX_CONNS];
 	struct vbe_vx *vx;		/* RDMA device (issue 4), NULL = none */
@@ -421,6 +426,11 @@ void vbe_cm_guest_gone(struct vbe_guest *g);
 void vbe_cm_deliver(struct vbe_guest *g);
 void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
 
+/* cm_qpn.c */
+void vbe_node_gid_init(struct vbe_node *n);
+int  vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r);
+void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms);
+
 /* verbs_dev.c, cm_rdmacm.c: the RDMA-device path to other nodes (issue 4).
  * Every call is a no-op (or UNREACH) when n->vx is NULL: no device. */
 int  vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg);
@@ -432,6 +442,7 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms);
 int  vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
 		  size_t len, struct vplat_map *map);
 unsigned vbe_vx_pending(const struct vbe_node *n);	/* teardown not done yet */
+int  vbe_vx_gid(const struct vbe_node *n, uint8_t gid[16]);	/* -ENODEV: none */
 int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 		     const struct vrdma_cmd_connect *c, struct vbe_late *late);
 int  vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,

@@ -605,3 +605,19 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms)
 	}
 	vbe_vx_guests_reap(vx);
 }
+
+/* The node's GID when it has a device: its RDMA address as RoCE v2 names
+ * it (IPv4-mapped), which is also where its vrdmad listens. */
+int vbe_vx_gid(const struct vbe_node *n, uint8_t gid[16])
+{
+	const struct vbe_vx *vx = n->vx;
+	const struct sockaddr_in *sin;
+
+	if (!vx || vx->addr.ss_family != AF_INET)
+		return -ENODEV;
+	sin = (const struct sockaddr_in *)&vx->addr;
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, &sin->sin_addr, 4);
+	return 0;
+}

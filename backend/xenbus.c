@@ -34,6 +34,16 @@
 #include "vring.h"
 #include "vbe.h"
 
+static uint64_t vbe_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 void vbe_xb_set_state(struct vbe_guest *g, int state)
 {
 	char path[VPLAT_KEY_MAX], val[VPLAT_KEY_MAX];
@@ -438,7 +448,10 @@ int vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
 	if (vbe_xb_publish(g, "protocol-version", "%u", VRDMA_WIRE_VERSION) ||
 	    vbe_xb_publish(g, "max-req-ring-order", "%u", VRDMA_REQ_RING_ORDER_MAX) ||
 	    vbe_xb_publish(g, "max-evt-ring-order", "%u", VRDMA_EVT_RING_ORDER_MAX) ||
-	    vbe_xb_publish(g, "node-name", "%s", n->name)) {
+	    vbe_xb_publish(g, "node-name", "%s", n->name) ||
+	    vbe_xb_publish(g, "node-gid", "%016llx%016llx",
+			   (unsigned long long)vbe_be64(n->gid),
+			   (unsigned long long)vbe_be64(n->gid + 8))) {
 		err = -EIO;
 		goto err_objs;
 	}

@@ -130,6 +130,35 @@ static int vfe_wait_back_state(struct vfe_dev *d, const char *want, int64_t dead
 	return rc;
 }
 
+
+static int vfe_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static void vfe_parse_gid(const char *s, uint8_t gid[16])
+{
+	uint8_t g[16];
+	int i, hi, lo;
+
+	if (strlen(s) != 32)
+		return;
+	for (i = 0; i < 16; i++) {
+		hi = vfe_hex(s[2 * i]);
+		lo = vfe_hex(s[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return;
+		g[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(gid, g, 16);
+}
+
 static int vfe_negotiate(struct vfe_dev *d)
 {
 	uint32_t ver, max_req, max_evt;
@@ -160,6 +189,10 @@ static int vfe_negotiate(struct vfe_dev *d)
 	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0 &&
 	    strnlen(buf, sizeof(buf)) < sizeof(d->node_name))
 		strcpy(d->node_name, buf);
+	/* node-gid: 32 hex digits; anything else leaves the GID zero. */
+	if (vfe_back_path(d, "node-gid", path, sizeof(path)) == 0 &&
+	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0)
+		vfe_parse_gid(buf, d->node_gid);
 	return 0;
 }
 

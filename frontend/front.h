@@ -50,6 +50,7 @@ struct vfe_dev {
 	uint32_t port;
 	char backend[VPLAT_KEY_MAX];	/* backend directory (absolute) */
 	char node_name[VRDMA_NAME_MAX];
+	uint8_t node_gid[16];		/* backend's node-gid, zero if none */
 
 	struct vrdma_sring *sring;
 	struct vrdma_req *req;		/* request ring entries */

@@ -169,7 +169,7 @@ int vrdma_query_gid(struct vrdma_device *dev, uint8_t gid[VRDMA_GID_LEN])
 {
 	if (!dev || !gid)
 		return EINVAL;
-	memset(gid, 0, VRDMA_GID_LEN);
+	memcpy(gid, dev->fe.node_gid, VRDMA_GID_LEN);
 	return 0;
 }
 

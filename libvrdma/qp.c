@@ -302,17 +302,3 @@ int vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e)
 		return -EPROTO;
 	}
 }
-
-/* ---- verbs-style connection (being implemented) ---- */
-
-int vrdma_modify_qp(struct vrdma_qp *qp, const struct vrdma_qp_attr *attr, int mask)
-{
-	(void)qp; (void)attr; (void)mask;
-	return EOPNOTSUPP;
-}
-
-int vrdma_query_qp(struct vrdma_qp *qp, struct vrdma_qp_attr *attr)
-{
-	(void)qp; (void)attr;
-	return EOPNOTSUPP;
-}

@@ -124,6 +124,8 @@ struct vlib_qp {
 	uint16_t conn_status;
 	uint32_t peer_pdata_len;
 	uint8_t peer_pdata[VRDMA_PDATA_MAX];
+	/* vrdma_modify_qp() attributes (sq_lock). */
+	struct vrdma_qp_attr va;
 };
 
 struct vrdma_listener {

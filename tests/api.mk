@@ -1,7 +1,14 @@
 # libvrdma public API misuse (tests/test_api.c), against the built library.
 EXTRA_CFLAGS_tests := $(CHECK_CFLAGS)
 CHECK_BINS += $(B)/tests/test_api
-$(B)/tests/test_api: $(call obj,tests/test_api.c) $(LIBSO)
+$(B)/tests/test_api: $(call obj,tests/test_api.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
+
+# verbs-style QP connection: vrdma_modify_qp / query_qp / query_gid (tests/test_modify.c).
+CHECK_BINS += $(B)/tests/test_modify
+$(B)/tests/test_modify: $(call obj,tests/test_modify.c tests/tlive.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)

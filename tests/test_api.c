@@ -21,21 +21,13 @@
 #include <unistd.h>
 
 #include "vrdma/vrdma.h"
+#include "tlive.h"
 /* A few tests play a lying dom0 or a buggy library by touching library
  * internals (layout only, no internal calls). */
 #include "../libvrdma/vlib.h"
 
-#define T_OPEN_MS	5000
 #define T_CONN_MS	5000
 #define LOOSE_MS	20000	/* "returned at all", not a timing claim */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void private_run_dir(char *dir, size_t len)
 {
@@ -44,15 +36,6 @@ static void private_run_dir(char *dir, size_t len)
 	snprintf(dir, len, "%s/vrdma-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	setenv("VRDMA_RUN_DIR", dir, 1);
-}
-
-static void rm_run_dir(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "test_api: could not remove %s\n", dir);
 }
 
 /* ---- part 1: no daemon ---- */
@@ -158,122 +141,6 @@ START_TEST(t_status_str)
 END_TEST
 
 /* ---- part 2: a live vrdmad ---- */
-
-/* Per-test run dirs live under one root per suite run, made and removed
- * by the parent: a failed test (no checked teardown) leaves nothing. */
-static char d_root[256];
-static char d_dir[300];
-static pid_t d_pid = -1;
-static int d_skip;
-
-static void root_make(void)
-{
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(d_root, sizeof(d_root), "%s/vrdma-api-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(d_root))
-		d_root[0] = 0;
-}
-
-static void root_remove(void)
-{
-	if (d_root[0])
-		rm_run_dir(d_root);
-}
-
-static const char *daemon_path(char *buf, size_t len)
-{
-	const char *b = getenv("VRDMA_BUILD");
-
-	if (!b || !*b)
-		return NULL;
-	snprintf(buf, len, "%s/sbin/vrdmad", b);
-	return access(buf, X_OK) == 0 ? buf : NULL;
-}
-
-static void daemon_start(void)
-{
-	char path[512], sock[512], log[512];
-	struct stat st;
-	int64_t end;
-
-	d_skip = 0;
-	if (!daemon_path(path, sizeof(path))) {
-		d_skip = 1;
-		return;
-	}
-	ck_assert_msg(d_root[0], "no temp root");
-	snprintf(d_dir, sizeof(d_dir), "%s/run-XXXXXX", d_root);
-	ck_assert_ptr_nonnull(mkdtemp(d_dir));
-	setenv("VRDMA_RUN_DIR", d_dir, 1);
-	snprintf(log, sizeof(log), "%s/vrdmad.log", d_dir);
-	d_pid = fork();
-	ck_assert_int_ge(d_pid, 0);
-	if (d_pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		/* Die with the test process even if it dies on an assert. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(path, "vrdmad", "-f", "-S", d_dir, "-n", "api-node", (char *)NULL);
-		_exit(127);
-	}
-	snprintf(sock, sizeof(sock), "%s/guest.sock", d_dir);
-	for (end = now_ms() + 5000; stat(sock, &st) != 0 && now_ms() < end;)
-		usleep(10000);
-	ck_assert_msg(stat(sock, &st) == 0, "vrdmad did not create %s", sock);
-}
-
-static void daemon_stop(void)
-{
-	int64_t end;
-	int status;
-
-	if (d_pid > 0) {
-		kill(d_pid, SIGTERM);
-		for (end = now_ms() + 5000; now_ms() < end;) {
-			if (waitpid(d_pid, &status, WNOHANG) == d_pid)
-				break;
-			usleep(10000);
-		}
-		if (waitpid(d_pid, &status, WNOHANG) == 0) {
-			kill(d_pid, SIGKILL);
-			waitpid(d_pid, &status, 0);
-		}
-		d_pid = -1;
-	}
-	if (d_dir[0])
-		rm_run_dir(d_dir);
-	d_dir[0] = 0;
-}
-
-#define NEED_DAEMON() do {						\
-	if (d_skip) {							\
-		fprintf(stderr, "test_api: %s skipped: no vrdmad at "	\
-			"$VRDMA_BUILD/sbin (not built yet)\n", __func__); \
-		return;							\
-	}								\
-} while (0)
-
-/* vrdmad may have bound its socket but not yet listen()ed: retry a
- * refused connect for a while (bounded). */
-static struct vrdma_device *open_dev(void)
-{
-	int64_t end = now_ms() + T_OPEN_MS;
-	struct vrdma_device *dev;
-
-	for (;;) {
-		dev = vrdma_open(NULL, T_OPEN_MS);
-		if (dev || (errno != ECONNREFUSED && errno != ENOENT) || now_ms() > end)
-			break;
-		usleep(20000);
-	}
-	ck_assert_msg(dev != NULL, "vrdma_open: %s", strerror(errno));
-	return dev;
-}
 
 static struct vrdma_qp *make_qp(struct vrdma_pd *pd, struct vrdma_cq *cq,
 				uint32_t depth)

@@ -56,7 +56,9 @@
  * Backend dir:  /local/domain/0/backend/vrdma/<domid>/<devid>
  * Both carry `state` (XenbusState below); absent key = default.
  *   backend writes:  protocol-version, max-req-ring-order,
- *                    max-evt-ring-order, feature-*, node-name
+ *                    max-evt-ring-order, feature-*, node-name,
+ *                    node-gid (32 hex digits: the GID QPs of this node
+ *                    are named by, see VRDMA_CMD_MODIFY_QP)
  *   frontend writes: protocol-version, req-ring-order, evt-ring-order,
  *                    ring-pages, ring-ref<N>, event-channel
  */
@@ -137,6 +139,8 @@ enum {
 	VRDMA_CMD_CONNECT	= 0x4c,	/* async: VRDMA_EVT_CONNECTED/REJECTED */
 	VRDMA_CMD_ACCEPT	= 0x4d,
 	VRDMA_CMD_REJECT	= 0x4e,
+	VRDMA_CMD_MODIFY_QP	= 0x4f,	/* verbs-style: RTR (bind by QPN), ERR */
+	VRDMA_CMD_LAST		= VRDMA_CMD_MODIFY_QP,
 };
 
 /* Work request flags: bit numbers and masks. */
@@ -232,6 +236,24 @@ struct vrdma_cmd_accept {
 	uint32_t reserved;
 };
 
+/* MODIFY_QP: `handle` is the QP.
+ *  RTR: bind the QP (backend state RESET) to the QP numbered dest_qpn on
+ *       the node whose GID is dest_gid (the backend's `node-gid`).  The
+ *       two are connected once each has named the other; WRs posted
+ *       before wait, and a QP whose peer has not answered 10 s after its
+ *       RTR fails its first send WR with RETRY_EXC_ERR (QP_ERROR follows).
+ *       CMD_DONE UNREACH: dom0 cannot reach that node.
+ *  ERR: the QP goes to error: queued WRs complete with WR_FLUSH_ERR and a
+ *       connected peer gets QP_ERROR, as when the QP is destroyed. */
+enum { VRDMA_MQ_RTR = 1, VRDMA_MQ_ERR = 2 };
+
+struct vrdma_cmd_modify_qp {
+	uint32_t state;		/* VRDMA_MQ_* */
+	uint32_t dest_qpn;	/* RTR: 24 bits, not 0 */
+	uint8_t  dest_gid[16];	/* RTR */
+	uint32_t reserved[2];
+};
+
 /* One request ring entry: 128 bytes. */
 struct vrdma_req {
 	uint8_t  opcode;	/* VRDMA_OP_* / VRDMA_CMD_* */
@@ -248,6 +270,7 @@ struct vrdma_req {
 		struct vrdma_cmd_listen listen;
 		struct vrdma_cmd_connect connect;
 		struct vrdma_cmd_accept accept;
+		struct vrdma_cmd_modify_qp modify_qp;
 		uint8_t raw[112];
 	} u;
 };
@@ -362,6 +385,7 @@ _Static_assert(sizeof(struct vrdma_cmd_create_cq) == 16, "create_cq");
 _Static_assert(sizeof(struct vrdma_cmd_create_qp) == 24, "create_qp");
 _Static_assert(sizeof(struct vrdma_cmd_connect) == 104, "connect");
 _Static_assert(sizeof(struct vrdma_cmd_accept) == 48, "accept");
+_Static_assert(sizeof(struct vrdma_cmd_modify_qp) == 32, "modify_qp");
 _Static_assert(sizeof(struct vrdma_req) == 128, "req");
 _Static_assert(offsetof(struct vrdma_req, id) == 8, "req id");
 _Static_assert(offsetof(struct vrdma_req, u) == 16, "req body");

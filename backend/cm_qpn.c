@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connecting the verbs way: MODIFY_QP RTR names the peer by (GID, QPN),
+ * learnt out of band (perftest's TCP exchange, ibv_rc_pingpong).  A QP
+ * is bound once both QPs have named each other; until then it waits in
+ * CONNECTING (vwait) and its WRs stay queued, as a real RC QP retries.
+ *
+ *   RTR, GID of this node     -> wait; bind both when the peer names us
+ *   RTR, another node's GID   -> UNREACH (the device path does not bind
+ *                                by QPN yet; docs/verbs.md)
+ *   sends waiting 10 s after RTR with no peer -> RETRY_EXC_ERR + QP_ERROR
+ *   ERR                       -> flush, the bound peer gets QP_ERROR
+ *
+ * The GID of a node is its RDMA device's (IPv4-mapped) when it has one,
+ * else fe80::/64 with a hash of the node name: unique among named nodes.
+ */
+#include <string.h>
+
+#include "log.h"
+#include "vbe.h"
+#include "target.h"
+
+#define VBE_VWAIT_MS	10000
+
+void vbe_node_gid_init(struct vbe_node *n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+	const char *p;
+	int i;
+
+	if (!vbe_vx_gid(n, n->gid))
+		return;
+	for (p = n->name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	memset(n->gid, 0, sizeof(n->gid));
+	n->gid[0] = 0xfe;
+	n->gid[1] = 0x80;
+	for (i = 0; i < 8; i++)
+		n->gid[8 + i] = (uint8_t)(h >> (56 - 8 * i));
+}
+
+/* The QP numbered qpn on this node, whoever owns it. */
+static struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg)
+{
+	struct vbe_guest *g;
+	uint32_t i;
+
+	for (g = n->guests; g; g = g->next) {
+		if (g->dead || !g->qps)
+			continue;
+		for (i = 0; i < VBE_MAX_QPS; i++)
+			if (g->qps[i].s.used && g->qps[i].qpn == qpn) {
+				*pg = g;
+				return &g->qps[i];
+			}
+	}
+	return NULL;
+}
+
+static void vbe_qpn_bind_one(struct vbe_qp *qp, const struct vbe_guest *pg,
+			     const struct vbe_qp *pqp)
+{
+	qp->vwait = false;
+	qp->peer_domid = pg->domid;
+	qp->peer_devid = pg->devid;
+	qp->peer_handle = pqp->handle;
+	qp->peer_qpn = pqp->qpn;
+	qp->tgt = &vbe_target_local;
+	qp->state = VBE_QPS_RTS;
+}
+
+/* qp named its peer: bind both if the peer named qp too. */
+static void vbe_qpn_try_bind(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_guest *pg;
+	struct vbe_qp *pqp = vbe_qpn_find(g->node, qp->peer_qpn, &pg);
+
+	if (!pqp || !pqp->vwait || pqp->state != VBE_QPS_CONNECTING ||
+	    pqp->peer_qpn != qp->qpn)
+		return;
+	vbe_qpn_bind_one(qp, pg, pqp);
+	vbe_qpn_bind_one(pqp, g, qp);
+	vlog_dbg("guest %u: QP %u bound to QP %u of guest %u", g->domid, qp->qpn,
+		 pqp->qpn, pg->domid);
+	/* WRs posted while waiting may go now. */
+	qp->tgt->sq_run(g, qp);
+	if (pqp != qp)
+		pqp->tgt->sq_run(pg, pqp);
+}
+
+static int vbe_qpn_rtr(struct vbe_guest *g, struct vbe_qp *qp,
+		       const struct vrdma_cmd_modify_qp *m)
+{
+	struct vbe_node *n = g->node;
+
+	if (qp->state != VBE_QPS_RESET || qp->conn_id || !m->dest_qpn ||
+	    m->dest_qpn >= 1u << 24)
+		return VRDMA_CS_INVAL;
+	if (memcmp(m->dest_gid, n->gid, sizeof(n->gid)))
+		return VRDMA_CS_UNREACH;
+	qp->state = VBE_QPS_CONNECTING;
+	qp->vwait = true;
+	qp->vwait_ms = vplat_now_ms();
+	qp->peer_qpn = m->dest_qpn;
+	n->vwaiting++;
+	vbe_qpn_try_bind(g, qp);
+	return VRDMA_CS_OK;
+}
+
+int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	const struct vrdma_cmd_modify_qp *m = &r->u.modify_qp;
+	struct vbe_qp *qp = VBE_GET(g->qps, VBE_MAX_QPS, r->handle);
+	size_t i;
+
+	if (!qp)
+		return VRDMA_CS_NOENT;
+	if (m->reserved[0] || m->reserved[1])
+		return VRDMA_CS_INVAL;
+	for (i = sizeof(*m); i < sizeof(r->u.raw); i++)
+		if (r->u.raw[i])
+			return VRDMA_CS_INVAL;
+	switch (m->state) {
+	case VRDMA_MQ_RTR:
+		return vbe_qpn_rtr(g, qp, m);
+	case VRDMA_MQ_ERR:
+		if (qp->state == VBE_QPS_CONNECTING && !qp->vwait)
+			return VRDMA_CS_INVAL;	/* vrdma_connect() owns it */
+		if (qp->tgt)
+			qp->tgt->disconnect(g, qp);
+		qp->vwait = false;
+		vbe_qp_error(g, qp);
+		return VRDMA_CS_OK;
+	default:
+		return VRDMA_CS_INVAL;
+	}
+}
+
+/* Sends that waited too long for their peer fail as a real RC QP's would
+ * after its retries.  The count of waiting QPs is recounted here, so a
+ * QP that went away some other way cannot keep the scan running. */
+void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms)
+{
+	struct vbe_guest *g;
+	unsigned waiting = 0;
+	uint32_t i;
+
+	if (!n->vwaiting)
+		return;
+	for (g = n->guests; g; g = g->next) {
+		if (g->dead || !g->qps)
+			continue;
+		for (i = 0; i < VBE_MAX_QPS; i++) {
+			struct vbe_qp *qp = &g->qps[i];
+
+			if (!qp->s.used || !qp->vwait)
+				continue;
+			if (qp->state != VBE_QPS_CONNECTING) {
+				qp->vwait = false;
+				continue;
+			}
+			if (qp->sq.count && now_ms - qp->vwait_ms > VBE_VWAIT_MS) {
+				vlog_info("guest %u: QP %u: peer QP %u never bound; sends fail",
+					  g->domid, qp->qpn, qp->peer_qpn);
+				qp->vwait = false;
+				qp->state = VBE_QPS_RESET;	/* peer_lost acts on non-ERR */
+				vbe_qp_peer_lost(g, qp);
+				continue;
+			}
+			waiting++;
+		}
+	}
+	n->vwaiting = waiting;
+}

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connecting the verbs way (vrdma_modify_qp, vrdma_query_qp,
+ * vrdma_query_gid) against a live vrdmad: two guests bind their QPs by
+ * (GID, QP number), move data, and every malformed use gets its errno.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vrdma/vrdma.h"
+#include "tlive.h"
+
+#define T_WAIT_MS	15000
+#define ACC_ALL		(VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE | \
+			 VRDMA_ACCESS_REMOTE_READ | VRDMA_ACCESS_REMOTE_ATOMIC)
+
+struct side {
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+	struct vrdma_mr *mr;
+	uint8_t gid[VRDMA_GID_LEN];
+};
+
+static void side_init(struct side *s)
+{
+	struct vrdma_qp_init_attr a = { .cap = { 16, 16, 1, 1 } };
+
+	s->dev = open_dev();
+	s->pd = vrdma_alloc_pd(s->dev);
+	ck_assert_ptr_nonnull(s->pd);
+	s->cq = vrdma_create_cq(s->dev, 64, NULL);
+	ck_assert_ptr_nonnull(s->cq);
+	a.send_cq = a.recv_cq = s->cq;
+	s->qp = vrdma_create_qp(s->pd, &a);
+	ck_assert_ptr_nonnull(s->qp);
+	s->buf = vrdma_alloc_buf(s->dev, 65536);
+	ck_assert_ptr_nonnull(s->buf);
+	s->mr = vrdma_reg_mr(s->pd, s->buf, 65536, ACC_ALL);
+	ck_assert_ptr_nonnull(s->mr);
+	ck_assert_int_eq(vrdma_query_gid(s->dev, s->gid), 0);
+}
+
+static int to_state(struct side *s, enum vrdma_qp_state st, const struct side *peer)
+{
+	struct vrdma_qp_attr a;
+	int mask = VRDMA_QP_STATE;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = st;
+	if (st == VRDMA_QPS_INIT) {
+		a.qp_access_flags = ACC_ALL;
+		mask |= VRDMA_QP_ACCESS_FLAGS;
+	} else if (st == VRDMA_QPS_RTR) {
+		memcpy(a.dest_gid, peer->gid, VRDMA_GID_LEN);
+		a.dest_qp_num = peer->qp->qp_num;
+		a.rq_psn = 0x123456;
+		mask |= VRDMA_QP_DEST | VRDMA_QP_RQ_PSN;
+	} else if (st == VRDMA_QPS_RTS) {
+		a.sq_psn = 0x654321;
+		mask |= VRDMA_QP_SQ_PSN;
+	}
+	return vrdma_modify_qp(s->qp, &a, mask);
+}
+
+static void to_rts(struct side *s, const struct side *peer)
+{
+	ck_assert_int_eq(to_state(s, VRDMA_QPS_INIT, NULL), 0);
+	ck_assert_int_eq(to_state(s, VRDMA_QPS_RTR, peer), 0);
+	ck_assert_int_eq(to_state(s, VRDMA_QPS_RTS, NULL), 0);
+}
+
+static int wait_one(struct vrdma_cq *cq, struct vrdma_wc *wc)
+{
+	int64_t end = now_ms() + T_WAIT_MS;
+	int n;
+
+	for (;;) {
+		n = vrdma_poll_cq(cq, 1, wc);
+		if (n != 0 || now_ms() > end)
+			return n;
+		vrdma_wait_cq(cq, 100);
+	}
+}
+
+static void post(struct side *s, enum vrdma_wr_opcode op, uint64_t id, size_t off,
+		 uint32_t len, const struct side *peer, size_t roff)
+{
+	struct vrdma_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct vrdma_send_wr wr = { 0 }, *bad;
+
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = VRDMA_SEND_SIGNALED;
+	if (peer) {
+		wr.wr.rdma.remote_addr = (uintptr_t)peer->buf + roff;
+		wr.wr.rdma.rkey = peer->mr->rkey;
+	}
+	ck_assert_int_eq(vrdma_post_send(s->qp, &wr, &bad), 0);
+}
+
+static void expect(struct side *s, uint64_t id, enum vrdma_wc_status st)
+{
+	struct vrdma_wc wc;
+
+	ck_assert_int_eq(wait_one(s->cq, &wc), 1);
+	ck_assert_msg(wc.status == st, "wr %llu: %s, want %s",
+		      (unsigned long long)wc.wr_id, vrdma_wc_status_str(wc.status),
+		      vrdma_wc_status_str(st));
+	ck_assert_int_eq(wc.wr_id, id);
+}
+
+START_TEST(t_gid)
+{
+	struct side a, b;
+	static const uint8_t zero[VRDMA_GID_LEN];
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	/* No RDMA device here: a link-local GID from the node name, the
+	 * same for every guest of the node. */
+	ck_assert_mem_ne(a.gid, zero, VRDMA_GID_LEN);
+	ck_assert_int_eq(a.gid[0], 0xfe);
+	ck_assert_int_eq(a.gid[1], 0x80);
+	ck_assert_mem_eq(a.gid, b.gid, VRDMA_GID_LEN);
+	ck_assert_int_eq(vrdma_query_gid(NULL, a.gid), EINVAL);
+	ck_assert_int_eq(vrdma_query_gid(a.dev, NULL), EINVAL);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+START_TEST(t_transfer)
+{
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_qp_attr qa;
+	struct vrdma_sge rsge;
+	struct vrdma_wc wc;
+	struct side a, b;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	/* a is ready and posts before b has named it: the WRITE waits. */
+	to_rts(&a, &b);
+	memcpy(a.buf, "written by a", 13);
+	post(&a, VRDMA_WR_RDMA_WRITE, 1, 0, 13, &b, 100);
+	usleep(50000);
+	ck_assert_int_eq(vrdma_poll_cq(a.cq, 1, &wc), 0);
+	to_rts(&b, &a);
+	expect(&a, 1, VRDMA_WC_SUCCESS);
+	ck_assert_str_eq((char *)b.buf + 100, "written by a");
+
+	/* SEND into a posted receive, the other way. */
+	rsge = (struct vrdma_sge){ (uintptr_t)a.buf + 4096, 64, a.mr->lkey };
+	rwr.wr_id = 2;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+	memcpy(b.buf, "sent by b", 10);
+	post(&b, VRDMA_WR_SEND, 3, 0, 10, NULL, 0);
+	expect(&b, 3, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(wait_one(a.cq, &wc), 1);
+	ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, VRDMA_WC_RECV_OP);
+	ck_assert_int_eq(wc.byte_len, 10);
+	ck_assert_int_eq(wc.src_qp, b.qp->qp_num);
+	ck_assert_str_eq((char *)a.buf + 4096, "sent by b");
+
+	/* READ back. */
+	post(&b, VRDMA_WR_RDMA_READ, 4, 8192, 13, &a, 0);
+	expect(&b, 4, VRDMA_WC_SUCCESS);
+	ck_assert_str_eq((char *)b.buf + 8192, "written by a");
+
+	/* query_qp reports what was set. */
+	ck_assert_int_eq(vrdma_query_qp(a.qp, &qa), 0);
+	ck_assert_int_eq(qa.qp_state, VRDMA_QPS_RTS);
+	ck_assert_int_eq(qa.dest_qp_num, b.qp->qp_num);
+	ck_assert_mem_eq(qa.dest_gid, b.gid, VRDMA_GID_LEN);
+	ck_assert_int_eq(qa.rq_psn, 0x123456);
+	ck_assert_int_eq(qa.sq_psn, 0x654321);
+	ck_assert_int_eq(qa.qp_access_flags, ACC_ALL);
+	ck_assert_int_eq(qa.cap.max_send_wr, 16);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+START_TEST(t_bad_transitions)
+{
+	struct vrdma_qp_attr qa;
+	struct side a, b;
+	uint8_t save;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	memset(&qa, 0, sizeof(qa));
+	ck_assert_int_eq(vrdma_modify_qp(NULL, &qa, VRDMA_QP_STATE), EINVAL);
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, NULL, VRDMA_QP_STATE), EINVAL);
+	ck_assert_int_eq(vrdma_query_qp(NULL, &qa), EINVAL);
+	ck_assert_int_eq(vrdma_query_qp(a.qp, NULL), EINVAL);
+	/* No state in the mask, unknown bits, skipping INIT. */
+	qa.qp_state = VRDMA_QPS_INIT;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, 0), EINVAL);
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | 1 << 20), EINVAL);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTR, &b), EINVAL);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTS, NULL), EINVAL);
+	/* DEST is not for INIT. */
+	qa.qp_state = VRDMA_QPS_INIT;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_INIT, NULL), 0);
+	/* RTR without DEST, with QP number 0 or past 24 bits. */
+	qa.qp_state = VRDMA_QPS_RTR;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE), EINVAL);
+	memcpy(qa.dest_gid, b.gid, VRDMA_GID_LEN);
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
+	qa.dest_qp_num = 1u << 24;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
+	/* A GID no node here has: unreachable, the QP stays in INIT. */
+	qa.dest_qp_num = b.qp->qp_num;
+	qa.dest_gid[15] ^= 1;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | VRDMA_QP_DEST),
+			 EHOSTUNREACH);
+	ck_assert_int_eq(a.qp->state, VRDMA_QPS_INIT);
+	/* vrdma_connect() wants RESET; sending wants RTS. */
+	ck_assert_int_eq(vrdma_connect(a.qp, "", "svc", NULL, 0, NULL, NULL, 100), EINVAL);
+	save = a.buf[0];
+	{
+		struct vrdma_sge sge = { (uintptr_t)a.buf, 1, a.mr->lkey };
+		struct vrdma_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					    .opcode = VRDMA_WR_SEND }, *bad;
+
+		ck_assert_int_eq(vrdma_post_send(a.qp, &wr, &bad), EINVAL);
+	}
+	ck_assert_int_eq(a.buf[0], save);
+	/* Then the right way still works. */
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTR, &b), 0);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_INIT, NULL), EINVAL);	/* no way back */
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTS, NULL), 0);
+	/* RTS -> RTS takes no PSN (as in the IB spec), only access flags. */
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTS, NULL), EINVAL);
+	qa.qp_state = VRDMA_QPS_RTS;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+/* ERR flushes what is queued; the bound peer learns of it. */
+START_TEST(t_err_flush)
+{
+	struct vrdma_recv_wr rwr[3], *rbad;
+	struct vrdma_sge rsge;
+	struct vrdma_wc wc;
+	struct side a, b;
+	int i;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	to_rts(&a, &b);
+	to_rts(&b, &a);
+	rsge = (struct vrdma_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 3; i++) {
+		rwr[i].wr_id = 10 + (uint64_t)i;
+		rwr[i].sg_list = &rsge;
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 2 ? &rwr[i + 1] : NULL;
+	}
+	ck_assert_int_eq(vrdma_post_recv(a.qp, rwr, &rbad), 0);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(a.qp->state, VRDMA_QPS_ERR);
+	for (i = 0; i < 3; i++)
+		expect(&a, 10 + (uint64_t)i, VRDMA_WC_WR_FLUSH_ERR);
+	/* The peer's next send fails as an RC send to a dead QP does. */
+	post(&b, VRDMA_WR_RDMA_WRITE, 20, 0, 8, &a, 0);
+	ck_assert_int_eq(wait_one(b.cq, &wc), 1);
+	ck_assert_int_ne(wc.status, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+/* A peer that never answers: the first send fails after ~10 s. */
+START_TEST(t_no_peer)
+{
+	struct side a, b;
+	int64_t t0;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_INIT, NULL), 0);
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTR, &b), 0);	/* b never answers */
+	ck_assert_int_eq(to_state(&a, VRDMA_QPS_RTS, NULL), 0);
+	t0 = now_ms();
+	post(&a, VRDMA_WR_RDMA_WRITE, 30, 0, 8, &b, 0);
+	expect(&a, 30, VRDMA_WC_RETRY_EXC_ERR);
+	ck_assert_int_ge(now_ms() - t0, 5000);
+	ck_assert_int_eq(a.qp->state, VRDMA_QPS_ERR);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+/* A QP bound to itself (loopback), as verbs allows. */
+START_TEST(t_loopback)
+{
+	struct side a;
+
+	NEED_DAEMON();
+	side_init(&a);
+	to_rts(&a, &a);
+	memcpy(a.buf, "self", 5);
+	post(&a, VRDMA_WR_RDMA_WRITE, 40, 0, 5, &a, 512);
+	expect(&a, 40, VRDMA_WC_SUCCESS);
+	ck_assert_str_eq((char *)a.buf + 512, "self");
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+}
+END_TEST
+
+static Suite *modify_suite(void)
+{
+	Suite *s = suite_create("modify");
+	TCase *live = tcase_create("live");
+
+	tcase_add_unchecked_fixture(live, root_make, root_remove);
+	tcase_add_checked_fixture(live, daemon_start, daemon_stop);
+	tcase_set_timeout(live, 60);
+	tcase_add_test(live, t_gid);
+	tcase_add_test(live, t_transfer);
+	tcase_add_test(live, t_bad_transitions);
+	tcase_add_test(live, t_err_flush);
+	tcase_add_test(live, t_no_peer);
+	tcase_add_test(live, t_loopback);
+	suite_add_tcase(s, live);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(modify_suite());
+	int failed;
+
+	if (!getenv("VRDMA_BUILD") || access(getenv("VRDMA_BUILD"), F_OK))
+		fprintf(stderr, "test_modify: VRDMA_BUILD not set: live tests skip\n");
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
