@@ -94,9 +94,11 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 		return NULL;
 	}
 	pthread_mutex_init(&dev->obj_lock, NULL);
+	pthread_mutex_init(&dev->pin_lock, NULL);
 	rc = vfe_open(&dev->fe, kind, timeout_ms, vlib_dispatch, dev);
 	if (rc) {
 		pthread_mutex_destroy(&dev->obj_lock);
+		pthread_mutex_destroy(&dev->pin_lock);
 		free(dev);
 		errno = rc < 0 ? -rc : EIO;
 		return NULL;
@@ -141,9 +143,13 @@ int vrdma_close(struct vrdma_device *dev)
 	vfe_disconnect(&dev->fe);
 	while ((b = dev->bufs)) {
 		dev->bufs = b->next;
-		vfe_unshare(&dev->fe, b->share);
+		if (b->pins)
+			vlib_pin_buf_free(dev, b);
+		else
+			vfe_unshare(&dev->fe, b->share);
 		free(b);
 	}
+	vlib_pin_close(dev);	/* the app keeps its memory, private again */
 	VLIB_FREE_ALL(dev->listeners, vlib_free_listener);
 	for (i = 0; i < VLIB_QP_HASH; i++)
 		VLIB_FREE_ALL(dev->qps[i], vlib_qp_free);
@@ -152,6 +158,7 @@ int vrdma_close(struct vrdma_device *dev)
 	VLIB_FREE_ALL(dev->pds, free);
 	vfe_close(&dev->fe);
 	pthread_mutex_destroy(&dev->obj_lock);
+	pthread_mutex_destroy(&dev->pin_lock);
 	free(dev);
 	return 0;
 }

@@ -7,33 +7,24 @@
 #include "vlib.h"
 #include "log.h"
 
-/* Share npages data pages, hand their refs to dom0 through list pages,
- * and attach them (dom0 maps them once). */
-int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
-		   struct vlib_buf **out)
+/* Hand npages refs to dom0 through list pages and attach them (dom0 maps
+ * them once); *handle names the buffer. */
+int vlib_buf_attach(struct vrdma_device *dev, const uint32_t *refs, uint32_t npages,
+		    uint32_t *handle)
 {
 	uint32_t nlist = (npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE;
 	struct vrdma_req req = { .opcode = VRDMA_CMD_ATTACH_BUF };
 	struct vplat_share *list;
 	uint32_t out_val[4];
-	struct vlib_buf *b;
 	uint32_t i;
 	int rc;
 
 	if (!npages || nlist > VRDMA_BUF_LIST_REFS)
 		return -EINVAL;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	rc = vfe_share(&dev->fe, npages, 1, &b->share);
-	if (rc)
-		goto err_free;
 	rc = vfe_share(&dev->fe, nlist, 0, &list);
 	if (rc)
-		goto err_unshare_data;
-	memcpy(vplat_share_addr(list), vplat_share_refs(b->share),
-	       (size_t)npages * sizeof(uint32_t));
-
+		return rc;
+	memcpy(vplat_share_addr(list), refs, (size_t)npages * sizeof(uint32_t));
 	req.u.attach_buf.npages = npages;
 	req.u.attach_buf.nlist = (uint16_t)nlist;
 	req.u.attach_buf.writable = 1;
@@ -44,12 +35,31 @@ int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 	vfe_unshare(&dev->fe, list);
 	if (!rc && out_val[1] != npages)
 		rc = vfe_cmd_bad(&dev->fe, "ATTACH_BUF result with another page count");
+	if (!rc)
+		*handle = out_val[0];
+	return rc;
+}
+
+/* Share npages fresh data pages and attach them. */
+int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
+		   struct vlib_buf **out)
+{
+	struct vlib_buf *b;
+	int rc;
+
+	if (!npages || npages > VRDMA_BUF_MAX_PAGES)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	rc = vfe_share(&dev->fe, npages, 1, &b->share);
+	if (rc)
+		goto err_free;
+	rc = vlib_buf_attach(dev, vplat_share_refs(b->share), npages, &b->handle);
 	if (rc)
 		goto err_unshare_data;
-
 	b->addr = vplat_share_addr(b->share);
 	b->len = (size_t)npages * VRDMA_PAGE_SIZE;
-	b->handle = out_val[0];
 	b->internal = internal;
 	VLIB_LINK(dev, &dev->bufs, b);
 	*out = b;
@@ -86,6 +96,23 @@ int vlib_buf_free(struct vrdma_device *dev, struct vlib_buf *b, bool force)
 	return 0;
 }
 
+/* An MR left a pinned buffer (obj_lock held): true if it was the last one;
+ * the buffer is then off the list, for the caller to vlib_pinned_drop(). */
+static bool vlib_pinned_last(struct vrdma_device *dev, struct vlib_buf *b)
+{
+	if (!b->pins || b->mrs)
+		return false;
+	return VLIB_UNLINK(&dev->bufs, b);
+}
+
+/* Detach a pinned buffer and give its pages back to the app. */
+static void vlib_pinned_drop(struct vrdma_device *dev, struct vlib_buf *b)
+{
+	vlib_destroy_cmd(dev, VRDMA_CMD_DETACH_BUF, b->handle, true);
+	vlib_pin_buf_free(dev, b);
+	free(b);
+}
+
 void *vrdma_alloc_buf(struct vrdma_device *dev, size_t length)
 {
 	struct vlib_buf *b;
@@ -116,7 +143,7 @@ static struct vlib_buf *vlib_buf_find(struct vrdma_device *dev, const void *addr
 	struct vlib_buf *b;
 
 	for (b = dev->bufs; b; b = b->next)
-		if (!b->internal && b->addr == addr)
+		if (!b->internal && !b->pins && b->addr == addr)
 			return b;
 	return NULL;
 }
@@ -238,6 +265,7 @@ static struct vrdma_mr *vlib_reg_mr(struct vrdma_pd *pd, void *addr, size_t leng
 	struct vlib_buf *b;
 	struct vlib_mr *m;
 	uint32_t out[4];
+	bool last;
 	int rc;
 
 	rc = vlib_access(access, &req.u.reg_mr.access);
@@ -256,8 +284,14 @@ static struct vrdma_mr *vlib_reg_mr(struct vrdma_pd *pd, void *addr, size_t leng
 	}
 	pthread_mutex_unlock(&dev->obj_lock);
 	if (!b) {
-		rc = -EFAULT;
-		goto err_free;
+		/* The app's own memory: move it onto shared pages (pin.c). */
+		rc = vlib_pin_buf(dev, addr, length, &b);
+		if (rc)
+			goto err_free;
+		pthread_mutex_lock(&dev->obj_lock);
+		b->mrs++;
+		p->users++;
+		pthread_mutex_unlock(&dev->obj_lock);
 	}
 	req.u.reg_mr.pd = pd->handle;
 	req.u.reg_mr.buf = b->handle;
@@ -283,7 +317,10 @@ err_unpin:
 	pthread_mutex_lock(&dev->obj_lock);
 	b->mrs--;
 	p->users--;
+	last = vlib_pinned_last(dev, b);
 	pthread_mutex_unlock(&dev->obj_lock);
+	if (last)
+		vlib_pinned_drop(dev, b);
 err_free:
 	free(m);
 err:
@@ -306,6 +343,7 @@ struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length,
 int vlib_dereg_mr(struct vlib_mr *m, bool force)
 {
 	struct vrdma_device *dev = m->pub.device;
+	bool last;
 	int rc;
 
 	rc = vlib_destroy_cmd(dev, VRDMA_CMD_DEREG_MR, m->pub.handle, force);
@@ -315,7 +353,11 @@ int vlib_dereg_mr(struct vlib_mr *m, bool force)
 	VLIB_UNLINK(&dev->mrs, m);
 	m->buf->mrs--;
 	vlib_pd(m->pub.pd)->users--;
+	/* The last MR over the app's own memory gives its pages back. */
+	last = vlib_pinned_last(dev, m->buf);
 	pthread_mutex_unlock(&dev->obj_lock);
+	if (last)
+		vlib_pinned_drop(dev, m->buf);
 	free(m);
 	return 0;
 }

@@ -48,14 +48,29 @@
 #define VLIB_LISTEN_QUEUE	64	/* pending connection requests */
 #define VLIB_QP_HASH		256	/* buckets, by handle (index in the low bits) */
 
+struct vlib_pin;
+
 struct vlib_buf {
 	struct vlib_buf *next;
-	struct vplat_share *share;
+	struct vplat_share *share;	/* NULL for a pinned buffer */
 	uint8_t *addr;
 	size_t len;
 	uint32_t handle;
 	unsigned mrs;			/* MRs inside (obj_lock) */
 	bool internal;			/* a CQ area, not the app's */
+	/* Over the app's own memory (pin.c): the pins lending its pages. */
+	struct vlib_pin **pins;
+	unsigned npins;
+};
+
+/* App pages moved in place onto shared pages (pin.c). */
+struct vlib_pin {
+	struct vlib_pin *next;
+	uint8_t *addr;			/* page aligned */
+	size_t len;
+	struct vplat_share *share;
+	unsigned users;			/* pinned buffers over its pages */
+	int prot;			/* the pages' protection before */
 };
 
 struct vlib_pd {
@@ -146,6 +161,8 @@ struct vrdma_device {
 	struct vlib_cq *cqs;
 	struct vlib_qp *qps[VLIB_QP_HASH];	/* chained by next */
 	struct vrdma_listener *listeners;
+	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
+	struct vlib_pin *pins;
 };
 
 static inline struct vlib_qp *vlib_qp(struct vrdma_qp *qp)
@@ -189,9 +206,17 @@ bool vlib_broken(struct vrdma_device *dev);
 /* mem.c */
 int  vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 		    struct vlib_buf **out);
+int  vlib_buf_attach(struct vrdma_device *dev, const uint32_t *refs, uint32_t npages,
+		     uint32_t *handle);
 int  vlib_buf_free(struct vrdma_device *dev, struct vlib_buf *b, bool force);
 int  vlib_dereg_mr(struct vlib_mr *m, bool force);
 int  vlib_dealloc_pd(struct vlib_pd *p, bool force);
+
+/* pin.c */
+int  vlib_pin_buf(struct vrdma_device *dev, void *addr, size_t len,
+		  struct vlib_buf **out);
+void vlib_pin_buf_free(struct vrdma_device *dev, struct vlib_buf *b);
+void vlib_pin_close(struct vrdma_device *dev);	/* every pin back in place */
 
 /* cq.c */
 int  vlib_destroy_cq(struct vlib_cq *c, bool force);

@@ -111,7 +111,8 @@ void hg_unshare(struct vplat_share *bs)
 {
 	struct hg_share *s = (struct hg_share *)bs;
 
-	munmap(s->base.addr, s->len);
+	if (s->base.addr)	/* NULL: disowned (vplat_share_disown) */
+		munmap(s->base.addr, s->len);
 	hg_post(s->g, VHP_UNSHARE, s->base.refs[0], s->base.npages);
 	free(s->base.refs);
 	free(s);

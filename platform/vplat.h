@@ -63,6 +63,15 @@ void *vplat_share_addr(const struct vplat_share *s);
 const uint32_t *vplat_share_refs(const struct vplat_share *s);
 uint32_t vplat_share_npages(const struct vplat_share *s);
 void vplat_unshare(struct vplat_share *s);
+/*
+ * Registering memory the process allocated itself (libvrdma/pin.c): move
+ * the share's mapping onto the page-aligned addr, replacing whatever was
+ * mapped there (mremap); vplat_share_addr() is addr from then on.  Both
+ * platforms map shares with mmap, so one implementation serves both.
+ */
+int  vplat_share_move(struct vplat_share *s, void *addr);
+/* Another mapping was moved over the share's: unshare must not unmap it. */
+void vplat_share_disown(struct vplat_share *s);
 
 /* ---- mappings (dom0 side) ---- */
 /* Map the peer's pages refs[0..n) contiguously.  Fails whole (-EFAULT for

@@ -151,7 +151,8 @@ static void xg_unshare(struct vplat_share *bs)
 			break;
 		}
 	/* The grant ends when dom0 unmaps too; the kernel keeps the page till then. */
-	munmap(s->base.addr, (size_t)s->base.npages * (size_t)sysconf(_SC_PAGESIZE));
+	if (s->base.addr)	/* NULL: disowned (vplat_share_disown) */
+		munmap(s->base.addr, (size_t)s->base.npages * (size_t)sysconf(_SC_PAGESIZE));
 	if (ioctl(x->gfd, IOCTL_GNTALLOC_DEALLOC_GREF, &dop) < 0)
 		vlog_warn("platform: gntalloc dealloc of %u pages: %s", s->base.npages,
 			  strerror(errno));

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * Connecting the verbs way (vrdma_modify_qp, vrdma_query_qp,
- * vrdma_query_gid) against a live vrdmad: two guests bind their QPs by
- * (GID, QP number), move data, and every malformed use gets its errno.
+ * What verbs programs need from the core, against a live vrdmad:
+ *  - connecting the verbs way (vrdma_modify_qp, vrdma_query_qp,
+ *    vrdma_query_gid): two guests bind their QPs by (GID, QP number),
+ *    move data, and every malformed use gets its errno;
+ *  - registering memory the program allocated itself (malloc, mmap):
+ *    moved in place onto shared pages, given back at the last dereg.
  */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "vrdma/vrdma.h"
@@ -329,6 +334,149 @@ START_TEST(t_loopback)
 }
 END_TEST
 
+
+/* ---- the program's own memory ---- */
+
+/* b's MR over malloc memory: a WRITEs into it, READs from it. */
+START_TEST(t_reg_malloc)
+{
+	struct side a, b;
+	struct vrdma_mr *mr, *mr2;
+	struct vrdma_sge sge;
+	struct vrdma_send_wr wr = { 0 }, *bad;
+	uint8_t *heap, *blob;
+	size_t i;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	to_rts(&a, &b);
+	to_rts(&b, &a);
+	/* Unaligned, with bytes around it on the same pages. */
+	blob = malloc(3 * 4096 + 300);
+	ck_assert_ptr_nonnull(blob);
+	for (i = 0; i < 3 * 4096 + 300; i++)
+		blob[i] = (uint8_t)(i * 7);
+	heap = blob + 100;
+	mr = vrdma_reg_mr(b.pd, heap, 8000, ACC_ALL);
+	ck_assert_msg(mr != NULL, "reg_mr(malloc): %s", strerror(errno));
+	ck_assert_ptr_eq(mr->addr, heap);
+	/* Contents survived the move, and the rest of the pages too. */
+	for (i = 0; i < 3 * 4096 + 300; i++)
+		ck_assert_int_eq(blob[i], (uint8_t)(i * 7));
+	/* An overlapping MR shares the pinned pages. */
+	mr2 = vrdma_reg_mr(b.pd, heap + 4000, 5000, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_msg(mr2 != NULL, "overlapping reg_mr: %s", strerror(errno));
+
+	/* a writes into b's heap through the MR. */
+	memcpy(a.buf, "into the heap", 14);
+	sge = (struct vrdma_sge){ (uintptr_t)a.buf, 14, a.mr->lkey };
+	wr.wr_id = 50;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = VRDMA_WR_RDMA_WRITE;
+	wr.send_flags = VRDMA_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)heap + 5000;
+	wr.wr.rdma.rkey = mr->rkey;
+	ck_assert_int_eq(vrdma_post_send(a.qp, &wr, &bad), 0);
+	expect(&a, 50, VRDMA_WC_SUCCESS);
+	ck_assert_str_eq((char *)heap + 5000, "into the heap");
+	/* b sends from its heap with the second MR's lkey. */
+	memcpy(heap + 6000, "from the heap", 14);
+	{
+		struct vrdma_recv_wr rwr = { 0 }, *rbad;
+		struct vrdma_sge rsge = { (uintptr_t)a.buf + 1024, 64, a.mr->lkey };
+
+		rwr.wr_id = 51;
+		rwr.sg_list = &rsge;
+		rwr.num_sge = 1;
+		ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+		sge = (struct vrdma_sge){ (uintptr_t)heap + 6000, 14, mr2->lkey };
+		wr.wr_id = 52;
+		wr.opcode = VRDMA_WR_SEND;
+		ck_assert_int_eq(vrdma_post_send(b.qp, &wr, &bad), 0);
+		expect(&b, 52, VRDMA_WC_SUCCESS);
+		expect(&a, 51, VRDMA_WC_SUCCESS);
+		ck_assert_str_eq((char *)a.buf + 1024, "from the heap");
+	}
+	/* Deregistered, the memory stays the program's, contents kept. */
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	ck_assert_int_eq(vrdma_dereg_mr(mr2), 0);
+	ck_assert_str_eq((char *)heap + 5000, "into the heap");
+	ck_assert_int_eq(blob[3 * 4096 + 299], (uint8_t)((3 * 4096 + 299) * 7));
+	blob[0] = 1;
+	free(blob);
+	/* And once more, then the device closes with the MR still there. */
+	blob = malloc(100000);
+	ck_assert_ptr_nonnull(blob);
+	memset(blob, 0x5a, 100000);
+	mr = vrdma_reg_mr(b.pd, blob, 100000, ACC_ALL);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+	for (i = 0; i < 100000; i++)
+		ck_assert_int_eq(blob[i], 0x5a);
+	memset(blob, 1, 100000);	/* still writable, still ours */
+	free(blob);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+}
+END_TEST
+
+/* mmap'd memory, read-only memory, holes, shared file mappings, size. */
+START_TEST(t_reg_mmap_errors)
+{
+	char path[] = "/tmp/vrdma-regmem-XXXXXX";
+	struct vrdma_mr *mr;
+	struct side a;
+	uint8_t *m;
+	int fd;
+
+	NEED_DAEMON();
+	side_init(&a);
+	m = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	memset(m, 3, 8 * 4096);
+	mr = vrdma_reg_mr(a.pd, m, 8 * 4096, ACC_ALL);
+	ck_assert_msg(mr != NULL, "reg_mr(mmap): %s", strerror(errno));
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	ck_assert_int_eq(m[8 * 4096 - 1], 3);
+	/* A hole in the middle: EFAULT, and nothing moved. */
+	ck_assert_int_eq(munmap(m + 4 * 4096, 4096), 0);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(a.pd, m, 8 * 4096, ACC_ALL));
+	ck_assert_int_eq(errno, EFAULT);
+	ck_assert_int_eq(m[0], 3);
+	m[0] = 4;
+	/* Read-only memory registers for reading and stays read-only. */
+	ck_assert_int_eq(mprotect(m, 4096, PROT_READ), 0);
+	mr = vrdma_reg_mr(a.pd, m, 4096, VRDMA_ACCESS_REMOTE_READ);
+	ck_assert_msg(mr != NULL, "reg_mr(read-only): %s", strerror(errno));
+	ck_assert_int_eq(m[0], 4);
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	munmap(m, 8 * 4096);
+	/* A shared file mapping cannot be moved off its file. */
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(a.pd, m, 4096, ACC_ALL));
+	ck_assert_int_eq(errno, EFAULT);
+	munmap(m, 4096);
+	close(fd);
+	/* Past one buffer's limit (64 MiB): EINVAL before touching anything. */
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(a.pd, a.buf, (size_t)65 << 20, ACC_ALL));
+	ck_assert_int_ne(errno, 0);
+	/* NULL-page addresses: EFAULT. */
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(a.pd, (void *)4096, 4096, ACC_ALL));
+	ck_assert_int_eq(errno, EFAULT);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+}
+END_TEST
+
 static Suite *modify_suite(void)
 {
 	Suite *s = suite_create("modify");
@@ -343,6 +491,8 @@ static Suite *modify_suite(void)
 	tcase_add_test(live, t_err_flush);
 	tcase_add_test(live, t_no_peer);
 	tcase_add_test(live, t_loopback);
+	tcase_add_test(live, t_reg_malloc);
+	tcase_add_test(live, t_reg_mmap_errors);
 	suite_add_tcase(s, live);
 	return s;
 }

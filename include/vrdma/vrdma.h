@@ -332,12 +332,21 @@ struct vrdma_pd *vrdma_alloc_pd(struct vrdma_device *dev);
 int vrdma_dealloc_pd(struct vrdma_pd *pd);
 
 /*
- * vrdma_reg_mr - register [addr, addr+length), which must lie within one
- * vrdma_alloc_buf() buffer.  @access: enum vrdma_access_flags.  The MR's
- * addresses are the guest's virtual addresses (sge.addr, remote_addr).
+ * vrdma_reg_mr - register [addr, addr+length).  @access: enum
+ * vrdma_access_flags.  The MR's addresses are the guest's virtual
+ * addresses (sge.addr, remote_addr).  Inside a vrdma_alloc_buf() buffer
+ * this costs one command.  Any other readable private memory (malloc,
+ * memalign, anonymous or private file mmap) is moved in place onto shared
+ * pages first: same addresses, same contents, zero copy from then on; the
+ * pages go back to private memory when the last MR over them is
+ * deregistered or the device closes.  While that move runs, no other
+ * thread may write the pages touched (the whole first and last page);
+ * after fork() parent and child share those pages until then.
  * NULL with errno: EINVAL (NULL @pd or @addr, @length 0, unknown access
- * bits), EFAULT (memory not from vrdma_alloc_buf() or range crossing the
- * end of the buffer), ENOMEM, EIO.
+ * bits, more than VRDMA_BUF_MAX_PAGES pages), EFAULT (a hole, unreadable
+ * or shared-file memory, or a range crossing the end of a
+ * vrdma_alloc_buf() buffer), ENOMEM, ENOSPC (no grants left: see
+ * docs/verbs.md), EIO.
  */
 struct vrdma_mr *vrdma_reg_mr(struct vrdma_pd *pd, void *addr, size_t length,
 			      int access);

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registering memory the app allocated itself (malloc, memalign, mmap).
+ *
+ * dom0 can only map pages the guest shared (on Xen: pages of the grant
+ * driver), so the pages under such a range are moved in place: fresh
+ * shared pages get the contents, then are moved over the app's range
+ * (mremap), and the app goes on at the same addresses, zero copy from
+ * then on.  A "pin" is one such run of pages; a pinned buffer (one per
+ * MR range) is attached to dom0 from the refs of the pins under it, so
+ * MRs may overlap and share pages.  When the last buffer over a pin goes,
+ * its pages are moved back onto private memory and the grants end.
+ *
+ * Rules (vrdma_reg_mr(3)): the range must be readable, private memory
+ * (not a shared file mapping); while a pin is made or undone, other
+ * threads must not write the pages it covers, including the rest of the
+ * first and last page; a fork()ed child shares pinned pages with its
+ * parent until they are unpinned.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "vlib.h"
+#include "log.h"
+
+#define VLIB_PG		((uintptr_t)VRDMA_PAGE_SIZE)
+
+/*
+ * [a, b) must be mapped, readable and private (else moving it would cut a
+ * shared file mapping off its file).  *prot: the protection to give the
+ * moved pages back (the most common one; mixed ranges get read/write).
+ */
+static int vlib_pin_check(uintptr_t a, uintptr_t b, int *prot)
+{
+	char line[512], perm[5];
+	unsigned long lo, hi;
+	uintptr_t at = a;
+	FILE *f;
+	int rc = -EFAULT;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	*prot = -1;
+	while (at < b && fgets(line, sizeof(line), f)) {
+		int pr;
+
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
+			break;
+		if (hi <= at)
+			continue;
+		if (lo > at || perm[0] != 'r' || perm[3] != 'p')
+			break;	/* a hole, unreadable, or shared */
+		pr = PROT_READ | (perm[1] == 'w' ? PROT_WRITE : 0) |
+		     (perm[2] == 'x' ? PROT_EXEC : 0);
+		*prot = *prot == -1 || *prot == pr ? pr : PROT_READ | PROT_WRITE;
+		at = hi;
+	}
+	if (at >= b)
+		rc = 0;
+	fclose(f);
+	if (rc)
+		vlog_dbg("vrdma: reg_mr: %#lx..%#lx is not readable private memory",
+			 (unsigned long)a, (unsigned long)b);
+	return rc;
+}
+
+/* Copy len bytes at src into dst without faulting on a bad src. */
+static int vlib_pin_copy(void *dst, const void *src, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)src, len };
+	ssize_t n = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, src, len);	/* checked readable above */
+		return 0;
+	}
+	return -EFAULT;
+}
+
+/* A new pin over [addr, addr+len), page aligned, no pin there yet. */
+static int vlib_pin_new(struct vrdma_device *dev, uint8_t *addr, size_t len,
+			struct vlib_pin **out)
+{
+	struct vlib_pin *p;
+	int rc;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = vlib_pin_check((uintptr_t)addr, (uintptr_t)addr + len, &p->prot);
+	if (rc)
+		goto err_free;
+	rc = vfe_share(&dev->fe, (uint32_t)(len / VLIB_PG), 1, &p->share);
+	if (rc)
+		goto err_free;
+	rc = vlib_pin_copy(vplat_share_addr(p->share), addr, len);
+	if (rc)
+		goto err_unshare;
+	rc = vplat_share_move(p->share, addr);
+	if (rc)
+		goto err_unshare;
+	if (p->prot != (PROT_READ | PROT_WRITE))
+		mprotect(addr, len, p->prot);
+	p->addr = addr;
+	p->len = len;
+	p->next = dev->pins;
+	dev->pins = p;
+	*out = p;
+	return 0;
+
+err_unshare:
+	vfe_unshare(&dev->fe, p->share);
+err_free:
+	free(p);
+	return rc;
+}
+
+/* Move a pin's pages back onto private memory and end its share.  If no
+ * memory is left for that, the pages stay shared (and working). */
+static int vlib_pin_undo(struct vrdma_device *dev, struct vlib_pin *p)
+{
+	void *priv = mmap(NULL, p->len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (priv == MAP_FAILED) {
+		vlog_warn("vrdma: cannot give %zu bytes back to private memory: %s",
+			  p->len, strerror(errno));
+		return -ENOMEM;
+	}
+	memcpy(priv, p->addr, p->len);	/* pinned pages are readable */
+	if (mremap(priv, p->len, p->len, MREMAP_MAYMOVE | MREMAP_FIXED, p->addr) ==
+	    MAP_FAILED) {
+		int err = errno;
+
+		vlog_warn("vrdma: cannot move %zu bytes back: %s", p->len, strerror(err));
+		munmap(priv, p->len);
+		return -err;
+	}
+	if (p->prot != (PROT_READ | PROT_WRITE))
+		mprotect(p->addr, p->len, p->prot);
+	vplat_share_disown(p->share);	/* its mapping is gone: replaced */
+	vfe_unshare(&dev->fe, p->share);
+	return 0;
+}
+
+static struct vlib_pin *vlib_pin_at(struct vrdma_device *dev, uintptr_t pg)
+{
+	struct vlib_pin *p;
+
+	for (p = dev->pins; p; p = p->next)
+		if (pg >= (uintptr_t)p->addr && pg < (uintptr_t)p->addr + p->len)
+			return p;
+	return NULL;
+}
+
+/* Remember p among the buffer's pins once, and take a use of it. */
+static void vlib_pin_use(struct vlib_buf *b, struct vlib_pin *p)
+{
+	unsigned i;
+
+	for (i = 0; i < b->npins; i++)
+		if (b->pins[i] == p)
+			return;
+	b->pins[b->npins++] = p;
+	p->users++;
+}
+
+static void vlib_pin_unuse(struct vrdma_device *dev, struct vlib_buf *b)
+{
+	struct vlib_pin **pp, *p;
+	unsigned i;
+
+	for (i = 0; i < b->npins; i++) {
+		p = b->pins[i];
+		if (--p->users)
+			continue;
+		if (vlib_pin_undo(dev, p))
+			continue;	/* kept, unused; a later MR may take it */
+		for (pp = &dev->pins; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		free(p);
+	}
+	free(b->pins);
+	b->pins = NULL;
+	b->npins = 0;
+}
+
+/*
+ * A buffer over the pages of [addr, addr+len): pins what is not pinned
+ * yet, attaches the pages to dom0.  The buffer is linked on dev->bufs.
+ */
+int vlib_pin_buf(struct vrdma_device *dev, void *addr, size_t len, struct vlib_buf **out)
+{
+	uintptr_t a = (uintptr_t)addr & ~(VLIB_PG - 1), pg, run;
+	uintptr_t e = ((uintptr_t)addr + len + VLIB_PG - 1) & ~(VLIB_PG - 1);
+	uint32_t npages, i;
+	struct vlib_pin *p;
+	struct vlib_buf *b;
+	uint32_t *refs;
+	int rc;
+
+	if (e <= a || (uintptr_t)addr + len < (uintptr_t)addr)
+		return -EFAULT;
+	if ((e - a) / VLIB_PG > VRDMA_BUF_MAX_PAGES)
+		return -EINVAL;
+	npages = (uint32_t)((e - a) / VLIB_PG);
+	b = calloc(1, sizeof(*b));
+	refs = malloc(sizeof(*refs) * npages);
+	if (b)
+		b->pins = calloc(npages, sizeof(*b->pins));	/* at most one per page */
+	if (!b || !refs || !b->pins) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	pthread_mutex_lock(&dev->pin_lock);
+	for (pg = a; pg < e;) {
+		p = vlib_pin_at(dev, pg);
+		if (!p) {
+			/* The run of pages no pin covers yet gets one. */
+			for (run = pg + VLIB_PG; run < e && !vlib_pin_at(dev, run); run += VLIB_PG)
+				;
+			rc = vlib_pin_new(dev, (uint8_t *)pg, run - pg, &p);
+			if (rc)
+				goto err_unuse;
+		}
+		vlib_pin_use(b, p);
+		for (; pg < e && pg < (uintptr_t)p->addr + p->len; pg += VLIB_PG) {
+			i = (uint32_t)((pg - a) / VLIB_PG);
+			refs[i] = vplat_share_refs(p->share)[(pg - (uintptr_t)p->addr) / VLIB_PG];
+		}
+	}
+	rc = vlib_buf_attach(dev, refs, npages, &b->handle);
+	if (rc)
+		goto err_unuse;
+	pthread_mutex_unlock(&dev->pin_lock);
+	free(refs);
+	b->addr = (uint8_t *)a;
+	b->len = e - a;
+	VLIB_LINK(dev, &dev->bufs, b);
+	*out = b;
+	return 0;
+
+err_unuse:
+	vlib_pin_unuse(dev, b);
+	pthread_mutex_unlock(&dev->pin_lock);
+err_free:
+	if (b)
+		free(b->pins);
+	free(b);
+	free(refs);
+	return rc;
+}
+
+/* The buffer is detached (or the device is going): drop its pin uses. */
+void vlib_pin_buf_free(struct vrdma_device *dev, struct vlib_buf *b)
+{
+	pthread_mutex_lock(&dev->pin_lock);
+	vlib_pin_unuse(dev, b);
+	pthread_mutex_unlock(&dev->pin_lock);
+}
+
+/* vrdma_close(): every pin goes, the app keeps its memory. */
+void vlib_pin_close(struct vrdma_device *dev)
+{
+	struct vlib_pin *p;
+
+	pthread_mutex_lock(&dev->pin_lock);
+	while ((p = dev->pins)) {
+		dev->pins = p->next;
+		if (vlib_pin_undo(dev, p)) {
+			/* The app keeps the shared pages mapped; the share ends. */
+			vplat_share_disown(p->share);
+			vfe_unshare(&dev->fe, p->share);
+		}
+		free(p);
+	}
+	pthread_mutex_unlock(&dev->pin_lock);
+}
