@@ -5,11 +5,14 @@
 #   OUT/xen        the hypervisor, gunzipped (QEMU's -kernel hangs on the .gz)
 #   OUT/vmlinuz    dom0's kernel
 #   OUT/dom0.cpio  dom0 initramfs: busybox, the Xen tools, vrdmad, vrdmactl,
-#                  the suite drivers (tests/xen), and in /guest the domU
+#                  the suite drivers (tests/xen), the guest network (netback,
+#                  bridge and their modules, the vif hotplug script
+#                  tests/xen/vif-bridge.sh), and in /guest the domU
 #                  kernel (raw ELF vmlinux: libxc would xz-unpack a bzImage
 #                  inside TCG, ~10 s per domU) and the domU initramfs:
 #                  busybox, libvrdma, vrdma-bw/-lat, itest_guest/_hostile,
-#                  vrdma-xen-rawcopy, each with the libraries ldd names.
+#                  vrdma-xen-rawcopy, each with the libraries ldd names;
+#                  netfront.
 # The images reuse the host's glibc: build on Debian 12.
 # Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/xen)
 set -euo pipefail
@@ -92,6 +95,26 @@ base_rootfs() { # rootfs
 	mkdir -p "$rf/vrdma"
 	cp "$TOP/tests/xen/rig-lib.sh" "$rf/vrdma/"
 }
+# Network modules and their dependencies (read from each module's .modinfo:
+# the host needs no kmod), copied into ROOTFS/lib/modules and listed in
+# insmod order in ROOTFS/vrdma/net-modules.list.
+KO_ALL=$(find "$R/lib/modules/$KVER/kernel" -name '*.ko')
+netmods() { # rootfs module...
+	local rf=$1 m f d
+	shift
+	for m in "$@"; do
+		# (.modinfo names dependencies with _, files may have -)
+		f=$(grep -m1 "/${m//[-_]/[-_]}\.ko$" <<<"$KO_ALL") ||
+			xr_die "module $m not in kernel $KVER"
+		m=$(basename "$f" .ko)
+		grep -qx "$m.ko" "$rf/vrdma/net-modules.list" 2>/dev/null && continue
+		for d in $(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | tr , ' '); do
+			netmods "$rf" "$d"
+		done
+		cp "$f" "$rf/lib/modules/"
+		echo "$m.ko" >>"$rf/vrdma/net-modules.list"
+	done
+}
 mkcpio() { (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet); }
 
 W=$OUT/rootfs
@@ -101,6 +124,7 @@ base_rootfs "$DU"
 for f in $DOMU_BINS; do
 	addbin "$DU" "$B/$f" "/usr/bin/${f##*/}"
 done
+netmods "$DU" xen-netfront
 cp "$TOP/tests/xen/domu-init.sh" "$DU/init"
 chmod +x "$DU/init"
 
@@ -115,6 +139,14 @@ for f in $DOM0_BINS; do
 done
 mkdir -p "$D0"/{etc/xen,var/lib/xen,var/lib/xenstored,var/log/xen/console,guest}
 cp "$R/etc/xen/xl.conf" "$D0/etc/xen/"
+# Guest network: netback and a bridge (xenbr0) in dom0.  libxl runs
+# /etc/xen/scripts/vif-bridge for every vif; Debian's is bash over five
+# helper scripts (iptables, locking, logging): the rig's own does the same
+# job in busybox sh (tests/xen/vif-bridge.sh).
+netmods "$D0" xen-netback bridge
+mkdir -p "$D0/etc/xen/scripts"
+cp "$TOP/tests/xen/vif-bridge.sh" "$D0/etc/xen/scripts/vif-bridge"
+chmod +x "$D0/etc/xen/scripts/vif-bridge"
 cp "$TOP"/tests/xen/suite-*.sh "$D0/vrdma/"
 cp "$TOP/tests/xen/dom0-init.sh" "$D0/init"
 chmod +x "$D0/init"

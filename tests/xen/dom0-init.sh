@@ -78,6 +78,33 @@ until ctl ping 2>/dev/null | grep -q pong; do
 done
 vt_pass vrdmad-up
 
+# ---- guest network (docs/xen.md, "Guest network") ----
+# netback + bridge xenbr0; every domU gets a vif on it (the rig's
+# /etc/xen/scripts/vif-bridge adds it) and configures PREFIX.<domid>/LEN
+# on its eth0 (vrdma.net= on its command line); dom0 is PREFIX.254.  The
+# cluster hook sets VRDMA_GNET (10.78.<node>/16) and VRDMA_GNET_UPLINK
+# (the node's second NIC, bridged too: domUs of both nodes on one LAN).
+GNET=${VRDMA_GNET:-10.77.0/24}
+for m in $(cat /vrdma/net-modules.list); do
+	insmod /lib/modules/$m || echo "insmod $m failed"
+done
+# 00:16:3e (Xen's OUI):<2nd octet>:<3rd octet>:<fe for the bridge, domU #>
+GMAC=$(echo "${GNET%/*}" | awk -F. '{ printf "00:16:3e:%02x:%02x", $2, $3 }')
+if brctl addbr xenbr0; then
+	echo 0 >/sys/class/net/xenbr0/bridge/forward_delay
+	ip link set xenbr0 address $GMAC:fe
+	if [ -n "${VRDMA_GNET_UPLINK:-}" ]; then
+		ip link set "$VRDMA_GNET_UPLINK" up
+		brctl addif xenbr0 "$VRDMA_GNET_UPLINK"
+	fi
+	ip addr add "${GNET%/*}.254/${GNET#*/}" dev xenbr0
+	ip link set xenbr0 up
+	GBR=xenbr0
+else
+	vt_fail gnet-bridge "no xenbr0: the domUs get no network"
+	GBR=
+fi
+
 # ---- the domUs (check: a third one plays the hostile guest) ----
 DOMUS="1 2"
 DOMU_MEM=256
@@ -85,12 +112,15 @@ DOMU_MEM=256
 # prio: every weighted guest is a domain of its own (one device each)
 [ "$SUITE" = prio ] && [ "$XENPLAT" = 1 ] && DOMUS="1 2 3 4 5 6 7 8" DOMU_MEM=160
 for n in $DOMUS; do
+	vif=
+	[ -n "$GBR" ] && vif="vif = [ 'bridge=$GBR,mac=$GMAC:$(printf %02x $n)' ]"
 	cat >/etc/xen/domu$n.cfg <<CFG
 name = "domu$n"
 type = "pv"
 kernel = "/guest/vmlinux"
 ramdisk = "/guest/domu.cpio.gz"
-extra = "console=hvc0 loglevel=4"
+extra = "console=hvc0 loglevel=4 vrdma.net=$GNET"
+$vif
 memory = $DOMU_MEM
 vcpus = 1
 on_poweroff = "destroy"

@@ -56,6 +56,51 @@ ra_agent() {
 	done
 }
 
+# ---- guest network (docs/xen.md, "Guest network") ----
+# gn_up: netfront's eth0 with the address PREFIX.<domid>/LEN, from
+# vrdma.net=PREFIX/LEN on the domU's kernel command line (dom0 puts it in
+# the xl config); also written to data/ip for dom0.  Prints the address.
+gn_up() {
+	_net=$(sed -n 's/.*vrdma\.net=\([0-9.]*\/[0-9]*\).*/\1/p' /proc/cmdline)
+	[ -n "$_net" ] || return 0
+	for _m in $(cat /vrdma/net-modules.list); do
+		insmod /lib/modules/$_m || echo "insmod $_m failed" >&2
+	done
+	_i=0
+	while [ ! -e /sys/class/net/eth0 ] && [ $_i -lt 50 ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	_a=${_net%/*}.$(xenstore-read domid)
+	ip link set lo up
+	if ! ip addr add "$_a/${_net#*/}" dev eth0 || ! ip link set eth0 up; then
+		echo "gn_up: no eth0 for $_a" >&2
+		return 1
+	fi
+	xenstore-write $RA_DATA/ip "$_a"
+	echo "$_a"
+}
+
+# gn_echo ADDR PORT: a TCP round trip to an echo server (busybox nc -l
+# -e cat): a line out, the same line back.  Retries while the server is
+# not listening yet; at most ~60 s.
+gn_echo() {
+	_tok=vrdma-net-$(xenstore-read domid)-$(cut -d' ' -f1 /proc/uptime)
+	_r=
+	_i=0
+	while [ $_i -lt 10 ]; do
+		_r=$(echo "$_tok" | timeout 5 nc -w 3 "$1" "$2" 2>&1)
+		if [ "$_r" = "$_tok" ]; then
+			echo "tcp round trip to $1:$2: $_r"
+			return 0
+		fi
+		_i=$((_i + 1))
+		sleep 0.5
+	done
+	echo "no echo from $1:$2 (last answer: '$_r')"
+	return 1
+}
+
 # ---- dom0 side ----
 # du_run DOMID CMD [READY-PATTERN]: start CMD in the domU; prints its number.
 du_run() {
@@ -105,6 +150,22 @@ du_sh() {
 	_n=$(du_run $1 "$3")
 	du_wait $1 $_n $2 || return 124
 	return $DU_RC
+}
+
+# gn_addr DOMID: that domU's guest-network address (it wrote data/ip
+# before its agent said ready).
+gn_addr() {
+	xenstore-read /local/domain/$1/$RA_DATA/ip 2>/dev/null
+}
+
+# gn_sh DOMID SECONDS CMD: du_sh, and the last lines of CMD's output.
+gn_sh() {
+	_gn=$(du_run $1 "$3")
+	du_wait $1 $_gn $2
+	_grc=$DU_RC
+	du_out $1 $_gn | tail -n 4
+	echo	# (the stored output has no final newline)
+	[ "$_grc" = 0 ]
 }
 
 # ---- results ----

@@ -3,6 +3,8 @@
 # talks to vrdmad, VPID is its pid).  A Xen domain has one vrdma device, so
 # one vrdma process per domU at a time: the honest pairs run between domu1
 # and domu2, the hostile guest is domu3.
+#   0. guest network: domu1 pings domu2 and makes a TCP round trip to an
+#      echo server in domu2 (netfront -> netback -> xenbr0 -> ...)
 #   a. every opcode between domu1 and domu2, data verified (itest_guest)
 #   b. hostile cases in domu3 (itest_hostile), each refused, while
 #      vrdma-bw --verify pairs run between domu1 and domu2 and pass
@@ -60,6 +62,20 @@ itest_markers() { # side text
 CALM_ITERS=${CALM_ITERS:-2000}
 FDS0=$(field fds "$(ctl census)")
 echo "vrdmad pid $VPID, $FDS0 fds at start"
+
+# ---- 0. guest network: domu1 -> domu2 over xenbr0 ----
+A1=$(gn_addr $D1)
+A2=$(gn_addr $D2)
+echo "guest network: domu1 $A1, domu2 $A2; xenbr0 ports: $(ls /sys/class/net/xenbr0/brif | tr '\n' ' ')"
+if [ -n "$A1" ] && [ -n "$A2" ]; then
+	vt_check net-ping-domu1-domu2 gn_sh $D1 30 "ping -c 3 -W 2 $A2"
+	ne=$(du_run $D2 "timeout 60 nc -l -p 7100 -e cat")
+	vt_check net-tcp-domu1-domu2 gn_sh $D1 70 ". /vrdma/rig-lib.sh; gn_echo $A2 7100"
+	du_wait $D2 $ne 10
+	vt_check net-tcp-server-domu2 [ "$DU_RC" = 0 ]
+else
+	vt_fail net-addresses "domu1 '$A1' domu2 '$A2': no guest network"
+fi
 
 # ---- a. every opcode ----
 ITEST='timeout 120 itest_guest %s itest'
