@@ -6,8 +6,8 @@
  * CONNECTING (vwait) and its WRs stay queued, as a real RC QP retries.
  *
  *   RTR, GID of this node     -> wait; bind both when the peer names us
- *   RTR, another node's GID   -> UNREACH (the device path does not bind
- *                                by QPN yet; docs/verbs.md)
+ *   RTR, another node's GID   -> cm_rqpn.c: rdma_cm between the vrdmads
+ *                                (no RDMA device: UNREACH)
  *   sends waiting 10 s after RTR with no peer -> RETRY_EXC_ERR + QP_ERROR
  *   ERR                       -> flush, the bound peer gets QP_ERROR
  *
@@ -40,7 +40,7 @@ void vbe_node_gid_init(struct vbe_node *n)
 }
 
 /* The QP numbered qpn on this node, whoever owns it. */
-static struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg)
+struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg)
 {
 	struct vbe_guest *g;
 	uint32_t i;
@@ -76,7 +76,8 @@ static void vbe_qpn_try_bind(struct vbe_guest *g, struct vbe_qp *qp)
 	struct vbe_qp *pqp = vbe_qpn_find(g->node, qp->peer_qpn, &pg);
 
 	if (!pqp || !pqp->vwait || pqp->state != VBE_QPS_CONNECTING ||
-	    pqp->peer_qpn != qp->qpn)
+	    pqp->peer_qpn != qp->qpn ||
+	    memcmp(pqp->peer_gid, g->node->gid, sizeof(pqp->peer_gid)))
 		return;
 	vbe_qpn_bind_one(qp, pg, pqp);
 	vbe_qpn_bind_one(pqp, g, qp);
@@ -88,23 +89,39 @@ static void vbe_qpn_try_bind(struct vbe_guest *g, struct vbe_qp *qp)
 		pqp->tgt->sq_run(pg, pqp);
 }
 
+/* qp waits for its peer (gid, qpn): its WRs stay queued meanwhile. */
+void vbe_qpn_wait(struct vbe_guest *g, struct vbe_qp *qp, const uint8_t gid[16],
+		  uint32_t qpn)
+{
+	qp->state = VBE_QPS_CONNECTING;
+	qp->vwait = true;
+	qp->vwait_ms = vplat_now_ms();
+	qp->peer_qpn = qpn;
+	memcpy(qp->peer_gid, gid, sizeof(qp->peer_gid));
+	g->node->vwaiting++;
+}
+
 static int vbe_qpn_rtr(struct vbe_guest *g, struct vbe_qp *qp,
 		       const struct vrdma_cmd_modify_qp *m)
 {
 	struct vbe_node *n = g->node;
+	int st;
 
 	if (qp->state != VBE_QPS_RESET || qp->conn_id || !m->dest_qpn ||
 	    m->dest_qpn >= 1u << 24)
 		return VRDMA_CS_INVAL;
-	if (memcmp(m->dest_gid, n->gid, sizeof(n->gid)))
-		return VRDMA_CS_UNREACH;
-	qp->state = VBE_QPS_CONNECTING;
-	qp->vwait = true;
-	qp->vwait_ms = vplat_now_ms();
-	qp->peer_qpn = m->dest_qpn;
-	n->vwaiting++;
-	vbe_qpn_try_bind(g, qp);
-	return VRDMA_CS_OK;
+	vbe_qpn_wait(g, qp, m->dest_gid, m->dest_qpn);
+	if (!memcmp(m->dest_gid, n->gid, sizeof(n->gid))) {
+		vbe_qpn_try_bind(g, qp);
+		return VRDMA_CS_OK;
+	}
+	st = vbe_rqpn_rtr(g, qp);
+	if (st != VRDMA_CS_OK) {
+		qp->state = VBE_QPS_RESET;
+		qp->vwait = false;
+		qp->peer_qpn = 0;
+	}
+	return st;
 }
 
 int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
@@ -163,6 +180,7 @@ void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms)
 				vlog_info("guest %u: QP %u: peer QP %u never bound; sends fail",
 					  g->domid, qp->qpn, qp->peer_qpn);
 				qp->vwait = false;
+				qp->conn_id = 0;	/* a device attempt still under way: orphaned */
 				qp->state = VBE_QPS_RESET;	/* peer_lost acts on non-ERR */
 				vbe_qp_peer_lost(g, qp);
 				continue;

@@ -40,7 +40,14 @@ static void vbe_rcm_refuse(struct vbe_vx *vx, struct vbe_vqp *vq, int status,
 	struct vbe_qp *qp = vbe_vx_guest_qp(vx, vq, &g);
 	struct vrdma_evt e;
 
-	if (qp && qp->state == VBE_QPS_CONNECTING && qp->conn_id == vq->conn_id) {
+	if (qp && qp->state == VBE_QPS_CONNECTING && qp->conn_id == vq->conn_id &&
+	    qp->vwait) {
+		/* A binding (cm_rqpn.c): its sends fail as an RC QP's would. */
+		qp->vwait = false;
+		qp->conn_id = 0;
+		qp->state = VBE_QPS_RESET;
+		vbe_qp_peer_lost(g, qp);
+	} else if (qp && qp->state == VBE_QPS_CONNECTING && qp->conn_id == vq->conn_id) {
 		qp->state = VBE_QPS_RESET;
 		qp->conn_id = 0;
 		memset(&e, 0, sizeof(e));
@@ -57,14 +64,66 @@ static void vbe_rcm_refuse(struct vbe_vx *vx, struct vbe_vqp *vq, int status,
 	vbe_vx_qp_free(vx, vq);
 }
 
+/*
+ * Start an rdma_cm connection for guest QP qp to the vrdmad at dst: a
+ * device QP, resolve address and route (events), then REQ with hello.
+ * 0, or -errno with nothing left behind.
+ */
+int vbe_rcm_start(struct vbe_guest *g, struct vbe_qp *qp, const struct sockaddr *dst,
+		  const struct vbe_vx_hello *hello)
+{
+	struct vbe_vx *vx = g->node->vx;
+	struct sockaddr_storage src;
+	uint8_t tmp[VBE_VX_HELLO_MAX];
+	struct vbe_vqp *vq;
+	int err;
+
+	if (!vx)
+		return -ENODEV;
+	if (vbe_vx_hello_pack(hello, tmp, sizeof(tmp)) < 0)
+		return -EINVAL;
+	vq = vbe_vx_qp_new(vx, g, qp);
+	if (!vq)
+		return -ENOMEM;
+	vq->connector = true;
+	vq->hello = *hello;
+	vq->hello.pd = (uint16_t)qp->pd;
+	vq->hello.qpn = qp->qpn;
+	vq->hello.rkt_rkey = vq->vg->rkt_mr->rkey;
+	err = rdma_create_id(vx->ech, &vq->id,
+			     (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps)),
+			     RDMA_PS_TCP);
+	if (err) {
+		err = -errno;
+		vq->id = NULL;
+		goto err_vq;
+	}
+	/* From our RDMA address: the route must use our device. */
+	memcpy(&src, &vx->addr, sizeof(src));
+	((struct sockaddr_in *)&src)->sin_port = 0;
+	if (rdma_resolve_addr(vq->id, (struct sockaddr *)&src, (struct sockaddr *)dst,
+			      VBE_VX_RESOLVE_MS)) {
+		err = -errno;
+		goto err_vq;
+	}
+	vq->state = VBE_VQ_ADDR;
+	vq->conn_id = ++g->node->next_conn_id;
+	vq->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
+	qp->state = VBE_QPS_CONNECTING;
+	qp->conn_id = vq->conn_id;
+	return 0;
+
+err_vq:
+	vbe_vx_qp_free(vx, vq);
+	return err ? err : -EIO;
+}
+
 int vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 		    const struct vrdma_cmd_connect *c, struct vbe_late *late)
 {
 	struct vbe_vx *vx = g->node->vx;
 	struct addrinfo hints = { .ai_family = AF_INET }, *res;
-	struct sockaddr_storage src;
-	struct vbe_vqp *vq;
-	uint8_t tmp[VBE_VX_HELLO_MAX];
+	struct vbe_vx_hello h;
 	char port[8];
 	int err;
 
@@ -80,47 +139,19 @@ int vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 		if (getaddrinfo(c->node, port, &hints, &res))
 			return VRDMA_CS_OK;
 	}
-	vq = vbe_vx_qp_new(vx, g, qp);
-	if (!vq) {
-		freeaddrinfo(res);
+	memset(&h, 0, sizeof(h));
+	h.svc_hash = vbe_vx_svc_hash(c->service);
+	h.pdata_len = c->pdata_len;
+	memcpy(h.pdata, c->pdata, c->pdata_len);
+	err = vbe_rcm_start(g, qp, res->ai_addr, &h);
+	freeaddrinfo(res);
+	if (err == -ENOMEM) {
 		late->g = NULL;
 		return VRDMA_CS_NOMEM;
 	}
-	vq->connector = true;
-	vq->hello.pd = (uint16_t)qp->pd;
-	vq->hello.qpn = qp->qpn;
-	vq->hello.rkt_rkey = vq->vg->rkt_mr->rkey;
-	vq->hello.svc_hash = vbe_vx_svc_hash(c->service);
-	vq->hello.pdata_len = c->pdata_len;
-	memcpy(vq->hello.pdata, c->pdata, c->pdata_len);
-	if (vbe_vx_hello_pack(&vq->hello, tmp, sizeof(tmp)) < 0)
-		goto err_vq;
-	err = rdma_create_id(vx->ech, &vq->id,
-			     (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps)),
-			     RDMA_PS_TCP);
-	if (err) {
-		vq->id = NULL;
-		goto err_vq;
-	}
-	/* From our RDMA address: the route must use our device. */
-	memcpy(&src, &vx->addr, sizeof(src));
-	((struct sockaddr_in *)&src)->sin_port = 0;
-	if (rdma_resolve_addr(vq->id, (struct sockaddr *)&src, res->ai_addr,
-			      VBE_VX_RESOLVE_MS))
-		goto err_vq;
-	freeaddrinfo(res);
-	vq->state = VBE_VQ_ADDR;
-	vq->conn_id = ++g->node->next_conn_id;
-	vq->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
-	qp->state = VBE_QPS_CONNECTING;
-	qp->conn_id = vq->conn_id;
-	late->g = NULL;		/* CONNECTED or REJECTED come from events */
-	return VRDMA_CS_OK;
-
-err_vq:
-	freeaddrinfo(res);
-	vbe_vx_qp_free(vx, vq);
-	return VRDMA_CS_OK;	/* late: REJECTED UNREACH */
+	if (!err)
+		late->g = NULL;	/* CONNECTED or REJECTED come from events */
+	return VRDMA_CS_OK;	/* else late: REJECTED UNREACH */
 }
 
 /* Before the QP leaves INIT: rdma_cm's default for RoCE may be far
@@ -198,6 +229,7 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	vq->peer_qpn = h.qpn;
 	vq->peer_pd = h.pd;
 	vq->peer_rkt = h.rkt_rkey;
+	qp->vwait = false;
 	qp->conn_id = 0;
 	qp->peer_domid = VBE_DOMID_REMOTE;
 	qp->peer_devid = 0;
@@ -239,6 +271,10 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	unsigned backlog = 0;
 	uint32_t i, li;
 
+	if (!vbe_vx_hello_unpack(pd, pd_len, &h) && h.dest_qpn) {
+		vbe_rqpn_request(vx, id, &h);
+		return;
+	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
@@ -295,23 +331,22 @@ void vbe_rcm_conn_drop(struct vbe_node *n, struct vbe_conn *c, int status,
 	vx->rconn[i].id = NULL;
 }
 
-int vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,
-		   const struct vrdma_cmd_accept *a, uint32_t *out)
+/*
+ * Answer the REQ on id (its hello h) with guest QP qp.  *taken: the id
+ * belongs to the QP now (or was destroyed); else the request still waits.
+ */
+int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id *id,
+		      const struct vbe_vx_hello *h, const uint8_t *pdata,
+		      uint32_t pdata_len, bool *taken)
 {
-	struct vbe_node *n = g->node;
-	struct vbe_vx *vx = n->vx;
-	uint32_t i = (uint32_t)(c - n->conns);
+	struct vbe_vx *vx = g->node->vx;
 	struct rdma_conn_param p;
-	struct vbe_vx_hello h, mine;
-	struct rdma_cm_id *id;
+	struct vbe_vx_hello mine;
 	struct vbe_vqp *vq;
 	uint8_t buf[VBE_VX_HELLO_MAX];
 	int len;
 
-	if (!vx || !vx->rconn[i].id)
-		return VRDMA_CS_NOENT;
-	id = vx->rconn[i].id;
-	h = vx->rconn[i].hello;
+	*taken = false;
 	vq = vbe_vx_qp_new(vx, g, qp);
 	if (!vq)
 		return VRDMA_CS_NOMEM;	/* the request stays: REJECT or retry */
@@ -321,24 +356,24 @@ int vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,
 		vbe_vx_qp_free(vx, vq);
 		return VRDMA_CS_NOMEM;
 	}
-	/* The id is the QP's now: conn_free must not reject it. */
-	vx->rconn[i].id = NULL;
+	*taken = true;
 	id->context = (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps));
 	memset(&mine, 0, sizeof(mine));
 	mine.pd = (uint16_t)qp->pd;
 	mine.qpn = qp->qpn;
 	mine.rkt_rkey = vq->vg->rkt_mr->rkey;
-	mine.pdata_len = a->pdata_len;
-	memcpy(mine.pdata, a->pdata, a->pdata_len);
+	mine.pdata_len = pdata_len;
+	memcpy(mine.pdata, pdata, pdata_len);
 	len = vbe_vx_hello_pack(&mine, buf, sizeof(buf));
-	vq->peer_qpn = h.qpn;
-	vq->peer_pd = h.pd;
-	vq->peer_rkt = h.rkt_rkey;
+	vq->peer_qpn = h->qpn;
+	vq->peer_pd = h->pd;
+	vq->peer_rkt = h->rkt_rkey;
 	vq->state = VBE_VQ_UP;
+	qp->vwait = false;
 	qp->peer_domid = VBE_DOMID_REMOTE;
 	qp->peer_devid = 0;
 	qp->peer_handle = 0;
-	qp->peer_qpn = h.qpn;
+	qp->peer_qpn = h->qpn;
 	qp->tgt = &vbe_target_verbs;
 	qp->state = VBE_QPS_RTS;
 	qp->tgt->rq_posted(g, qp);
@@ -350,11 +385,31 @@ int vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,
 		qp->state = VBE_QPS_RESET;
 		qp->tgt = NULL;
 		qp->peer_qpn = 0;
-		return VRDMA_CS_NOENT;	/* the id went with vq; cm.c frees c */
+		return VRDMA_CS_NOENT;	/* the id went with vq */
 	}
-	out[0] = h.qpn;
 	qp->tgt->sq_run(g, qp);
 	return VRDMA_CS_OK;
+}
+
+int vbe_rcm_accept(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_conn *c,
+		   const struct vrdma_cmd_accept *a, uint32_t *out)
+{
+	struct vbe_node *n = g->node;
+	struct vbe_vx *vx = n->vx;
+	uint32_t i = (uint32_t)(c - n->conns);
+	bool taken;
+	int st;
+
+	if (!vx || !vx->rconn[i].id)
+		return VRDMA_CS_NOENT;
+	st = vbe_rcm_accept_id(g, qp, vx->rconn[i].id, &vx->rconn[i].hello, a->pdata,
+			       a->pdata_len, &taken);
+	/* The id is the QP's now: conn_free must not reject it. */
+	if (taken)
+		vx->rconn[i].id = NULL;
+	if (st == VRDMA_CS_OK)
+		out[0] = vx->rconn[i].hello.qpn;
+	return st;
 }
 
 /* A guest QP goes away: its device QP, pending or not, goes too. */
@@ -465,6 +520,7 @@ void vbe_rcm_tick(struct vbe_vx *vx, int64_t now_ms)
 {
 	uint32_t i;
 
+	vbe_rqpn_tick(vx, now_ms);
 	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
 		struct vbe_vqp *vq = &vx->qps[i];
 

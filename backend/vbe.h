@@ -155,6 +155,7 @@ struct vbe_qp {
 	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
 	int64_t vwait_ms;		/* ... since */
+	uint8_t peer_gid[16];		/* ... on this node (RTR's dest_gid) */
 };
 
 /* A FIFO of QP handles (event queue, run list): a QP is on it at most
@@ -430,6 +431,11 @@ void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
 void vbe_node_gid_init(struct vbe_node *n);
 int  vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms);
+struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg);
+void vbe_qpn_wait(struct vbe_guest *g, struct vbe_qp *qp, const uint8_t gid[16],
+		  uint32_t qpn);
+/* cm_rqpn.c: RTR naming a QP of another node (UNREACH without a device) */
+int  vbe_rqpn_rtr(struct vbe_guest *g, struct vbe_qp *qp);
 
 /* verbs_dev.c, cm_rdmacm.c: the RDMA-device path to other nodes (issue 4).
  * Every call is a no-op (or UNREACH) when n->vx is NULL: no device. */

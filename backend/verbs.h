@@ -53,19 +53,23 @@ uint64_t vbe_vx_svc_hash(const char *service);
 
 /* Private data, little endian, fits rdma_cm's 56-byte REQ limit:
  *   0 u8 magic | 1 u8 pdata_len | 2 u16 pd | 4 u32 qpn | 8 u32 rkt rkey
- *   12 u64 service hash (0 in a reply) | 20 pdata[pdata_len]
+ *   12 u64 service hash (0 in a reply or a binding)
+ *   20 u32 dest qpn (a binding: the QP named by MODIFY_QP RTR; else 0)
+ *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
 #define VBE_VX_PD_MAGIC		0xa1
-#define VBE_VX_HELLO_HDR	20
+#define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4
 #define VBE_VX_REJ_MAX		(VBE_VX_REJ_HDR + VRDMA_PDATA_MAX)
+_Static_assert(VBE_VX_HELLO_MAX <= 56, "rdma_cm REQ private data");
 
 struct vbe_vx_hello {
 	uint16_t pd;			/* vbe PD index of the guest QP */
 	uint32_t qpn;			/* guest QP number */
 	uint32_t rkt_rkey;		/* device rkey of the key table */
-	uint64_t svc_hash;
+	uint64_t svc_hash;		/* service connect; 0 for a binding */
+	uint32_t dest_qpn;		/* binding by QP number (cm_rqpn.c), else 0 */
 	uint32_t pdata_len;
 	uint8_t  pdata[VRDMA_PDATA_MAX];
 };
@@ -157,6 +161,14 @@ struct vbe_vrconn {
 	struct vbe_vx_hello hello;
 };
 
+/* A binding REQ from another node waiting for its QP's RTR (cm_rqpn.c). */
+struct vbe_vqreq {
+	struct rdma_cm_id *id;		/* NULL = free */
+	struct vbe_vx_hello hello;
+	uint8_t gid[16];		/* the requesting node's */
+	int64_t deadline;
+};
+
 struct vbe_vx {
 	struct vbe_node *node;
 	struct rdma_event_channel *ech;
@@ -168,6 +180,7 @@ struct vbe_vx {
 	struct vbe_vguest *guests;
 	struct vbe_vqp qps[VBE_VX_MAX_QPS];
 	struct vbe_vrconn rconn[VBE_MAX_CONNS];
+	struct vbe_vqreq qreq[VBE_MAX_CONNS];
 	int max_sge;
 	struct vbe_reaper *reap;	/* teardown thread (verbs_reap.c) */
 };
@@ -204,5 +217,15 @@ unsigned vbe_reap_pending(const struct vbe_vx *vx);
 /* cm_rdmacm.c */
 void vbe_rcm_events(struct vbe_vx *vx);
 void vbe_rcm_tick(struct vbe_vx *vx, int64_t now_ms);
+int  vbe_rcm_start(struct vbe_guest *g, struct vbe_qp *qp, const struct sockaddr *dst,
+		   const struct vbe_vx_hello *hello);
+int  vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id *id,
+		       const struct vbe_vx_hello *h, const uint8_t *pdata,
+		       uint32_t pdata_len, bool *taken);
+
+/* cm_rqpn.c: binding QPs of two nodes by number (MODIFY_QP RTR) */
+void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id,
+		      const struct vbe_vx_hello *h);
+void vbe_rqpn_tick(struct vbe_vx *vx, int64_t now_ms);
 
 #endif /* VRDMA_VBE_VERBS_H */

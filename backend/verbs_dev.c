@@ -180,9 +180,12 @@ void vbe_vx_close(struct vbe_node *n)
 	for (i = 0; i < VBE_VX_MAX_QPS; i++)
 		if (vx->qps[i].s.used)
 			vbe_vx_qp_free(vx, &vx->qps[i]);
-	for (i = 0; i < VBE_MAX_CONNS; i++)
+	for (i = 0; i < VBE_MAX_CONNS; i++) {
 		if (vx->rconn[i].id)
 			rdma_destroy_id(vx->rconn[i].id);
+		if (vx->qreq[i].id)
+			rdma_destroy_id(vx->qreq[i].id);
+	}
 	while (vx->guests)
 		vbe_vx_guest_free(vx, vx->guests);
 	vbe_reap_stop(vx);	/* every CQ gone before the channel */

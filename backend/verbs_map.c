@@ -128,6 +128,7 @@ int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
 	vbe_put32(buf + 4, h->qpn);
 	vbe_put32(buf + 8, h->rkt_rkey);
 	vbe_put64(buf + 12, h->svc_hash);
+	vbe_put32(buf + 20, h->dest_qpn);
 	memcpy(buf + VBE_VX_HELLO_HDR, h->pdata, h->pdata_len);
 	return (int)need;
 }
@@ -148,7 +149,9 @@ int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
 	h->qpn = vbe_get32(p + 4);
 	h->rkt_rkey = vbe_get32(p + 8);
 	h->svc_hash = vbe_get64(p + 12);
-	if (!h->qpn || h->qpn >= 1u << 24) {
+	h->dest_qpn = vbe_get32(p + 20);
+	if (!h->qpn || h->qpn >= 1u << 24 || h->dest_qpn >= 1u << 24 ||
+	    (h->svc_hash && h->dest_qpn)) {
 		memset(h, 0, sizeof(*h));
 		return -EPROTO;
 	}
