@@ -15,8 +15,6 @@
 #include "log.h"
 #include "vring.h"
 
-#define VFE_DIR		"device/vrdma/0"	/* relative to the guest's home */
-
 static const char *const vfe_stop_states[] = { "5", "6", NULL };
 
 void vfe_set_broken(struct vfe_dev *d, const char *why)
@@ -57,6 +55,22 @@ static int vfe_remaining(int64_t deadline)
 	return left > 0 ? (int)left : 0;
 }
 
+/* Our frontend key: <fdir>/<key>. */
+static int vfe_fkey(const struct vfe_dev *d, const char *key, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", d->fdir, key);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int vfe_fwrite(struct vfe_dev *d, const char *key, uint32_t val)
+{
+	char path[80];
+	int rc = vfe_fkey(d, key, path, sizeof(path));
+
+	return rc ? rc : vplat_key_printf(d->plat, path, "%u", val);
+}
+
 static void vfe_sleep_ms(int ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
@@ -71,8 +85,11 @@ static int vfe_read_backend(struct vfe_dev *d, int64_t deadline)
 	int rc;
 
 	for (;;) {
-		rc = vplat_key_read(d->plat, VFE_DIR "/backend", d->backend,
-				    sizeof(d->backend));
+		char path[80];
+
+		rc = vfe_fkey(d, "backend", path, sizeof(path));
+		if (!rc)
+			rc = vplat_key_read(d->plat, path, d->backend, sizeof(d->backend));
 		if (rc != -ENOENT)
 			break;
 		if (vfe_remaining(deadline) == 0)
@@ -81,7 +98,13 @@ static int vfe_read_backend(struct vfe_dev *d, int64_t deadline)
 	}
 	if (rc < 0)
 		return rc;
-	rc = vplat_key_read_u32(d->plat, VFE_DIR "/backend-id", &d->backend_id);
+	{
+		char path[80];
+
+		rc = vfe_fkey(d, "backend-id", path, sizeof(path));
+		if (!rc)
+			rc = vplat_key_read_u32(d->plat, path, &d->backend_id);
+	}
 	if (rc == -ENOENT) {
 		d->backend_id = VPLAT_DOM0;
 		rc = 0;
@@ -234,21 +257,21 @@ static int vfe_publish(struct vfe_dev *d)
 	char key[64];
 	int rc;
 
-	rc = vplat_key_printf(d->plat, VFE_DIR "/protocol-version", "%u", VRDMA_WIRE_VERSION);
+	rc = vfe_fwrite(d, "protocol-version", VRDMA_WIRE_VERSION);
 	if (!rc)
-		rc = vplat_key_printf(d->plat, VFE_DIR "/req-ring-order", "%u", d->req_order);
+		rc = vfe_fwrite(d, "req-ring-order", d->req_order);
 	if (!rc)
-		rc = vplat_key_printf(d->plat, VFE_DIR "/evt-ring-order", "%u", d->evt_order);
+		rc = vfe_fwrite(d, "evt-ring-order", d->evt_order);
 	if (!rc)
-		rc = vplat_key_printf(d->plat, VFE_DIR "/ring-pages", "%u", n);
+		rc = vfe_fwrite(d, "ring-pages", n);
 	for (i = 0; !rc && i < n; i++) {
-		snprintf(key, sizeof(key), VFE_DIR "/ring-ref%u", i);
-		rc = vplat_key_printf(d->plat, key, "%u", refs[i]);
+		snprintf(key, sizeof(key), "ring-ref%u", i);
+		rc = vfe_fwrite(d, key, refs[i]);
 	}
 	if (!rc)
-		rc = vplat_key_printf(d->plat, VFE_DIR "/event-channel", "%u", d->port);
+		rc = vfe_fwrite(d, "event-channel", d->port);
 	if (!rc)
-		rc = vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_INITIALISED);
+		rc = vfe_fwrite(d, "state", VRDMA_XB_INITIALISED);
 	return rc;
 }
 
@@ -374,25 +397,28 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	rc = vplat_open(&cfg, &d->plat);
 	if (rc)
 		goto err_locks;
+	rc = vfe_claim(d, deadline);
+	if (rc)
+		goto err_plat;
 	rc = vfe_read_backend(d, deadline);
 	if (rc)
-		goto err_plat;
+		goto err_claim;
 	rc = vfe_wait_back_state(d, "2", deadline);
 	if (rc)
-		goto err_plat;
+		goto err_claim;
 	rc = vfe_negotiate(d);
 	if (rc)
-		goto err_plat;
+		goto err_claim;
 	rc = vfe_setup_area(d);
 	if (rc)
-		goto err_plat;
+		goto err_claim;
 	rc = vfe_publish(d);
 	if (rc)
 		goto err_area;
 	rc = vfe_wait_back_state(d, "4", deadline);
 	if (rc)
 		goto err_area;
-	rc = vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CONNECTED);
+	rc = vfe_fwrite(d, "state", VRDMA_XB_CONNECTED);
 	if (rc)
 		goto err_area;
 	vfe_watch_backend(d);
@@ -401,9 +427,11 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	return 0;
 
 err_area:
-	vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSED);
+	vfe_fwrite(d, "state", VRDMA_XB_CLOSED);
 	vplat_chan_close(d->chan);
 	vplat_unshare(d->area);
+err_claim:
+	vfe_unclaim(d);
 err_plat:
 	vplat_close(d->plat);
 err_locks:
@@ -421,12 +449,12 @@ void vfe_disconnect(struct vfe_dev *d)
 		goto out;
 	d->disconnected = true;
 	vfe_unwatch_backend(d);
-	if (vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSING) == 0 &&
+	if (vfe_fwrite(d, "state", VRDMA_XB_CLOSING) == 0 &&
 	    vfe_back_path(d, "state", path, sizeof(path)) == 0) {
 		/* The backend unmaps before saying Closed; bounded either way. */
 		if (vplat_key_wait(d->plat, path, "6", NULL, vfe_remaining(deadline)))
 			vlog_dbg("vrdma frontend: backend did not close in time");
-		vplat_key_printf(d->plat, VFE_DIR "/state", "%d", VRDMA_XB_CLOSED);
+		vfe_fwrite(d, "state", VRDMA_XB_CLOSED);
 	}
 out:
 	pthread_mutex_unlock(&d->plat_lock);
@@ -438,6 +466,7 @@ void vfe_close(struct vfe_dev *d)
 	pthread_mutex_lock(&d->plat_lock);
 	vplat_chan_close(d->chan);
 	vplat_unshare(d->area);
+	vfe_unclaim(d);
 	vplat_close(d->plat);
 	pthread_mutex_unlock(&d->plat_lock);
 	vfe_destroy_locks(d);

@@ -51,6 +51,9 @@ struct vfe_dev {
 	char backend[VPLAT_KEY_MAX];	/* backend directory (absolute) */
 	char node_name[VRDMA_NAME_MAX];
 	uint8_t node_gid[16];		/* backend's node-gid, zero if none */
+	uint32_t devid;			/* the device this process claimed */
+	char fdir[40];			/* "device/vrdma/<devid>", home-relative */
+	char owner[48];			/* our claim: "<pid> <start time>" */
 
 	struct vrdma_sring *sring;
 	struct vrdma_req *req;		/* request ring entries */
@@ -128,6 +131,10 @@ int  vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 /* cmd.c: one command, synchronously.  req->opcode, handle and body are
  * the caller's; id is assigned here.  out may be NULL.  0 or -errno
  * mapped from VRDMA_CS_*. */
+/* claim.c: which of the domain's devices this process uses */
+int  vfe_claim(struct vfe_dev *d, int64_t deadline);
+void vfe_unclaim(struct vfe_dev *d);
+
 int  vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4]);
 int  vfe_cmd_status_errno(uint16_t status);
 /* Called by the event consumer for a CMD_DONE (evt_lock held). */

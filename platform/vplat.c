@@ -327,6 +327,25 @@ int vplat_key_rm(struct vplat *p, const char *path)
 	return r ? r : p->ops->key_rm(p, abs);
 }
 
+int vplat_key_cas(struct vplat *p, const char *path, const char *old, const char *val)
+{
+	char abs[VPLAT_KEY_MAX], cur[VPLAT_VAL_MAX];
+	int r = vplat_abs(p, path, abs);
+
+	if (r)
+		return r;
+	if (strnlen(val, VPLAT_VAL_MAX) >= VPLAT_VAL_MAX)
+		return -E2BIG;
+	if (p->ops->key_cas)
+		return p->ops->key_cas(p, abs, old, val);
+	r = p->ops->key_read(p, abs, cur, sizeof(cur));
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (old ? r < 0 || strcmp(cur, old) : r >= 0)
+		return -EEXIST;
+	return p->ops->key_write(p, abs, val);
+}
+
 int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		   unsigned *count)
 {

@@ -108,6 +108,13 @@ int  vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
 int  vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len);
 int  vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val);
 int  vplat_key_rm(struct vplat *p, const char *path);	/* subtree */
+/*
+ * Compare and swap: write val only if the key holds old (old NULL: only
+ * if it is absent), atomically against other writers (Xen: a xenstore
+ * transaction).  0, -EEXIST when the key held something else, -errno.
+ * The plain host has one writer per home and compares without a lock.
+ */
+int  vplat_key_cas(struct vplat *p, const char *path, const char *old, const char *val);
 /* Child names of path as one buffer "a\0b\0\0"; *count set. */
 int  vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		    unsigned *count);

@@ -39,6 +39,9 @@ struct vplat_ops {
 	int  (*key_write)(struct vplat *p, const char *path, const char *val);
 	int  (*key_read)(struct vplat *p, const char *path, char *buf, size_t len);
 	int  (*key_rm)(struct vplat *p, const char *path);
+	/* NULL: vplat.c reads, compares and writes (one writer per home). */
+	int  (*key_cas)(struct vplat *p, const char *path, const char *old,
+			const char *val);
 	int  (*key_list)(struct vplat *p, const char *path, char *buf, size_t len,
 			 unsigned *count);
 	int  (*watch)(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg);

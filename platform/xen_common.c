@@ -136,6 +136,37 @@ int xp_key_rm(struct vplat *p, const char *path)
 	return 0;
 }
 
+/* One transaction: read, compare, write; retried while xenstored says
+ * another transaction got in between (EAGAIN), a bounded number of times. */
+int xp_key_cas(struct vplat *p, const char *path, const char *old, const char *val)
+{
+	struct xp *x = xp_of(p);
+	int tries, err = -EAGAIN;
+
+	for (tries = 0; tries < 16 && err == -EAGAIN; tries++) {
+		xs_transaction_t t = xs_transaction_start(x->xs);
+		unsigned n;
+		char *v;
+
+		if (t == XBT_NULL)
+			return -errno;
+		v = xs_read(x->xs, t, path, &n);
+		if (old ? !v || n != strlen(old) || memcmp(v, old, n) : v != NULL) {
+			free(v);
+			xs_transaction_end(x->xs, t, true);
+			return -EEXIST;
+		}
+		free(v);
+		if (!xs_write(x->xs, t, path, val, (unsigned)strlen(val))) {
+			err = -errno;
+			xs_transaction_end(x->xs, t, true);
+			return err;
+		}
+		err = xs_transaction_end(x->xs, t, false) ? 0 : -errno;
+	}
+	return err;
+}
+
 int xp_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		unsigned *count)
 {

@@ -52,6 +52,7 @@ int  xp_process(struct vplat *p);
 int  xp_key_write(struct vplat *p, const char *path, const char *val);
 int  xp_key_read(struct vplat *p, const char *path, char *buf, size_t len);
 int  xp_key_rm(struct vplat *p, const char *path);
+int  xp_key_cas(struct vplat *p, const char *path, const char *old, const char *val);
 int  xp_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		 unsigned *count);
 int  xp_key_perm(struct vplat *p, const char *path, uint32_t owner, uint32_t reader);

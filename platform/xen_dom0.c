@@ -136,6 +136,7 @@ const struct vplat_ops vplat_xen_dom0_ops = {
 	.key_write	= xp_key_write,
 	.key_read	= xp_key_read,
 	.key_rm		= xp_key_rm,
+	.key_cas	= xp_key_cas,
 	.key_list	= xp_key_list,
 	.watch		= xp_watch,
 	.unwatch	= xp_unwatch,
