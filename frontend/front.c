@@ -216,6 +216,9 @@ static int vfe_negotiate(struct vfe_dev *d)
 	if (vfe_back_path(d, "node-gid", path, sizeof(path)) == 0 &&
 	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0)
 		vfe_parse_gid(buf, d->node_gid);
+	if (vfe_back_path(d, "feature-modify-qp", path, sizeof(path)) == 0 &&
+	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0 && !strcmp(buf, "1"))
+		d->feat_modify_qp = true;
 	return 0;
 }
 

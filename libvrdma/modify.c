@@ -17,6 +17,8 @@ static int vlib_mq_cmd(struct vlib_qp *q, uint32_t state, const struct vrdma_qp_
 {
 	struct vrdma_req req = { .opcode = VRDMA_CMD_MODIFY_QP, .handle = q->pub.handle };
 
+	if (!q->pub.device->fe.feat_modify_qp)
+		return -EOPNOTSUPP;	/* an older backend: wire.md, Versioning */
 	req.u.modify_qp.state = state;
 	if (a) {
 		req.u.modify_qp.dest_qpn = a->dest_qp_num;
