@@ -253,6 +253,79 @@ START_TEST(commands_cm)
 }
 END_TEST
 
+
+/* The node's GID as the backend published it (node-gid, 32 hex digits). */
+static void node_gid(struct tg *g, uint8_t gid[16])
+{
+	char path[256], hex[64];
+	unsigned i, v;
+
+	snprintf(path, sizeof(path), "%s/node-gid", g->bdir);
+	ck_assert_int_eq(vplat_key_read(g->p, path, hex, sizeof(hex)), 0);
+	ck_assert_uint_eq(strlen(hex), 32);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
+		gid[i] = (uint8_t)v;
+	}
+}
+
+/* MODIFY_QP: binding by number; every bad argument is a status, never a
+ * violation, and a bound pair moves data. */
+START_TEST(commands_modify_qp)
+{
+	struct vrdma_req r;
+	struct tg a, b;
+	struct tg *gs[2] = { &a, &b };
+	uint8_t gid[16];
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	node_gid(&a, gid);
+	r = mkreq(VRDMA_CMD_MODIFY_QP, a.qp);
+	r.u.modify_qp.state = VRDMA_MQ_RTR;
+	memcpy(r.u.modify_qp.dest_gid, gid, 16);
+	r.u.modify_qp.dest_qpn = 0;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);	/* QPN 0 */
+	r.u.modify_qp.dest_qpn = 1u << 24;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);	/* > 24 bits */
+	r.u.modify_qp.dest_qpn = b.qpn;
+	r.u.modify_qp.reserved[1] = 1;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	r.u.modify_qp.reserved[1] = 0;
+	r.u.raw[100] = 1;					/* body past the struct */
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	r.u.raw[100] = 0;
+	r.u.modify_qp.state = 7;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	r.u.modify_qp.state = VRDMA_MQ_RTR;
+	r.handle = 0xdead;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_NOENT);
+	r.handle = a.qp;
+	r.u.modify_qp.dest_gid[0] ^= 1;				/* another node, no device */
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_UNREACH);
+	r.u.modify_qp.dest_gid[0] ^= 1;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);	/* RTR twice */
+	/* A CONNECT on a QP bound by number: refused. */
+	{
+		struct vrdma_req c = mkreq(VRDMA_CMD_CONNECT, a.qp);
+
+		strcpy(c.u.connect.service, "svc");
+		ck_assert_int_eq(tg_cmd(&a, &c, NULL), VRDMA_CS_INVAL);
+	}
+	r = mkreq(VRDMA_CMD_MODIFY_QP, b.qp);
+	r.u.modify_qp.state = VRDMA_MQ_RTR;
+	memcpy(r.u.modify_qp.dest_gid, gid, 16);
+	r.u.modify_qp.dest_qpn = a.qpn;
+	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_OK);
+	pump(gs, 2);
+	write_works(&a, &b);	/* also: nobody was disabled on the way */
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+	tg_stop(&b);
+}
+END_TEST
+
 /* ---- data path ---- */
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
@@ -734,6 +807,7 @@ static Suite *backend_suite(void)
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_add_test(t, commands_objects);
 	tcase_add_test(t, commands_cm);
+	tcase_add_test(t, commands_modify_qp);
 	tcase_add_test(t, dump_text_and_json);
 	suite_add_tcase(s, t);
 
