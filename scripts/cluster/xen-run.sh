@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Full variant: two Xen machines (Xen 4.17 + PV dom0 owning a virtio NIC +
-# PV domUs, the Xen rig's images with the cluster overlay from
-# xen-build.sh) joined by a UDP netdev.  Each dom0 runs the Xen rig's /init
+# Full variant: two Xen machines (Xen 4.17 + PV dom0 owning two virtio NICs
+# + PV domUs, the Xen rig's images with the cluster overlay from
+# xen-build.sh) joined by two UDP netdevs (RDMA fabric, guest network).  Each dom0 runs the Xen rig's /init
 # with vrdma.suite=SUITE (default xcluster: tests/cluster/suite-xcluster.sh).
 # Serialised with every project QEMU boot; hard limit TIMEOUT (default
 # 600); results from "VRDMA-TEST" and "VRDMA-RIG-DONE" on both consoles.
 # Usage: xen-run.sh IMAGE_DIR [SUITE]
 # env: TIMEOUT, SMP (per machine, default 1), MEM (default 2048), PORT
-#      (default 45710), MTU, RMEM (as run.sh), LOGDIR, LOCK_WAIT, XARGS
+#      (default 45710; the guest network uses PORT+2 and PORT+3), MTU, RMEM (as run.sh), LOGDIR, LOCK_WAIT, XARGS
 #      (more dom0 kernel arguments, e.g. vrdma.killb for suite xcheck)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,9 +33,15 @@ stamp() {
 	done
 }
 
+# Two NICs per machine, each a UDP pair between the two QEMUs: n0 (MAC
+# 52:54:00:76:01:0N, ports PORT/PORT+1) carries the RDMA fabric (dom0's
+# eth0, rxe0); n1 (52:54:00:76:02:0N, PORT+2/PORT+3) the guest network
+# (bridged in dom0 with the domUs' vifs; tests/cluster/xen-pre-vrdmad.sh).
 machine() { # name ip peer lport rport mac-suffix
 	local nd="dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$4"
 	nd="$nd,remote.type=inet,remote.host=127.0.0.1,remote.port=$5"
+	local gd="dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=$(($4 + 2))"
+	gd="$gd,remote.type=inet,remote.host=127.0.0.1,remote.port=$(($5 + 2))"
 	local xc="console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$SMP loglvl=all guest_loglvl=all bootscrub=0"
 	local dc="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=${MTU:-9000} ${XARGS:-}"
 	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
@@ -44,6 +50,7 @@ machine() { # name ip peer lport rport mac-suffix
 		-kernel "$OUT/xen" -append "$xc" \
 		-initrd "$OUT/vmlinuz $dc,$OUT/dom0-cluster.cpio" \
 		-netdev "$nd" -device "virtio-net-pci,netdev=n0,mac=52:54:00:76:01:0$6" \
+		-netdev "$gd" -device "virtio-net-pci,netdev=n1,mac=52:54:00:76:02:0$6" \
 		</dev/null 2>&1 | stamp "$T0"
 	return "${PIPESTATUS[0]}"
 }

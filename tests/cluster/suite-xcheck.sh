@@ -3,6 +3,9 @@
 # /init on each node after its domUs are up; D1 D2 are the domUs' ids, ctl
 # talks to vrdmad, VPID is its pid).  Node b serves, node a connects; the
 # guests are PV domUs, commands run in them through xenstore (du_run).
+#   0. guest network across the nodes (netfront -> xenbr0 -> the second
+#      NIC -> the other node's xenbr0 -> netfront): domu1 on a pings domu1
+#      on b and makes a TCP round trip to an echo server there; b pings back
 #   a. itest_guest: server in domu1 on b, client in domu1 on a naming b's
 #      address: every opcode, data verified, bad rkey / out of bounds
 #      refused (ITEST lines as markers)
@@ -140,6 +143,41 @@ pinned() { grep VmPin /proc/$VPID/status | tr -s ' \t' ' '; }
 
 FDS0=$(field fds "$(ctl census)")
 echo "vrdmad pid $VPID, $FDS0 fds at start, census $(ctl census)"
+
+# ---- 0. guest network: domu1 on a <-> domu1 on b ----
+GA=$(gn_addr $D1)
+echo "guest network on $NODE: domu1 $GA, xenbr0 ports: $(ls /sys/class/net/xenbr0/brif | tr '\n' ' ')"
+if [ "$NODE" = b ]; then
+	ne=$(du_run $D1 "timeout 90 nc -l -p 7100 -e cat")
+	cl_tell "net-ready $GA" 60
+	if cl_await net-done 150; then
+		du_wait $D1 $ne 10
+		vt_check net-tcp-server-$NODE [ "$DU_RC" = 0 ]
+		PA=${CL_MSG#net-done}
+		PA=${PA# }
+		if [ -n "$PA" ]; then
+			vt_check net-ping-b-a gn_sh $D1 30 "ping -c 3 -W 2 $PA"
+		else
+			vt_fail net-ping-b-a "node a's domu1 has no address"
+		fi
+	else
+		vt_fail net-peer-done-$NODE
+	fi
+else
+	if cl_await net-ready 120; then
+		PB=${CL_MSG#net-ready}
+		PB=${PB# }
+		if [ -n "$PB" ] && [ -n "$GA" ]; then
+			vt_check net-ping-a-b gn_sh $D1 30 "ping -c 3 -W 2 $PB"
+			vt_check net-tcp-a-b gn_sh $D1 70 ". /vrdma/rig-lib.sh; gn_echo $PB 7100"
+		else
+			vt_fail net-addresses "domu1 on a '$GA', on b '$PB': no guest network"
+		fi
+	else
+		vt_fail net-peer-ready-$NODE
+	fi
+	cl_tell "net-done $GA" 60
+fi
 
 if need_remote xcheck-remote-path-$NODE; then
 	# ---- a. every opcode, bad rkey, out of bounds ----
