@@ -16,6 +16,7 @@ insmod /lib/modules/xen-evtchn.ko
 insmod /lib/modules/xen-gntdev.ko
 insmod /lib/modules/xen-gntalloc.ko limit=65536
 . /vrdma/rig-lib.sh
+t=$(cut -d' ' -f1 /proc/uptime)
 gip=$(gn_up)
-echo "VRDMA-DOMU-UP $(xenstore-read name) dom$(xenstore-read domid) ${gip:-no-net} (uptime $(cut -d' ' -f1 /proc/uptime)s)"
+echo "VRDMA-DOMU-UP $(xenstore-read name) dom$(xenstore-read domid) ${gip:-no-net} (net from ${t}s, uptime $(cut -d' ' -f1 /proc/uptime)s)"
 ra_agent
