@@ -9,6 +9,7 @@
  *   REG_MR       out[0] mr handle, out[1] lkey, out[2] rkey
  *   CREATE_CQ    out[0] cq handle, out[1] number of CQEs
  *   CREATE_QP    out[0] qp handle, out[1] qp_num
+ *   CREATE_SRQ   out[0] srq handle
  *   LISTEN       out[0] listener handle
  *   CONNECT      nothing (CONNECTED / REJECTED follow; no listener: NOENT)
  *   ACCEPT       out[0] peer qp_num
@@ -245,14 +246,20 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	struct vbe_pd *pd = VBE_GET(g->pds, VBE_MAX_PDS, c->pd);
 	struct vbe_cq *scq = VBE_GET(g->cqs, VBE_MAX_CQS, c->send_cq);
 	struct vbe_cq *rcq = VBE_GET(g->cqs, VBE_MAX_CQS, c->recv_cq);
+	struct vbe_srq *srq = NULL;
 	struct vbe_qp *qp;
 	uint32_t idx, qpn, slots;
 
+	if (c->srq) {
+		srq = VBE_GET(g->srqs, VBE_MAX_SRQS, c->srq);
+		if (!srq)
+			return VRDMA_CS_NOENT;
+	}
 	if (!pd || !scq || !rcq)
 		return VRDMA_CS_NOENT;
 	if (!c->max_send_wr || c->max_send_wr > VRDMA_MAX_WR ||
-	    !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR ||
-	    c->max_sge > VRDMA_MAX_SGE)
+	    (srq ? c->max_recv_wr != 0 : !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR) ||
+	    c->max_sge > VRDMA_MAX_SGE || c->reserved)
 		return VRDMA_CS_INVAL;
 	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
 	slots = c->max_send_wr + c->max_recv_wr;
@@ -270,8 +277,8 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	}
 	qp = &g->qps[idx];
 	qp->sq.e = calloc(c->max_send_wr, sizeof(*qp->sq.e));
-	qp->rq.e = calloc(c->max_recv_wr, sizeof(*qp->rq.e));
-	if (!qp->sq.e || !qp->rq.e) {
+	qp->rq.e = srq ? NULL : calloc(c->max_recv_wr, sizeof(*qp->rq.e));
+	if (!qp->sq.e || (!srq && !qp->rq.e)) {
 		free(qp->sq.e);
 		free(qp->rq.e);
 		qp->sq.e = qp->rq.e = NULL;
@@ -289,6 +296,10 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	qp->recv_cq = c->recv_cq & 0xffff;
 	qp->max_sge = c->max_sge;
 	qp->state = VBE_QPS_RESET;
+	if (srq) {
+		qp->srq = (c->srq & 0xffff) + 1;
+		srq->users++;
+	}
 	pd->users++;
 	scq->users++;
 	rcq->users++;
@@ -362,6 +373,12 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 		break;
 	case VRDMA_CMD_MODIFY_QP:
 		st = vbe_cm_modify(g, r);
+		break;
+	case VRDMA_CMD_CREATE_SRQ:
+		st = vbe_srq_create(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_DESTROY_SRQ:
+		st = vbe_srq_destroy(g, r);
 		break;
 	default:
 		st = VRDMA_CS_INVAL;

@@ -58,8 +58,9 @@ int vbe_obj_init(struct vbe_guest *g)
 	g->mrs = calloc(VBE_MAX_MRS, sizeof(*g->mrs));
 	g->cqs = calloc(VBE_MAX_CQS, sizeof(*g->cqs));
 	g->qps = calloc(VBE_MAX_QPS, sizeof(*g->qps));
+	g->srqs = calloc(VBE_MAX_SRQS, sizeof(*g->srqs));
 	g->dirty = calloc(VBE_MAX_CQS, sizeof(*g->dirty));
-	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps || !g->dirty ||
+	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps || !g->srqs || !g->dirty ||
 	    vbe_qfifo_init(&g->evq) || vbe_qfifo_init(&g->runq)) {
 		vbe_obj_fini(g);
 		return -ENOMEM;
@@ -74,6 +75,7 @@ void vbe_obj_fini(struct vbe_guest *g)
 	free(g->mrs);
 	free(g->cqs);
 	free(g->qps);
+	free(g->srqs);
 	free(g->dirty);
 	vbe_qfifo_fini(&g->evq);
 	vbe_qfifo_fini(&g->runq);
@@ -84,6 +86,7 @@ void vbe_obj_fini(struct vbe_guest *g)
 	g->mrs = NULL;
 	g->cqs = NULL;
 	g->qps = NULL;
+	g->srqs = NULL;
 }
 
 /* Drop every object of g: QPs first (they break connections), then the
@@ -100,6 +103,9 @@ void vbe_obj_release(struct vbe_guest *g)
 		if (g->qps[i].s.used)
 			vbe_qp_destroy(g, &g->qps[i]);
 	vbe_cm_guest_gone(g);
+	for (i = 0; i < VBE_MAX_SRQS; i++)
+		if (g->srqs[i].s.used)
+			vbe_srq_free(g, &g->srqs[i]);
 	for (i = 0; i < VBE_MAX_MRS; i++)
 		if (g->mrs[i].s.used)
 			vbe_slot_free(&g->mrs[i].s);
@@ -220,12 +226,16 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		     uint8_t status, uint32_t byte_len, uint32_t imm,
 		     bool has_imm, uint32_t src_qpn)
 {
-	struct vbe_wqe *w = vbe_wq_head(&qp->rq);
+	struct vbe_wqe *w = vbe_qp_rq_head(g, qp);
 	struct vrdma_cqe c;
 
 	if (!w)
 		return;
 	memset(&c, 0, sizeof(c));
+	if (qp->srq) {
+		c.srq = g->srqs[qp->srq - 1].handle;
+		c.srq_idx = qp->srq_idx;
+	}
 	c.wr_id = w->id;
 	c.qp = qp->handle;
 	c.opcode = wc;
@@ -236,8 +246,33 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 	c.src_qpn = src_qpn;
 	c.sq_retired = qp->sq_retired;
 	vbe_cq_push(g, qp->recv_cq, &c);
+	if (qp->srq) {
+		qp->srq_held = false;
+		return;
+	}
 	qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
 	qp->rq.count--;
+}
+
+struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_srq *srq;
+	struct vbe_wqe *w;
+
+	if (!qp->srq)
+		return vbe_wq_head(&qp->rq);
+	if (qp->srq_held)
+		return &qp->srq_wqe;
+	srq = &g->srqs[qp->srq - 1];
+	w = vbe_wq_head(&srq->rq);
+	if (!w)
+		return NULL;
+	qp->srq_wqe = *w;
+	qp->srq_idx = srq->consumed++;
+	qp->srq_held = true;
+	srq->rq.head = (srq->rq.head + 1) % srq->rq.size;
+	srq->rq.count--;
+	return &qp->srq_wqe;
 }
 
 static uint8_t vbe_wc_of(uint8_t op)
@@ -265,7 +300,8 @@ void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp)
 	qp->state = VBE_QPS_ERR;
 	while ((w = vbe_wq_head(&qp->sq)))
 		vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), VRDMA_WS_WR_FLUSH_ERR, 0);
-	while (vbe_wq_head(&qp->rq))
+	/* An SRQ's receives stay for its other QPs, but for one this QP took. */
+	while (vbe_wq_head(&qp->rq) || qp->srq_held)
 		vbe_rq_complete(g, qp, VRDMA_WC_RECV, VRDMA_WS_WR_FLUSH_ERR, 0, 0,
 				false, 0);
 }
@@ -322,6 +358,8 @@ void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
 	g->pds[qp->pd].users--;
 	g->cqs[qp->send_cq].users--;
 	g->cqs[qp->recv_cq].users--;
+	if (qp->srq)
+		g->srqs[qp->srq - 1].users--;
 	free(qp->sq.e);
 	free(qp->rq.e);
 	memset((char *)qp + sizeof(qp->s), 0, sizeof(*qp) - sizeof(qp->s));

@@ -116,7 +116,7 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
 	struct vbe_qp *qp;
 	struct vbe_wq *q;
 	struct vbe_wqe *w;
-	bool recv = r->opcode == VRDMA_OP_RECV;
+	bool recv = r->opcode == VRDMA_OP_RECV || r->opcode == VRDMA_OP_SRQ_RECV;
 
 	if (r->num_sge > VRDMA_MAX_SGE)
 		return vbe_guest_fatal(g, "WR with num_sge %u", r->num_sge);
@@ -124,12 +124,16 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
 		return vbe_guest_fatal(g, "WR with reserved flags %#x", r->flags);
 	if (!vbe_zero(r->u.wr.reserved, sizeof(r->u.wr.reserved)))
 		return vbe_guest_fatal(g, "WR with reserved bytes set");
+	if (r->opcode == VRDMA_OP_SRQ_RECV)
+		return vbe_srq_recv(g, r);
 	qp = VBE_GET(g->qps, VBE_MAX_QPS, r->handle);
 	if (!qp)
 		return vbe_guest_fatal(g, "WR for unknown QP handle %#x", r->handle);
 	if (r->num_sge > qp->max_sge)
 		return vbe_guest_fatal(g, "WR num_sge %u > QP max_sge %u",
 				       r->num_sge, qp->max_sge);
+	if (recv && qp->srq)
+		return vbe_guest_fatal(g, "receive posted to QP %#x of an SRQ", r->handle);
 	q = recv ? &qp->rq : &qp->sq;
 	if (q->count >= q->size)
 		return vbe_guest_fatal(g, "more WRs than QP %#x depth %u",
@@ -157,7 +161,7 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
 
 static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 {
-	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV)
+	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_SRQ_RECV)
 		return vbe_wr_queue(g, r);
 	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_LAST) {
 		if (r->num_sge || r->flags)

@@ -138,7 +138,7 @@ static int vbe_deliver(struct vbe_qp *qp, struct vbe_guest *pg, struct vbe_qp *p
 		       uint64_t skip, uint64_t n, bool with_data, bool imm,
 		       uint32_t imm_data)
 {
-	struct vbe_wqe *rw = vbe_wq_head(&pqp->rq);
+	struct vbe_wqe *rw = vbe_qp_rq_head(pg, pqp);
 	struct vbe_piece dst[VRDMA_MAX_SGE];
 	uint64_t cap = 0;
 	unsigned nd = 0;
@@ -219,7 +219,7 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 
 	/* WRITE_IMM / SEND need a receive before anything else happens. */
 	if ((w->opcode == VRDMA_OP_SEND || w->opcode == VRDMA_OP_SEND_IMM ||
-	     w->opcode == VRDMA_OP_WRITE_IMM) && !vbe_wq_head(&pqp->rq))
+	     w->opcode == VRDMA_OP_WRITE_IMM) && !vbe_qp_rq_head(pg, pqp))
 		return VBE_WAIT;
 	st = vbe_sges(g, qp, w, rd, pc, &np, &total);
 	if (st)

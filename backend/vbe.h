@@ -12,6 +12,7 @@
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   cmd.c        the commands of wire.h
+ *   srq.c        shared receive queues
  *   cm.c         intra-node connection management
  *   cm_qpn.c     verbs-style connection: MODIFY_QP binds QPs by number
  *   target_*.c   where the data goes (target.h)
@@ -36,6 +37,7 @@
 #define VBE_MAX_CQS		256
 #define VBE_MAX_PDS		256
 #define VBE_MAX_BUFS		1024
+#define VBE_MAX_SRQS		256
 #define VBE_MAX_LISTENERS	256	/* per node */
 #define VBE_MAX_CONNS		256	/* pending connection requests per node */
 #define VBE_GUEST_LISTENERS	16	/* per guest: nobody takes the whole table */
@@ -129,12 +131,25 @@ struct vbe_wq {
 	uint32_t size, head, count;
 };
 
+struct vbe_srq {
+	struct vbe_slot s;
+	uint32_t handle;
+	uint32_t pd, max_sge;
+	struct vbe_wq rq;
+	uint32_t consumed;		/* receives taken so far (srq_idx) */
+	unsigned users;			/* QPs */
+};
+
 enum vbe_qp_state { VBE_QPS_RESET, VBE_QPS_CONNECTING, VBE_QPS_RTS, VBE_QPS_ERR };
 
 struct vbe_qp {
 	struct vbe_slot s;
 	uint32_t handle, qpn;
 	uint32_t pd, send_cq, recv_cq;	/* table indexes */
+	uint32_t srq;			/* SRQ index + 1, 0 = own receive queue */
+	bool srq_held;			/* srq_wqe taken from the SRQ, not completed */
+	uint32_t srq_idx;		/* ... its index in the SRQ */
+	struct vbe_wqe srq_wqe;
 	uint32_t max_sge;
 	struct vbe_wq sq, rq;
 	uint32_t sq_retired;
@@ -248,6 +263,7 @@ struct vbe_guest {
 	struct vbe_mr *mrs;
 	struct vbe_cq *cqs;
 	struct vbe_qp *qps;
+	struct vbe_srq *srqs;
 	uint64_t pages;			/* attached, against VBE_MAX_PAGES */
 	unsigned nmaps;			/* live vplat maps (census) */
 	struct vbe_counters ctr;
@@ -370,6 +386,10 @@ static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
 {
 	return q->count ? &q->e[q->head] : NULL;
 }
+/* The receive qp's next incoming message lands in, or NULL (RNR): the
+ * head of its own queue, or one it took from its SRQ and holds until the
+ * message completes (a message may arrive in several pieces). */
+struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp);
 
 /* sched.c */
 int  vbe_qfifo_init(struct vbe_qfifo *q);
@@ -408,6 +428,11 @@ void vbe_prio_recall(struct vbe_guest *g);	/* arrived: name, restore keys */
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
+/* srq.c */
+int  vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
+int  vbe_srq_destroy(struct vbe_guest *g, const struct vrdma_req *r);
+void vbe_srq_free(struct vbe_guest *g, struct vbe_srq *srq);
+int  vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r);
 
 /* cm.c: commands return a VRDMA_CS_*; `late` is posted after CMD_DONE */
 struct vbe_late {

@@ -154,6 +154,18 @@ static int vfe_wait_back_state(struct vfe_dev *d, const char *want, int64_t dead
 }
 
 
+static int vfe_back_path(const struct vfe_dev *d, const char *key,
+			 char *path, size_t len);
+
+/* A backend feature key: "1" is on, anything else (or absent) off. */
+static bool vfe_feature(struct vfe_dev *d, const char *key)
+{
+	char path[VPLAT_KEY_MAX + 64], buf[8];
+
+	return vfe_back_path(d, key, path, sizeof(path)) == 0 &&
+	       vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0 && !strcmp(buf, "1");
+}
+
 static int vfe_hex(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -216,9 +228,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 	if (vfe_back_path(d, "node-gid", path, sizeof(path)) == 0 &&
 	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0)
 		vfe_parse_gid(buf, d->node_gid);
-	if (vfe_back_path(d, "feature-modify-qp", path, sizeof(path)) == 0 &&
-	    vplat_key_read(d->plat, path, buf, sizeof(buf)) >= 0 && !strcmp(buf, "1"))
-		d->feat_modify_qp = true;
+	d->feat_modify_qp = vfe_feature(d, "feature-modify-qp");
+	d->feat_srq = vfe_feature(d, "feature-srq");
 	return 0;
 }
 

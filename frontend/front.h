@@ -52,6 +52,7 @@ struct vfe_dev {
 	char node_name[VRDMA_NAME_MAX];
 	uint8_t node_gid[16];		/* backend's node-gid, zero if none */
 	bool feat_modify_qp;		/* backend's feature-modify-qp */
+	bool feat_srq;			/* backend's feature-srq */
 	uint32_t devid;			/* the device this process claimed */
 	char fdir[40];			/* "device/vrdma/<devid>", home-relative */
 	char owner[48];			/* our claim: "<pid> <start time>" */

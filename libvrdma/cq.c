@@ -87,6 +87,7 @@ int vlib_destroy_cq(struct vlib_cq *c, bool force)
 	vlib_buf_free(dev, c->buf, true);
 	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
+	free(c->srq_res);
 	free(c);
 	return 0;
 }
@@ -247,6 +248,20 @@ static int vlib_cqe_recv(struct vlib_qp *q, const struct vrdma_cqe *e)
 	return 0;
 }
 
+/* A receive of a destroyed QP took an SRQ slot: free it if the SRQ is
+ * still there (nonsense in such a CQE is not checked: the QP is gone). */
+static void vlib_cq_gone_srq(struct vlib_cq *c, const struct vrdma_cqe *e)
+{
+	struct vrdma_device *dev = c->pub.device;
+	struct vlib_srq *s;
+
+	pthread_mutex_lock(&dev->obj_lock);
+	s = vlib_srq_find(dev, e->srq);
+	pthread_mutex_unlock(&dev->obj_lock);
+	if (s)
+		vlib_srq_retire(s, e);
+}
+
 /* The QP a CQE names (lock held): the last one seen, else by handle.  It
  * stays alive while we hold the lock: destroying it takes this lock. */
 static struct vlib_qp *vlib_cq_qp(struct vlib_cq *c, uint32_t handle)
@@ -275,13 +290,24 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	if (is_send < 0 || vlib_wc_status(e->status, &wc->status) ||
 	    (e->flags & ~VRDMA_CQE_F_IMM))
 		return -EPROTO;
+	if (e->srq && is_send)
+		return -EPROTO;
 	q = vlib_cq_qp(c, e->qp);
-	if (!q)
-		return vlib_cq_gone(c, e->qp) ? 0 : -EPROTO;
+	if (!q) {
+		if (!vlib_cq_gone(c, e->qp))
+			return -EPROTO;
+		/* A dead QP's receive still took its SRQ slot. */
+		if (e->srq)
+			vlib_cq_gone_srq(c, e);
+		return 0;
+	}
 	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub)
 		return -EPROTO;
 	c->last_qp = q;
-	rc = is_send ? vlib_cqe_send(q, e) : vlib_cqe_recv(q, e);
+	if (!is_send && (q->srq ? e->srq != q->srq->pub.handle : e->srq != 0))
+		return -EPROTO;
+	rc = is_send ? vlib_cqe_send(q, e) : q->srq ? vlib_srq_retire(q->srq, e) :
+							vlib_cqe_recv(q, e);
 	if (rc)
 		return rc;
 	if (e->status != VRDMA_WS_SUCCESS)	/* as RC verbs: QP to error */

@@ -125,6 +125,7 @@ static void vlib_free_cq(struct vlib_cq *c)
 {
 	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
+	free(c->srq_res);
 	free(c);	/* its area is on the buffer list */
 }
 
@@ -153,6 +154,7 @@ int vrdma_close(struct vrdma_device *dev)
 	VLIB_FREE_ALL(dev->listeners, vlib_free_listener);
 	for (i = 0; i < VLIB_QP_HASH; i++)
 		VLIB_FREE_ALL(dev->qps[i], vlib_qp_free);
+	VLIB_FREE_ALL(dev->srqs, vlib_srq_free);
 	VLIB_FREE_ALL(dev->mrs, free);
 	VLIB_FREE_ALL(dev->cqs, vlib_free_cq);
 	VLIB_FREE_ALL(dev->pds, free);

@@ -166,8 +166,9 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		uint32_t retired = __atomic_load_n(&q->rq_retired, __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == VRDMA_QPS_ERR) {
-			rc = -EINVAL;
+		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == VRDMA_QPS_ERR ||
+		    q->srq) {
+			rc = -EINVAL;	/* an SRQ's QP: vrdma_post_srq_recv() */
 			break;
 		}
 		memset(&r, 0, sizeof(r));

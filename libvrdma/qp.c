@@ -18,46 +18,79 @@ struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle)
 	return NULL;
 }
 
-static int vlib_qp_caps(const struct vrdma_qp_cap *cap)
+/* The receive caps do not count on an SRQ (as in verbs). */
+static int vlib_qp_caps(const struct vrdma_qp_cap *cap, bool srq)
 {
 	if (cap->max_send_wr < 1 || cap->max_send_wr > VRDMA_MAX_WR ||
-	    cap->max_recv_wr < 1 || cap->max_recv_wr > VRDMA_MAX_WR ||
-	    cap->max_send_sge < 1 || cap->max_send_sge > VRDMA_MAX_SGE ||
-	    cap->max_recv_sge < 1 || cap->max_recv_sge > VRDMA_MAX_SGE)
+	    cap->max_send_sge < 1 || cap->max_send_sge > VRDMA_MAX_SGE)
+		return -EINVAL;
+	if (!srq && (cap->max_recv_wr < 1 || cap->max_recv_wr > VRDMA_MAX_WR ||
+		     cap->max_recv_sge < 1 || cap->max_recv_sge > VRDMA_MAX_SGE))
 		return -EINVAL;
 	return 0;
+}
+
+/* rcq reserved an SRQ's max_wr already (obj_lock). */
+static bool vlib_cq_has_srq(const struct vlib_cq *c, uint32_t handle)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nsrq_res; i++)
+		if (c->srq_res[i] == handle)
+			return true;
+	return false;
 }
 
 /*
  * The CQ capacity rule: every WR that can be outstanding on the QPs using
  * a CQ has room in it, so an honest guest never overflows a CQ.  Capacity
  * of destroyed QPs whose completions are still unpolled (held) counts too.
+ * A QP on an SRQ adds the SRQ's max_wr to its recv CQ once per SRQ, for as
+ * long as the CQ lives (its receives may complete on any of the QPs).
  * obj_lock held; reserves on success.
  */
 static int vlib_qp_reserve(struct vlib_cq *scq, struct vlib_cq *rcq,
-			   const struct vrdma_qp_cap *cap, uint32_t sheld, uint32_t rheld)
+			   const struct vrdma_qp_cap *cap, struct vlib_srq *srq,
+			   uint32_t sheld, uint32_t rheld)
 {
+	uint32_t recv = cap->max_recv_wr;
+	uint32_t *res = NULL;
+
+	if (srq && !vlib_cq_has_srq(rcq, srq->pub.handle)) {
+		recv = srq->pub.max_wr;
+		res = realloc(rcq->srq_res, sizeof(*res) * (rcq->nsrq_res + 1));
+		if (!res)
+			return -ENOMEM;
+		rcq->srq_res = res;
+	}
 	if (scq == rcq) {
-		if (scq->committed + sheld + cap->max_send_wr + cap->max_recv_wr > scq->size)
+		if (scq->committed + sheld + cap->max_send_wr + recv > scq->size)
 			return -EINVAL;
 	} else if (scq->committed + sheld + cap->max_send_wr > scq->size ||
-		   rcq->committed + rheld + cap->max_recv_wr > rcq->size) {
+		   rcq->committed + rheld + recv > rcq->size) {
 		return -EINVAL;
 	}
 	scq->committed += cap->max_send_wr;
-	rcq->committed += cap->max_recv_wr;
+	rcq->committed += recv;
+	if (res)
+		rcq->srq_res[rcq->nsrq_res++] = srq->pub.handle;
 	scq->users++;
 	rcq->users++;
+	if (srq)
+		srq->users++;
 	return 0;
 }
 
+/* The SRQ's share of a recv CQ stays with the CQ (see above). */
 static void vlib_qp_unreserve(struct vlib_cq *scq, struct vlib_cq *rcq,
-			      const struct vrdma_qp_cap *cap)
+			      const struct vrdma_qp_cap *cap, struct vlib_srq *srq)
 {
 	scq->committed -= cap->max_send_wr;
 	rcq->committed -= cap->max_recv_wr;
 	scq->users--;
 	rcq->users--;
+	if (srq)
+		srq->users--;
 }
 
 /*
@@ -79,7 +112,7 @@ static int vlib_qp_reserve_locked(struct vrdma_device *dev, struct vlib_qp *q,
 	sheld = vlib_cq_held(scq);
 	rheld = rcq == scq ? sheld : vlib_cq_held(rcq);
 	pthread_mutex_lock(&dev->obj_lock);
-	rc = vlib_qp_reserve(scq, rcq, &q->cap, sheld, rheld);
+	rc = vlib_qp_reserve(scq, rcq, &q->cap, q->srq, sheld, rheld);
 	if (!rc)
 		p->users++;
 	pthread_mutex_unlock(&dev->obj_lock);
@@ -107,7 +140,8 @@ static uint32_t vlib_pow2(uint32_t n)
 	return p;
 }
 
-static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr)
+static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr,
+				   struct vrdma_srq *srq)
 {
 	struct vlib_qp *q = calloc(1, sizeof(*q));
 	uint32_t ns = vlib_pow2(attr->cap.max_send_wr), nr = vlib_pow2(attr->cap.max_recv_wr);
@@ -117,6 +151,11 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr)
 	pthread_mutex_init(&q->sq_lock, NULL);
 	pthread_mutex_init(&q->rq_lock, NULL);
 	q->cap = attr->cap;
+	if (srq) {
+		q->srq = vlib_srq(srq);
+		q->cap.max_recv_wr = q->cap.max_recv_sge = 0;
+		nr = 1;
+	}
 	q->sq_sig_all = attr->sq_sig_all;
 	q->sq_slot = calloc(ns, sizeof(*q->sq_slot));
 	q->rq_slot = calloc(nr, sizeof(*q->rq_slot));
@@ -130,7 +169,7 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr)
 }
 
 static void vlib_create_qp_req(struct vrdma_req *req, struct vrdma_pd *pd,
-			       const struct vrdma_qp_init_attr *attr)
+			       const struct vrdma_qp_init_attr *attr, struct vrdma_srq *srq)
 {
 	const struct vrdma_qp_cap *cap = &attr->cap;
 
@@ -138,12 +177,19 @@ static void vlib_create_qp_req(struct vrdma_req *req, struct vrdma_pd *pd,
 	req->u.create_qp.send_cq = attr->send_cq->handle;
 	req->u.create_qp.recv_cq = attr->recv_cq->handle;
 	req->u.create_qp.max_send_wr = cap->max_send_wr;
-	req->u.create_qp.max_recv_wr = cap->max_recv_wr;
-	req->u.create_qp.max_sge = cap->max_send_sge > cap->max_recv_sge ?
+	req->u.create_qp.max_recv_wr = srq ? 0 : cap->max_recv_wr;
+	req->u.create_qp.max_sge = cap->max_send_sge > cap->max_recv_sge || srq ?
 				   cap->max_send_sge : cap->max_recv_sge;
+	req->u.create_qp.srq = srq ? srq->handle : 0;
 }
 
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr)
+{
+	return vrdma_create_qp_srq(pd, attr, NULL);
+}
+
+struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr,
+				     struct vrdma_srq *srq)
 {
 	struct vrdma_req req = { .opcode = VRDMA_CMD_CREATE_QP };
 	struct vrdma_device *dev;
@@ -153,17 +199,18 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 	int rc;
 
 	if (!pd || !pd->device || !attr || !attr->send_cq || !attr->recv_cq ||
-	    attr->send_cq->device != pd->device || attr->recv_cq->device != pd->device) {
+	    attr->send_cq->device != pd->device || attr->recv_cq->device != pd->device ||
+	    (srq && srq->device != pd->device)) {
 		errno = EINVAL;
 		return NULL;
 	}
 	dev = pd->device;
 	if (vlib_broken(dev))
 		return NULL;
-	rc = vlib_qp_caps(&attr->cap);
+	rc = vlib_qp_caps(&attr->cap, srq != NULL);
 	if (rc)
 		goto err;
-	q = vlib_qp_new(attr);
+	q = vlib_qp_new(attr, srq);
 	if (!q) {
 		rc = -ENOMEM;
 		goto err;
@@ -174,7 +221,7 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 	if (rc)
 		goto err_free;
 
-	vlib_create_qp_req(&req, pd, attr);
+	vlib_create_qp_req(&req, pd, attr, srq);
 	rc = vfe_cmd(&dev->fe, &req, out);
 	if (rc)
 		goto err_unreserve;
@@ -201,7 +248,7 @@ struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr 
 
 err_unreserve:
 	pthread_mutex_lock(&dev->obj_lock);
-	vlib_qp_unreserve(scq, rcq, &attr->cap);
+	vlib_qp_unreserve(scq, rcq, &q->cap, q->srq);
 	vlib_pd(pd)->users--;
 	pthread_mutex_unlock(&dev->obj_lock);
 err_free:
@@ -238,7 +285,7 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	}
 	pthread_mutex_lock(&dev->obj_lock);
 	VLIB_UNLINK(vlib_qp_bucket(dev, q->pub.handle), q);
-	vlib_qp_unreserve(scq, rcq, &q->cap);
+	vlib_qp_unreserve(scq, rcq, &q->cap, q->srq);
 	vlib_pd(q->pub.pd)->users--;
 	pthread_mutex_unlock(&dev->obj_lock);
 	/* Pollers and the event consumer found q under their own lock or

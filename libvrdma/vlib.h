@@ -109,6 +109,22 @@ struct vlib_cq {
 	struct vlib_gone *gone;		/* (lock) */
 	unsigned ngone, gone_cap;
 	struct vlib_qp *last_qp;	/* QP of the last CQE (lock) */
+	uint32_t *srq_res;		/* SRQs it reserved max_wr for (obj_lock) */
+	unsigned nsrq_res;
+};
+
+/* A shared receive queue.  Receives complete out of order across the CQs
+ * of its QPs: done[] marks completed slots, retired is the oldest one
+ * still outstanding, so a slot is reused only after it completed. */
+struct vlib_srq {
+	struct vrdma_srq pub;
+	struct vlib_srq *next;
+	pthread_mutex_t lock;		/* posting and retiring */
+	uint32_t posted, retired;
+	uint32_t mask;
+	struct vlib_slot *slot;
+	uint8_t *done;
+	unsigned users;			/* QPs (obj_lock) */
 };
 
 /* One work queue slot: what the CQE retiring it must say. */
@@ -123,7 +139,8 @@ struct vlib_qp {
 	struct vlib_qp *next;
 	pthread_mutex_t sq_lock;
 	pthread_mutex_t rq_lock;
-	struct vrdma_qp_cap cap;
+	struct vrdma_qp_cap cap;	/* recv fields 0 on an SRQ */
+	struct vlib_srq *srq;
 	int sq_sig_all;
 	/* Counters: posted by the poster, retired by the CQ poller; each
 	 * side reads the other's with acquire loads. */
@@ -161,6 +178,7 @@ struct vrdma_device {
 	struct vlib_cq *cqs;
 	struct vlib_qp *qps[VLIB_QP_HASH];	/* chained by next */
 	struct vrdma_listener *listeners;
+	struct vlib_srq *srqs;
 	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
 	struct vlib_pin *pins;
 };
@@ -178,6 +196,11 @@ static inline struct vlib_cq *vlib_cq(struct vrdma_cq *cq)
 static inline struct vlib_pd *vlib_pd(struct vrdma_pd *pd)
 {
 	return vlib_container_of(pd, struct vlib_pd, pub);
+}
+
+static inline struct vlib_srq *vlib_srq(struct vrdma_srq *srq)
+{
+	return vlib_container_of(srq, struct vlib_srq, pub);
 }
 
 static inline struct vlib_mr *vlib_mr(struct vrdma_mr *mr)
@@ -229,6 +252,11 @@ struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle);
 void vlib_qp_free(struct vlib_qp *q);
 int  vlib_destroy_qp(struct vlib_qp *q, bool force);
 int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+
+/* srq.c */
+int  vlib_srq_retire(struct vlib_srq *s, const struct vrdma_cqe *e);
+struct vlib_srq *vlib_srq_find(struct vrdma_device *dev, uint32_t handle);
+void vlib_srq_free(struct vlib_srq *s);
 
 /* cm.c */
 int  vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e);

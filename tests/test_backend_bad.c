@@ -16,7 +16,30 @@ enum bad {
 	B_QP_DESTROYED, B_QP_OTHER, B_CQ_OTHER, B_ATT_ZERO, B_ATT_MANY, B_ATT_NLIST,
 	B_ATT_LISTREF, B_ATT_DATAREF, B_MR_OUTSIDE, B_MR_OVERFLOW, B_CQ_ORDER,
 	B_CQ_OUTSIDE, B_DEPTH, B_CQ_OVERFLOW, B_EVT_CONS, B_EVT_FULL,
+	B_SRQ_UNKNOWN, B_SRQ_QP_RECV, B_SRQ_DEPTH, B_SRQ_ARGS, B_SRQ_QP_RQ,
+	B_SRQ_BUSY, B_MQ_STATE,
 };
+
+/* An SRQ of depth 4 in c's PD, and a QP on it. */
+static void srq_make(struct tg *c, uint32_t *srq, uint32_t *qp)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_CREATE_SRQ, 0);
+	uint32_t out[4];
+
+	r.u.create_srq.pd = c->pd;
+	r.u.create_srq.max_wr = 4;
+	r.u.create_srq.max_sge = 1;
+	ck_assert_int_eq(tg_cmd(c, &r, out), VRDMA_CS_OK);
+	*srq = out[0];
+	r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	r.u.create_qp.pd = c->pd;
+	r.u.create_qp.send_cq = r.u.create_qp.recv_cq = c->cq;
+	r.u.create_qp.max_send_wr = 4;
+	r.u.create_qp.max_sge = 1;
+	r.u.create_qp.srq = *srq;
+	ck_assert_int_eq(tg_cmd(c, &r, out), VRDMA_CS_OK);
+	*qp = out[0];
+}
 
 #define DISABLED	(-100)
 
@@ -154,6 +177,52 @@ static int bad_request(struct tg *a, struct tg *c, enum bad how)
 		tg_push(c, &r);
 		vbe_node_poll(node);
 		break;
+	case B_SRQ_UNKNOWN:
+		r = mkwr(c, VRDMA_OP_SRQ_RECV, 0, 1);
+		r.handle = 0x7777;
+		post(c, &r);
+		break;
+	case B_SRQ_QP_RECV:
+	case B_SRQ_DEPTH:
+	case B_SRQ_QP_RQ:
+	case B_SRQ_BUSY:
+		srq_make(c, &v, &i);
+		if (how == B_SRQ_QP_RECV) {
+			r = mkwr(c, VRDMA_OP_RECV, 0, 1);
+			r.handle = i;	/* its receives come from the SRQ */
+			post(c, &r);
+		} else if (how == B_SRQ_DEPTH) {
+			r = mkwr(c, VRDMA_OP_SRQ_RECV, 0, 1);
+			r.handle = v;
+			for (i = 0; i <= 4; i++)
+				tg_push(c, &r);
+			vbe_node_poll(node);
+		} else if (how == B_SRQ_QP_RQ) {
+			r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+			r.u.create_qp.pd = c->pd;
+			r.u.create_qp.send_cq = r.u.create_qp.recv_cq = c->cq;
+			r.u.create_qp.max_send_wr = 4;
+			r.u.create_qp.max_recv_wr = 4;	/* not with an SRQ */
+			r.u.create_qp.max_sge = 1;
+			r.u.create_qp.srq = v;
+			st = tg_cmd(c, &r, NULL);
+		} else {
+			r = mkreq(VRDMA_CMD_DESTROY_SRQ, v);
+			st = tg_cmd(c, &r, NULL);
+		}
+		break;
+	case B_SRQ_ARGS:
+		r = mkreq(VRDMA_CMD_CREATE_SRQ, 0);
+		r.u.create_srq.pd = c->pd;
+		r.u.create_srq.max_wr = VRDMA_MAX_WR + 1;
+		r.u.create_srq.max_sge = 1;
+		st = tg_cmd(c, &r, NULL);
+		break;
+	case B_MQ_STATE:
+		r = mkreq(VRDMA_CMD_MODIFY_QP, c->qp);
+		r.u.modify_qp.state = 9;
+		st = tg_cmd(c, &r, NULL);
+		break;
 	case B_EVT_FULL:
 		/* Commands whose results the guest never reads. */
 		r = mkreq(VRDMA_CMD_DEALLOC_PD, 0xdead);
@@ -224,6 +293,13 @@ CAT(beyond_depth, B_DEPTH, DISABLED)
 CAT(cq_overflow, B_CQ_OVERFLOW, DISABLED)
 CAT(evt_cons, B_EVT_CONS, DISABLED)
 CAT(evt_ring_full, B_EVT_FULL, DISABLED)
+CAT(srq_unknown, B_SRQ_UNKNOWN, DISABLED)
+CAT(srq_qp_recv, B_SRQ_QP_RECV, DISABLED)
+CAT(srq_beyond_depth, B_SRQ_DEPTH, DISABLED)
+CAT(srq_args, B_SRQ_ARGS, VRDMA_CS_INVAL)
+CAT(srq_qp_with_rq, B_SRQ_QP_RQ, VRDMA_CS_INVAL)
+CAT(srq_busy, B_SRQ_BUSY, VRDMA_CS_BUSY)
+CAT(modify_qp_state, B_MQ_STATE, VRDMA_CS_INVAL)
 
 TCase *backend_bad_tcase(void)
 {
@@ -253,5 +329,12 @@ TCase *backend_bad_tcase(void)
 	tcase_add_test(t, bad_cq_overflow);
 	tcase_add_test(t, bad_evt_cons);
 	tcase_add_test(t, bad_evt_ring_full);
+	tcase_add_test(t, bad_srq_unknown);
+	tcase_add_test(t, bad_srq_qp_recv);
+	tcase_add_test(t, bad_srq_beyond_depth);
+	tcase_add_test(t, bad_srq_args);
+	tcase_add_test(t, bad_srq_qp_with_rq);
+	tcase_add_test(t, bad_srq_busy);
+	tcase_add_test(t, bad_modify_qp_state);
 	return t;
 }

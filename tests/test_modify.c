@@ -5,12 +5,14 @@
  *    vrdma_query_gid): two guests bind their QPs by (GID, QP number),
  *    move data, and every malformed use gets its errno;
  *  - registering memory the program allocated itself (malloc, mmap):
- *    moved in place onto shared pages, given back at the last dereg.
+ *    moved in place onto shared pages, given back at the last dereg;
+ *  - shared receive queues.
  */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -477,6 +479,130 @@ START_TEST(t_reg_mmap_errors)
 }
 END_TEST
 
+/* ---- shared receive queues ---- */
+
+static struct vrdma_qp *srq_qp(struct side *s, struct vrdma_cq *cq, struct vrdma_srq *srq)
+{
+	struct vrdma_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .cap = { 2, 0, 1, 0 } };
+
+	return vrdma_create_qp_srq(s->pd, &a, srq);
+}
+
+static void bind_pair(struct vrdma_qp *x, struct side *xs, struct vrdma_qp *y,
+		      struct side *ys)
+{
+	struct vrdma_qp *sx = xs->qp, *sy = ys->qp;
+
+	xs->qp = x;
+	ys->qp = y;
+	to_rts(xs, ys);
+	to_rts(ys, xs);
+	xs->qp = sx;
+	ys->qp = sy;
+}
+
+START_TEST(t_srq)
+{
+	struct vrdma_srq_init_attr sa = { .max_wr = 12, .max_sge = 1 };
+	struct vrdma_recv_wr rwr[13], *rbad;
+	struct vrdma_qp *q1, *q2, *q3, *p1, *p2;
+	struct vrdma_sge rsge[13];
+	struct vrdma_srq *srq;
+	struct vrdma_cq *cq;
+	struct vrdma_wc wc;
+	struct side a, b;
+	int i, seen = 0;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	ck_assert_ptr_null(vrdma_create_srq(NULL, &sa));
+	sa.max_wr = 0;
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_srq(a.pd, &sa));
+	ck_assert_int_eq(errno, EINVAL);
+	sa.max_wr = 12;
+	srq = vrdma_create_srq(a.pd, &sa);
+	ck_assert_msg(srq != NULL, "create_srq: %s", strerror(errno));
+	/* CQ of 16: the SRQ's 12 once, then 2 sends per QP. */
+	cq = vrdma_create_cq(a.dev, 16, NULL);
+	ck_assert_ptr_nonnull(cq);
+	q1 = srq_qp(&a, cq, srq);
+	ck_assert_msg(q1 != NULL, "qp on srq: %s", strerror(errno));
+	q2 = srq_qp(&a, cq, srq);
+	ck_assert_ptr_nonnull(q2);
+	errno = 0;
+	q3 = srq_qp(&a, cq, srq);
+	ck_assert_ptr_null(q3);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_destroy_srq(srq), EBUSY);
+	p1 = b.qp;
+	{
+		struct vrdma_qp_init_attr pa = { .send_cq = b.cq, .recv_cq = b.cq,
+						 .cap = { 8, 1, 1, 1 } };
+
+		p2 = vrdma_create_qp(b.pd, &pa);
+		ck_assert_ptr_nonnull(p2);
+	}
+	bind_pair(q1, &a, p1, &b);
+	bind_pair(q2, &a, p2, &b);
+
+	/* Twelve receives fit, the thirteenth does not. */
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 13; i++) {
+		rsge[i] = (struct vrdma_sge){ (uintptr_t)a.buf + 256 * (size_t)i, 256,
+					      a.mr->lkey };
+		rwr[i].wr_id = 100 + (uint64_t)i;
+		rwr[i].sg_list = &rsge[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 12 ? &rwr[i + 1] : NULL;
+	}
+	ck_assert_int_eq(vrdma_post_srq_recv(srq, rwr, &rbad), ENOMEM);
+	ck_assert_ptr_eq(rbad, &rwr[12]);
+	/* A QP of an SRQ has no receive queue of its own. */
+	rwr[12].next = NULL;
+	ck_assert_int_eq(vrdma_post_recv(q1, &rwr[12], &rbad), EINVAL);
+
+	/* b sends twice on each QP: a's SRQ receives go in posting order. */
+	for (i = 0; i < 4; i++) {
+		struct vrdma_sge sge = { (uintptr_t)b.buf + 64 * (size_t)i, 10, b.mr->lkey };
+		struct vrdma_send_wr wr = { .wr_id = 200 + (uint64_t)i, .sg_list = &sge,
+					    .num_sge = 1, .opcode = VRDMA_WR_SEND,
+					    .send_flags = VRDMA_SEND_SIGNALED }, *bad;
+
+		snprintf((char *)b.buf + 64 * i, 10, "msg %d", i);
+		ck_assert_int_eq(vrdma_post_send(i % 2 ? p2 : p1, &wr, &bad), 0);
+		expect(&b, 200 + (uint64_t)i, VRDMA_WC_SUCCESS);
+	}
+	while (seen < 4) {
+		ck_assert_int_eq(wait_one(cq, &wc), 1);
+		ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
+		ck_assert_int_eq(wc.opcode, VRDMA_WC_RECV_OP);
+		ck_assert_int_eq(wc.wr_id, 100 + (uint64_t)seen);
+		ck_assert_uint_eq(wc.qp_num, (seen % 2 ? q2 : q1)->qp_num);
+		{
+			char want[8];
+
+			snprintf(want, sizeof(want), "msg %d", seen);
+			ck_assert_str_eq((char *)a.buf + 256 * seen, want);
+		}
+		seen++;
+	}
+	/* Four slots free again: four more fit (8 + 4 = 12). */
+	for (i = 0; i < 4; i++)
+		rwr[i].next = i < 3 ? &rwr[i + 1] : NULL;
+	ck_assert_int_eq(vrdma_post_srq_recv(srq, rwr, &rbad), 0);
+	/* A QP to ERR leaves the SRQ's receives alone. */
+	ck_assert_int_eq(vrdma_destroy_qp(q1), 0);
+	ck_assert_int_eq(vrdma_poll_cq(cq, 1, &wc), 0);
+	ck_assert_int_eq(vrdma_destroy_qp(q2), 0);
+	ck_assert_int_eq(vrdma_destroy_srq(srq), 0);
+	ck_assert_int_eq(vrdma_destroy_cq(cq), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
 static Suite *modify_suite(void)
 {
 	Suite *s = suite_create("modify");
@@ -493,6 +619,7 @@ static Suite *modify_suite(void)
 	tcase_add_test(live, t_loopback);
 	tcase_add_test(live, t_reg_malloc);
 	tcase_add_test(live, t_reg_mmap_errors);
+	tcase_add_test(live, t_srq);
 	suite_add_tcase(s, live);
 	return s;
 }

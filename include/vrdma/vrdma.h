@@ -177,6 +177,12 @@ struct vrdma_qp_init_attr {
 	int sq_sig_all;			/* every send WR signaled */
 };
 
+struct vrdma_srq_init_attr {
+	void *srq_context;
+	uint32_t max_wr;		/* 1..4096 receives outstanding */
+	uint32_t max_sge;		/* 1..VRDMA_MAX_SGE_PER_WR */
+};
+
 /*
  * Connecting the verbs way (vrdma_modify_qp): RESET -> INIT -> RTR (with
  * the peer's GID and QP number, learnt out of band) -> RTS.  A QP's name
@@ -240,6 +246,15 @@ struct vrdma_cq {
 	void *cq_context;
 	int cqe;			/* capacity */
 	uint32_t handle;
+};
+
+struct vrdma_srq {
+	struct vrdma_device *device;
+	struct vrdma_pd *pd;
+	void *srq_context;
+	uint32_t handle;
+	uint32_t max_wr;
+	uint32_t max_sge;
 };
 
 struct vrdma_qp {
@@ -404,6 +419,15 @@ int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr);
 
 /*
+ * vrdma_create_qp_srq - vrdma_create_qp() for a QP whose receives come
+ * from @srq (of the same device; NULL: as vrdma_create_qp()).  attr->cap's
+ * max_recv_wr and max_recv_sge are then ignored, and vrdma_post_recv() on
+ * the QP fails with EINVAL.  Errors as vrdma_create_qp().
+ */
+struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr,
+				     struct vrdma_srq *srq);
+
+/*
  * vrdma_destroy_qp - returns 0 or EINVAL (NULL).  Its completions still in
  * the CQs are discarded when polled and keep their room until then.
  */
@@ -454,6 +478,32 @@ int vrdma_modify_qp(struct vrdma_qp *qp, const struct vrdma_qp_attr *attr, int m
  * connected).  Returns 0 or EINVAL.
  */
 int vrdma_query_qp(struct vrdma_qp *qp, struct vrdma_qp_attr *attr);
+
+/* ---- shared receive queues ---- */
+
+/*
+ * vrdma_create_srq - a shared receive queue in @pd: receives that every QP
+ * created with it (vrdma_create_qp_srq()) consumes, oldest first.  A CQ
+ * that is the recv_cq of one of its QPs reserves attr->max_wr entries for
+ * it, once per SRQ (see vrdma_create_cq()).  QPs on an SRQ connect to QPs
+ * of the same node only.
+ * NULL with errno: EINVAL (NULL argument, max_wr or max_sge out of range),
+ * EOPNOTSUPP (dom0 without feature-srq), ENOMEM, EIO.
+ */
+struct vrdma_srq *vrdma_create_srq(struct vrdma_pd *pd, struct vrdma_srq_init_attr *attr);
+
+/* vrdma_destroy_srq - returns 0, EINVAL (NULL), EBUSY (a QP uses it).
+ * Receives still posted go without completions. */
+int vrdma_destroy_srq(struct vrdma_srq *srq);
+
+/*
+ * vrdma_post_srq_recv - post a chain of receives to @srq.  Returns 0, or
+ * EINVAL (NULL argument, bad sge list), ENOMEM (max_wr outstanding), EIO;
+ * *bad_wr as vrdma_post_recv().  vrdma_post_recv() on a QP of an SRQ is
+ * EINVAL.
+ */
+int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
+			struct vrdma_recv_wr **bad_wr);
 
 /* ---- connections ---- */
 

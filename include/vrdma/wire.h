@@ -123,6 +123,7 @@ enum {
 	VRDMA_OP_CMP_SWAP	= 0x06,
 	VRDMA_OP_FETCH_ADD	= 0x07,
 	VRDMA_OP_RECV		= 0x08,
+	VRDMA_OP_SRQ_RECV	= 0x09,	/* handle = SRQ (feature-srq) */
 
 	VRDMA_CMD_ATTACH_BUF	= 0x40,	/* map guest pages; -> buffer handle */
 	VRDMA_CMD_DETACH_BUF	= 0x41,
@@ -140,7 +141,9 @@ enum {
 	VRDMA_CMD_ACCEPT	= 0x4d,
 	VRDMA_CMD_REJECT	= 0x4e,
 	VRDMA_CMD_MODIFY_QP	= 0x4f,	/* verbs-style: RTR (bind by QPN), ERR */
-	VRDMA_CMD_LAST		= VRDMA_CMD_MODIFY_QP,
+	VRDMA_CMD_CREATE_SRQ	= 0x50,	/* -> srq handle (feature-srq) */
+	VRDMA_CMD_DESTROY_SRQ	= 0x51,
+	VRDMA_CMD_LAST		= VRDMA_CMD_DESTROY_SRQ,
 };
 
 /* Work request flags: bit numbers and masks. */
@@ -205,8 +208,18 @@ struct vrdma_cmd_create_qp {
 	uint32_t send_cq;
 	uint32_t recv_cq;
 	uint32_t max_send_wr;	/* <= VRDMA_MAX_WR */
-	uint32_t max_recv_wr;
+	uint32_t max_recv_wr;	/* 0 with an SRQ */
 	uint32_t max_sge;	/* <= VRDMA_MAX_SGE */
+	uint32_t srq;		/* SRQ handle, 0 = own receive queue */
+	uint32_t reserved;
+};
+
+/* A shared receive queue: receives any of its QPs consume, in order. */
+struct vrdma_cmd_create_srq {
+	uint32_t pd;
+	uint32_t max_wr;	/* 1..VRDMA_MAX_WR */
+	uint32_t max_sge;	/* 1..VRDMA_MAX_SGE */
+	uint32_t reserved;
 };
 
 struct vrdma_cmd_listen {
@@ -271,6 +284,7 @@ struct vrdma_req {
 		struct vrdma_cmd_connect connect;
 		struct vrdma_cmd_accept accept;
 		struct vrdma_cmd_modify_qp modify_qp;
+		struct vrdma_cmd_create_srq create_srq;
 		uint8_t raw[112];
 	} u;
 };
@@ -358,7 +372,9 @@ struct vrdma_cqe {
 	uint32_t src_qpn;
 	uint32_t sq_retired;	/* send WRs retired on qp so far (mod 2^32) */
 	uint32_t vendor_err;
-	uint32_t reserved[7];
+	uint32_t srq;		/* receive from an SRQ: its handle, else 0 */
+	uint32_t srq_idx;	/* ... and which of its receives (mod 2^32) */
+	uint32_t reserved[5];
 };
 
 /* Page 0 of a CQ area. */
@@ -382,7 +398,8 @@ _Static_assert(offsetof(struct vrdma_wr, sge) == 48, "wr sge");
 _Static_assert(sizeof(struct vrdma_cmd_attach_buf) <= 112, "attach_buf");
 _Static_assert(sizeof(struct vrdma_cmd_reg_mr) == 40, "reg_mr");
 _Static_assert(sizeof(struct vrdma_cmd_create_cq) == 16, "create_cq");
-_Static_assert(sizeof(struct vrdma_cmd_create_qp) == 24, "create_qp");
+_Static_assert(sizeof(struct vrdma_cmd_create_qp) == 32, "create_qp");
+_Static_assert(sizeof(struct vrdma_cmd_create_srq) == 16, "create_srq");
 _Static_assert(sizeof(struct vrdma_cmd_connect) == 104, "connect");
 _Static_assert(sizeof(struct vrdma_cmd_accept) == 48, "accept");
 _Static_assert(sizeof(struct vrdma_cmd_modify_qp) == 32, "modify_qp");
@@ -393,6 +410,7 @@ _Static_assert(sizeof(struct vrdma_evt) == 64, "evt");
 _Static_assert(offsetof(struct vrdma_evt, u) == 16, "evt body");
 _Static_assert(sizeof(struct vrdma_cqe) == 64, "cqe");
 _Static_assert(offsetof(struct vrdma_cqe, qp) == 8, "cqe qp");
+_Static_assert(offsetof(struct vrdma_cqe, srq) == 36, "cqe srq");
 _Static_assert(sizeof(struct vrdma_cq_hdr) == 192, "cq hdr");
 
 /* Device area size in pages for the given ring orders. */
