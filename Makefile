@@ -143,6 +143,7 @@ $(B)/vrdma.pc: libvrdma/vrdma.pc.in Makefile
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(SO_VER)|' $< > $@
 
 -include $(wildcard tests/*.mk)
+include verbs/verbs.mk rdmacm/rdmacm.mk
 
 # ---- tests ----
 check-unit: all $(CHECK_BINS) $(ITEST_BINS)

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ibv_post_send / ibv_post_recv: convert a chain into libvrdma WRs in
+ * the QP's scratch array, at most a queue's depth at a time (more could
+ * not be outstanding anyway), and post it.  Inline data is copied into
+ * the QP's registered bounce slots here, at post time, as verbs requires.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "vvb.h"
+
+uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i)
+{
+	return q->ibuf + (size_t)((q->sq_count + i) % q->sq_depth) * q->slot_size;
+}
+
+/* Post swr[0..n) as one chain (sq_lock held); *posted is how many went. */
+int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted)
+{
+	struct vrdma_send_wr *bad = NULL;
+	uint32_t i;
+	int rc;
+
+	*posted = 0;
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++)
+		q->swr[i].next = i + 1 < n ? &q->swr[i + 1] : NULL;
+	rc = vrdma_post_send(q->vqp, q->swr, &bad);
+	*posted = rc ? (uint32_t)(bad ? bad - q->swr : 0) : n;
+	q->sq_count += *posted;
+	return rc;
+}
+
+static int vvb_send_opcode(enum ibv_wr_opcode op, enum vrdma_wr_opcode *v)
+{
+	switch (op) {
+	case IBV_WR_SEND:			*v = VRDMA_WR_SEND; return 0;
+	case IBV_WR_SEND_WITH_IMM:		*v = VRDMA_WR_SEND_WITH_IMM; return 0;
+	case IBV_WR_RDMA_WRITE:			*v = VRDMA_WR_RDMA_WRITE; return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:	*v = VRDMA_WR_RDMA_WRITE_WITH_IMM; return 0;
+	case IBV_WR_RDMA_READ:			*v = VRDMA_WR_RDMA_READ; return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:		*v = VRDMA_WR_ATOMIC_CMP_AND_SWP; return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:	*v = VRDMA_WR_ATOMIC_FETCH_AND_ADD; return 0;
+	default:				return EINVAL;	/* LOCAL_INV, BIND_MW, TSO, ... */
+	}
+}
+
+static int vvb_is_inline_op(enum vrdma_wr_opcode op)
+{
+	return op == VRDMA_WR_SEND || op == VRDMA_WR_SEND_WITH_IMM ||
+	       op == VRDMA_WR_RDMA_WRITE || op == VRDMA_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* One verbs WR into swr[i] (sq_lock held). */
+static int vvb_convert_send(struct vvb_qp *q, const struct ibv_send_wr *w, uint32_t i)
+{
+	const unsigned int known = IBV_SEND_SIGNALED | IBV_SEND_FENCE |
+				   IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+	struct vrdma_send_wr *v = &q->swr[i];
+	struct vrdma_sge *sge = &q->ssge[(size_t)i * q->cap.max_send_sge];
+	int k, rc;
+
+	memset(v, 0, sizeof(*v));
+	rc = vvb_send_opcode(w->opcode, &v->opcode);
+	if (rc)
+		return rc;
+	if ((w->send_flags & ~known) || w->num_sge < 0)
+		return EINVAL;
+	v->wr_id = w->wr_id;
+	v->send_flags = ((w->send_flags & IBV_SEND_SIGNALED) ? VRDMA_SEND_SIGNALED : 0) |
+			((w->send_flags & IBV_SEND_FENCE) ? VRDMA_SEND_FENCE : 0);
+	v->imm_data = w->imm_data;
+	if (v->opcode == VRDMA_WR_ATOMIC_CMP_AND_SWP ||
+	    v->opcode == VRDMA_WR_ATOMIC_FETCH_AND_ADD) {
+		v->wr.atomic.remote_addr = w->wr.atomic.remote_addr;
+		v->wr.atomic.compare_add = w->wr.atomic.compare_add;
+		v->wr.atomic.swap = w->wr.atomic.swap;
+		v->wr.atomic.rkey = w->wr.atomic.rkey;
+	} else {
+		v->wr.rdma.remote_addr = w->wr.rdma.remote_addr;
+		v->wr.rdma.rkey = w->wr.rdma.rkey;
+	}
+	v->sg_list = sge;
+
+	if ((w->send_flags & IBV_SEND_INLINE) && vvb_is_inline_op(v->opcode)) {
+		size_t total = 0;
+		uint8_t *slot;
+
+		for (k = 0; k < w->num_sge; k++)
+			total += w->sg_list[k].length;
+		if (total > q->cap.max_inline_data)
+			return EINVAL;
+		if (!total)
+			return 0;		/* num_sge 0: a zero-byte message */
+		slot = vvb_inline_slot(q, i);
+		total = 0;
+		for (k = 0; k < w->num_sge; k++) {
+			memcpy(slot + total, (void *)(uintptr_t)w->sg_list[k].addr,
+			       w->sg_list[k].length);
+			total += w->sg_list[k].length;
+		}
+		sge->addr = (uintptr_t)slot;
+		sge->length = (uint32_t)total;
+		sge->lkey = q->imr->lkey;
+		v->num_sge = 1;
+		return 0;
+	}
+	if ((uint32_t)w->num_sge > q->cap.max_send_sge)
+		return EINVAL;
+	for (k = 0; k < w->num_sge; k++) {
+		sge[k].addr = w->sg_list[k].addr;
+		sge[k].length = w->sg_list[k].length;
+		sge[k].lkey = w->sg_list[k].lkey;
+	}
+	v->num_sge = w->num_sge;
+	return 0;
+}
+
+int vvb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct vvb_qp *q = vvb_qp(qp);
+	struct ibv_send_wr *w = wr, *start;
+	uint32_t n, posted;
+	int rc = 0, rc2;
+
+	pthread_mutex_lock(&q->sq_lock);
+	while (w && !rc) {
+		start = w;
+		for (n = 0; w && n < q->sq_depth; w = w->next, n++) {
+			rc = vvb_convert_send(q, w, n);
+			if (rc)
+				break;
+		}
+		/* the WRs before a bad one are posted, as verbs promises */
+		rc2 = vvb_sq_post(q, n, &posted);
+		if (rc2) {
+			for (w = start; posted--; w = w->next)
+				;
+			rc = rc2;
+		}
+	}
+	pthread_mutex_unlock(&q->sq_lock);
+	if (rc && bad)
+		*bad = w;
+	return rc;
+}
+
+int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct vvb_qp *q = vvb_qp(qp);
+	struct ibv_recv_wr *w = wr, *start;
+	struct vrdma_recv_wr *vbad;
+	uint32_t n, i, posted;
+	int rc = 0, rc2, k;
+
+	pthread_mutex_lock(&q->rq_lock);
+	while (w && !rc) {
+		start = w;
+		for (n = 0; w && n < q->rq_depth; w = w->next, n++) {
+			struct vrdma_sge *sge = &q->rsge[(size_t)n * q->cap.max_recv_sge];
+
+			if (w->num_sge < 0 || (uint32_t)w->num_sge > q->cap.max_recv_sge) {
+				rc = EINVAL;
+				break;
+			}
+			for (k = 0; k < w->num_sge; k++) {
+				sge[k].addr = w->sg_list[k].addr;
+				sge[k].length = w->sg_list[k].length;
+				sge[k].lkey = w->sg_list[k].lkey;
+			}
+			q->rwr[n].wr_id = w->wr_id;
+			q->rwr[n].sg_list = sge;
+			q->rwr[n].num_sge = w->num_sge;
+		}
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			q->rwr[i].next = i + 1 < n ? &q->rwr[i + 1] : NULL;
+		vbad = NULL;
+		rc2 = vrdma_post_recv(q->vqp, q->rwr, &vbad);
+		if (rc2) {
+			posted = vbad ? (uint32_t)(vbad - q->rwr) : 0;
+			for (w = start; posted--; w = w->next)
+				;
+			rc = rc2;
+		}
+	}
+	pthread_mutex_unlock(&q->rq_lock);
+	if (rc && bad)
+		*bad = w;
+	return rc;
+}
+
+int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)srq;
+	if (bad)
+		*bad = wr;
+	return EOPNOTSUPP;			/* no SRQ is ever created */
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vrdma's libibverbs.so.1: the verbs ABI of the installed
+ * <infiniband/verbs.h> (rdma-core) over libvrdma.  Internal header.
+ *
+ * Objects wrap their libvrdma twin; the verbs struct comes first so the
+ * pointer handed to the program converts back with vvb_container_of.
+ * Errors inside are 0 or a positive errno value, as both APIs use.
+ *
+ * Locks: vvb_context.lock guards the notifier (armed CQs, the CQ it is
+ * waiting on); vvb_qp.sq_lock serialises posting, the inline slots and
+ * the wr_* batch; vvb_qp.rq_lock the receive scratch.  libvrdma
+ * serialises its own objects.
+ */
+#ifndef VVB_H
+#define VVB_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vrdma/vrdma.h"
+
+#define vvb_container_of(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+
+#define VVB_DEV_NAME		"vrdma0"
+#define VVB_PORT		1
+#define VVB_MAX_INLINE		512	/* bytes per inline send */
+#define VVB_CQ_MIN		1024	/* libvrdma CQ entries at least */
+#define VVB_CQ_FACTOR		4	/* ... or requested cqe times this */
+#define VVB_OPEN_MS		5000	/* vrdma_open() handshake limit */
+#define VVB_PROBE_MS		2000	/* the same, for ibv_get_device_list() */
+#define VVB_SLICE_MS		20	/* notifier wait on one armed CQ */
+
+/* enum ibv_gid_type_sysfs of rdma-core's driver.h (not installed). */
+#define VVB_GID_TYPE_SYSFS_ROCE_V2	1
+
+struct vvb_cq;
+
+struct vvb_context {
+	struct verbs_context vctx;		/* ibv_context is its last field */
+	struct vrdma_device *vdev;
+	uint8_t gid[VRDMA_GID_LEN];
+	struct vrdma_device_attr dattr;
+	int async_rd, async_wr;			/* pipe: async_rd is async_fd */
+
+	/* completion-channel notifier (lock) */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int thread_started;
+	int stop;
+	struct vvb_cq *cqs;			/* CQs with a channel */
+	struct vvb_cq *busy;			/* the CQ the thread waits on */
+};
+
+struct vvb_cq {
+	struct ibv_cq ibcq;
+	struct vvb_context *ctx;
+	struct vrdma_cq *vcq;
+	struct vvb_cq *next;			/* ctx->cqs (ctx->lock) */
+	int armed;				/* ctx->lock */
+};
+
+struct vvb_mr {
+	struct ibv_mr ibmr;
+	struct vrdma_mr *vmr;
+};
+
+struct vvb_pd {
+	struct ibv_pd ibpd;
+	struct vrdma_pd *vpd;
+};
+
+struct vvb_qp {
+	struct ibv_qp_ex qpx;			/* qpx.qp_base is the ibv_qp */
+	struct vvb_context *ctx;
+	struct vrdma_qp *vqp;
+	struct ibv_qp_cap cap;			/* as granted to the program */
+	uint32_t sq_depth;			/* libvrdma max_send_wr */
+	int sq_sig_all;
+	struct ibv_qp_attr attr;		/* what modify set, for query */
+
+	pthread_mutex_t sq_lock;
+	uint64_t sq_count;			/* send WRs posted so far */
+	/* inline bounce: sq_depth slots of slot_size bytes, registered;
+	 * slot (sq_count + i) % sq_depth belongs to the i-th WR posted
+	 * next -- libvrdma retires send WRs in order and never holds more
+	 * than sq_depth, so a slot is free again when it is reused. */
+	uint8_t *ibuf;
+	uint32_t slot_size;
+	struct vrdma_mr *imr;
+	/* scratch for converting a chain, or the wr_* batch (sq_lock) */
+	struct vrdma_send_wr *swr;
+	struct vrdma_sge *ssge;			/* sq_depth * max_send_sge */
+	uint32_t nbatch;			/* WRs in the wr_* batch */
+	int batch_err;
+
+	pthread_mutex_t rq_lock;
+	struct vrdma_recv_wr *rwr;
+	struct vrdma_sge *rsge;
+	uint32_t rq_depth;
+};
+
+static inline struct vvb_context *vvb_ctx(struct ibv_context *c)
+{
+	return vvb_container_of(c, struct vvb_context, vctx.context);
+}
+
+static inline struct vvb_cq *vvb_cq(struct ibv_cq *cq)
+{
+	return vvb_container_of(cq, struct vvb_cq, ibcq);
+}
+
+static inline struct vvb_pd *vvb_pd(struct ibv_pd *pd)
+{
+	return vvb_container_of(pd, struct vvb_pd, ibpd);
+}
+
+static inline struct vvb_qp *vvb_qp(struct ibv_qp *qp)
+{
+	return vvb_container_of(qp, struct vvb_qp, qpx.qp_base);
+}
+
+static inline uint32_t vvb_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Exported by libibverbs but declared only in rdma-core's private headers. */
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+
+/* device.c */
+int vvb_query_device_ex(struct ibv_context *c,
+			const struct ibv_query_device_ex_input *input,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
+int vvb_query_port(struct ibv_context *c, uint8_t port,
+		   struct ibv_port_attr *attr, size_t attr_len);
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, int *type);
+
+/* cq.c */
+int vvb_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int vvb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void vvb_notifier_stop(struct vvb_context *ctx);
+
+/* qp.c */
+struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ia);
+
+/* post.c */
+int vvb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int vvb_map_access(unsigned int ibv_access, int *vaccess);
+int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted);
+uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i);
+
+/* wr.c */
+void vvb_wr_init(struct vvb_qp *q);
+
+#endif /* VVB_H */
