@@ -61,6 +61,7 @@ static void vbe_qpn_bind_one(struct vbe_qp *qp, const struct vbe_guest *pg,
 			     const struct vbe_qp *pqp)
 {
 	qp->vwait = false;
+	qp->by_qpn = true;
 	qp->peer_domid = pg->domid;
 	qp->peer_devid = pg->devid;
 	qp->peer_handle = pqp->handle;

@@ -340,12 +340,18 @@ static void vbe_local_rq_posted(struct vbe_guest *g, struct vbe_qp *qp)
 		vbe_local_sq_run(pg, pqp);
 }
 
+/*
+ * qp goes away.  A peer connected by CONNECT learns at once (QP_ERROR, as
+ * rdma_cm's DISCONNECTED).  A peer bound by number (verbs) learns as an RC
+ * QP does: its next send fails RETRY_EXC; its posted receives stay.  Sends
+ * it has queued already fail now, as they would after their retries.
+ */
 static void vbe_local_disconnect(struct vbe_guest *g, struct vbe_qp *qp)
 {
 	struct vbe_guest *pg;
 	struct vbe_qp *pqp = vbe_qp_peer(g, qp, &pg);
 
-	if (pqp)
+	if (pqp && (!pqp->by_qpn || pqp->sq.count || pqp == qp))
 		vbe_qp_peer_lost(pg, pqp);
 	qp->peer_qpn = 0;
 	qp->peer_handle = 0;

@@ -169,6 +169,7 @@ struct vbe_qp {
 	uint32_t vx_qp;			/* its device QP's handle (verbs target) */
 	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
+	bool by_qpn;			/* bound by MODIFY_QP (verbs), not CONNECT */
 	int64_t vwait_ms;		/* ... since */
 	uint8_t peer_gid[16];		/* ... on this node (RTR's dest_gid) */
 };

@@ -337,6 +337,38 @@ START_TEST(t_loopback)
 END_TEST
 
 
+/* The bound peer goes away: as on RC hardware the survivor stays RTS with
+ * its receives posted, and only its next send fails (RETRY_EXC). */
+START_TEST(t_peer_destroyed)
+{
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_sge rsge;
+	struct vrdma_wc wc;
+	struct side a, b;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	to_rts(&a, &b);
+	to_rts(&b, &a);
+	rsge = (struct vrdma_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	rwr.wr_id = 60;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+	ck_assert_int_eq(vrdma_destroy_qp(b.qp), 0);
+	usleep(100000);
+	ck_assert_int_eq(vrdma_poll_cq(a.cq, 1, &wc), 0);	/* nothing flushed */
+	ck_assert_int_eq(a.qp->state, VRDMA_QPS_RTS);
+	post(&a, VRDMA_WR_RDMA_WRITE, 61, 0, 8, &b, 0);
+	expect(&a, 61, VRDMA_WC_RETRY_EXC_ERR);
+	expect(&a, 60, VRDMA_WC_WR_FLUSH_ERR);	/* now the QP is in error */
+	ck_assert_int_eq(a.qp->state, VRDMA_QPS_ERR);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
 /* ---- the program's own memory ---- */
 
 /* b's MR over malloc memory: a WRITEs into it, READs from it. */
@@ -617,6 +649,7 @@ static Suite *modify_suite(void)
 	tcase_add_test(live, t_err_flush);
 	tcase_add_test(live, t_no_peer);
 	tcase_add_test(live, t_loopback);
+	tcase_add_test(live, t_peer_destroyed);
 	tcase_add_test(live, t_reg_malloc);
 	tcase_add_test(live, t_reg_mmap_errors);
 	tcase_add_test(live, t_srq);

@@ -22,8 +22,6 @@ DPID=
 
 # case -> what it waits for
 declare -A PENDING=(
-	[rc_pingpong]="backend: a QP whose bound peer is destroyed is flushed at once (ibv_rc_pingpong's server races its client's exit)"
-	[rc_pingpong_events]="as rc_pingpong"
 )
 
 cleanup() {
