@@ -120,8 +120,10 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	vfe_ring_lock(&dev->fe);
 	for (; wr; wr = wr->next) {
 		uint32_t retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
+		enum vrdma_qp_state st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != VRDMA_QPS_RTS) {
+		/* In ERR dom0 flushes it (WR_FLUSH_ERR), as verbs providers do. */
+		if (st != VRDMA_QPS_RTS && st != VRDMA_QPS_ERR) {
 			rc = -EINVAL;
 			break;
 		}
@@ -166,8 +168,7 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		uint32_t retired = __atomic_load_n(&q->rq_retired, __ATOMIC_ACQUIRE);
 
-		if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == VRDMA_QPS_ERR ||
-		    q->srq) {
+		if (q->srq) {
 			rc = -EINVAL;	/* an SRQ's QP: vrdma_post_srq_recv() */
 			break;
 		}

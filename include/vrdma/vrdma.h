@@ -435,12 +435,12 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
 
 /*
  * vrdma_post_send - post a chain of send WRs (one notification to dom0 per
- * call).  The QP must be VRDMA_QPS_RTS.  Unsignaled WRs complete silently
+ * call).  The QP must be VRDMA_QPS_RTS, or VRDMA_QPS_ERR, where the WRs
+ * complete with VRDMA_WC_WR_FLUSH_ERR (as verbs).  Unsignaled WRs complete silently
  * on success; their send-queue slots are freed by a later completion of
  * the same QP (so signal at least every max_send_wr-th WR).
  * Atomics need one 8-byte sge.  Returns 0, or EINVAL (NULL argument, QP not
- * connected -- also VRDMA_QPS_ERR, where mlx5 would accept and flush --,
- * bad opcode, flags or sge list), ENOMEM (send queue full),
+ * connected, bad opcode, flags or sge list), ENOMEM (send queue full),
  * EAGAIN (dom0 did not drain the request ring for 2 s), EIO (device
  * broken).  On error *bad_wr names the first WR not posted; the WRs before
  * it were posted.
@@ -449,9 +449,10 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr);
 
 /*
- * vrdma_post_recv - post a chain of receive WRs; allowed in any state but
- * VRDMA_QPS_ERR (so receives can be ready before connecting).  Returns as
- * vrdma_post_send() (ENOMEM: receive queue full).
+ * vrdma_post_recv - post a chain of receive WRs; allowed in any state (so
+ * receives can be ready before connecting; in VRDMA_QPS_ERR they complete
+ * with VRDMA_WC_WR_FLUSH_ERR).  Returns as vrdma_post_send() (ENOMEM:
+ * receive queue full; EINVAL: a QP on an SRQ).
  */
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		    struct vrdma_recv_wr **bad_wr);
