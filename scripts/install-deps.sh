@@ -10,8 +10,11 @@ set -eu
 # libibverbs-dev librdmacm-dev: the backend's RDMA-device path (issue 4);
 # ibverbs-providers rdma-core: the device drivers (rxe) and tools it
 # runs with.
+# perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
+# tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
-	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core"}
+	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+	perftest ibverbs-utils rdmacm-utils"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
