@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Debian's own, unmodified rdma_cm programs (rdmacm-utils' rping and
+# ucmatose, perftest with -R) on vrdma's librdmacm through
+# build/bin/vrdma-run, against a private vrdmad; then the malformed uses
+# (tests/rdmacm_test.c) and a leak check.  One case per run:
+# VRDMA-TEST rdmacm-<name> PASS|FAIL, then "N passed, N failed".
+# Ports 19401+ (tests/verbs.sh has 19101+).
+# Usage: tests/rdmacm.sh BUILD_DIR [CASE...]
+set -u
+B=${1:-build}
+B=$(cd "$B" && pwd)
+shift || true
+ONLY="$*"
+RUN=$(mktemp -d /tmp/vrdma-rdmacm.XXXXXX)
+export VRDMA_RUN_DIR=$RUN
+LOG=$RUN/vrdmad.log
+VR=$B/bin/vrdma-run
+T=60					# seconds any one program may take
+pass=0 fail=0
+DPID=
+
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	jobs -p | xargs -r kill -9 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+for p in rping ucmatose ib_write_bw; do
+	if ! command -v $p >/dev/null; then
+		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
+		exit 0
+	fi
+done
+
+# An ASan build of the libraries in uninstrumented programs: the runtime
+# must come first.
+if objdump -p "$B/lib/vrdma/librdmacm.so.1" 2>/dev/null | grep -q 'NEEDED.*libasan'; then
+	export LD_PRELOAD="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
+	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+fi
+
+ctl() { timeout 10 "$B/sbin/vrdmactl" -S "$RUN" "$@"; }
+
+start_daemon() {
+	LD_PRELOAD= "$B/sbin/vrdmad" -f -S "$RUN" -n rdmacm-node >"$LOG" 2>&1 &
+	DPID=$!
+	for _ in $(seq 100); do
+		LD_PRELOAD= ctl ping >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	echo "vrdmad did not start:"; cat "$LOG"
+	return 1
+}
+
+# Is something listening on TCP port $1?  rdma_listen is a TCP listener
+# here; reading /proc does not disturb it.
+listening() {
+	local hex; hex=$(printf ':%04X ' "$1")
+	grep -q "$hex.* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
+report() {
+	local name=$1 ok=$2 out=$3
+	if [ "$ok" = 1 ]; then
+		echo "VRDMA-TEST rdmacm-$name PASS"
+		pass=$((pass + 1))
+		return
+	fi
+	echo "---- $name output:"; tail -n 30 "$out"
+	echo "VRDMA-TEST rdmacm-$name FAIL"
+	fail=$((fail + 1))
+}
+
+PORT=19400
+# pair NAME PATTERN "SERVER ARGS" "CLIENT ARGS": the server (given the
+# port by its own option in SERVER ARGS' @P@), then the client; both must
+# exit 0 and the client's output match PATTERN.
+pair() {
+	local name=$1 pat=$2 sargs=$3 cargs=$4
+	want "$name" || return 0
+	local out=$RUN/$name.out sp src crc ok=0
+	PORT=$((PORT + 1))
+	sargs=${sargs//@P@/$PORT}
+	cargs=${cargs//@P@/$PORT}
+	# shellcheck disable=SC2086
+	timeout $T "$VR" $sargs >"$RUN/$name.srv" 2>&1 &
+	sp=$!
+	for _ in $(seq 200); do
+		listening $PORT && break
+		kill -0 $sp 2>/dev/null || break
+		sleep 0.05
+	done
+	# shellcheck disable=SC2086
+	timeout $T "$VR" $cargs >"$RUN/$name.cli" 2>&1
+	crc=$?
+	wait $sp
+	src=$?
+	{ echo "== server (exit $src): $sargs"; cat "$RUN/$name.srv";
+	  echo "== client (exit $crc): $cargs"; cat "$RUN/$name.cli"; } >"$out"
+	[ $src -eq 0 ] && [ $crc -eq 0 ] && grep -Eq "$pat" "$RUN/$name.cli" && ok=1
+	report "$name" $ok "$out"
+}
+
+# own NAME: a case of tests/rdmacm_test.c on its own port.
+own() {
+	local name=$1 out=$RUN/$1.own ok=0
+	want "$name" || return 0
+	PORT=$((PORT + 1))
+	timeout $T "$B/tests/rdmacm_test" "$name" $PORT >"$out" 2>&1 && ok=1
+	report "$name" $ok "$out"
+}
+
+start_daemon || exit 1
+echo "vrdmad up, pid $DPID"
+
+BW='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
+LAT='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+'
+PT="-R -x 0 -n 1000 -s 4096 -p @P@"
+
+# rping -V compares every echo with what it sent; -q: the program moves
+# its own QP (rdma_init_qp_attr, rdma_establish).
+pair rping "ping data: rdma-ping-9:" "rping -s -v -p @P@" "rping -c -a 127.0.0.1 -v -V -C 10 -p @P@"
+pair rping_q "ping data: rdma-ping-9:" "rping -s -q -p @P@" "rping -c -q -a 127.0.0.1 -v -V -C 10 -p @P@"
+pair ucmatose "return status 0" "ucmatose -p @P@" "ucmatose -s 127.0.0.1 -p @P@"
+pair ucmatose_c4 "return status 0" "ucmatose -c 4 -C 20 -p @P@" "ucmatose -c 4 -C 20 -s 127.0.0.1 -p @P@"
+pair ucmatose_migrate "return status 0" "ucmatose -m -p @P@" "ucmatose -m -s 127.0.0.1 -p @P@"
+pair write_bw "$BW" "ib_write_bw $PT" "ib_write_bw $PT 127.0.0.1"
+pair read_bw "$BW" "ib_read_bw $PT" "ib_read_bw $PT 127.0.0.1"
+pair send_bw "$BW" "ib_send_bw $PT" "ib_send_bw $PT 127.0.0.1"
+pair send_lat "$LAT" "ib_send_lat $PT" "ib_send_lat $PT 127.0.0.1"
+pair write_lat "$LAT" "ib_write_lat $PT" "ib_write_lat $PT 127.0.0.1"
+
+# malformed and corner uses
+own refused
+own limits
+own pdata
+own nonblock
+own cleanup
+
+# every guest gone from vrdmad once the programs exited
+if want leaks; then
+	ok=0
+	for _ in $(seq 50); do
+		LD_PRELOAD= ctl census | grep -q '"guests": *0[,}]' && { ok=1; break; }
+		sleep 0.1
+	done
+	LD_PRELOAD= ctl census >"$RUN/leaks.out" 2>&1
+	report leaks $ok "$RUN/leaks.out"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
