@@ -331,6 +331,7 @@ static void *vcm_engine(void *arg)
 	uint64_t *serial = NULL, *ns, now, next, cnt;
 	size_t cap = 0, n, i;
 	struct vcm_id *v, *vn;
+	ssize_t rd = 0;
 
 	(void)arg;
 	cap = 16;
@@ -376,8 +377,8 @@ static void *vcm_engine(void *arg)
 		pthread_mutex_unlock(&vcm.lock);
 		poll(pfd, n + 1, (int)(next > now ? next - now : 0));
 		pthread_mutex_lock(&vcm.lock);
-		if (pfd[0].revents & POLLIN && read(vcm.wake_fd, &cnt, sizeof(cnt)) < 0)
-			;			/* drained by another wake */
+		if (pfd[0].revents & POLLIN)
+			rd = read(vcm.wake_fd, &cnt, sizeof(cnt));	/* EAGAIN: drained */
 		for (i = 1; i <= n; i++) {
 			if (!pfd[i].revents)
 				continue;
@@ -389,6 +390,7 @@ static void *vcm_engine(void *arg)
 	pthread_mutex_unlock(&vcm.lock);
 	free(pfd);
 	free(serial);
+	(void)rd;
 	return NULL;
 }
 
@@ -438,7 +440,10 @@ void vcm_engine_stop(void)
 void vcm_engine_wake_locked(void)
 {
 	uint64_t one = 1;
+	ssize_t n;
 
-	if (vcm.wake_fd >= 0 && write(vcm.wake_fd, &one, sizeof(one)) < 0)
-		;				/* already pending */
+	if (vcm.wake_fd >= 0) {
+		n = write(vcm.wake_fd, &one, sizeof(one));	/* EAGAIN: pending */
+		(void)n;
+	}
 }
