@@ -61,10 +61,53 @@ static void vcm_msg_fill(struct vcm_msg *m, const struct vcm_id *v,
 	}
 }
 
+/*
+ * (Re)starts the TCP connect: a fresh socket after a refusal, bound again
+ * where the program bound the id.  0, or why it failed at once.
+ */
+int vcm_connect_start_locked(struct vcm_id *v)
+{
+	struct sockaddr *dst = &v->id.route.addr.dst_addr;
+	int fd = v->fd;
+
+	if (fd < 0) {
+		fd = vcm_socket(dst->sa_family, v->afonly);
+		if (fd < 0)
+			return errno;
+		v->fd = fd;
+		if (v->bound && bind(fd, &v->id.route.addr.src_addr,
+				     vcm_addr_len(&v->id.route.addr.src_addr)) < 0)
+			return errno;
+	}
+	v->state = VCM_CONNECTING;
+	v->deadline = v->connect_until;
+	if (connect(fd, dst, vcm_addr_len(dst)) < 0 && errno != EINPROGRESS)
+		return errno;
+	return 0;
+}
+
+/*
+ * A refused connect is tried again for VCM_REFUSED_MS: a listener may be
+ * a moment from listening (perftest -R listens again on its port right
+ * after the first exchange, and its connector gives up on REJECTED).
+ */
+void vcm_connect_failed_locked(struct vcm_id *v, int err)
+{
+	uint64_t now = vcm_now();
+
+	if (err == ECONNREFUSED && now + VCM_RETRY_MS < v->refused_until) {
+		vcm_close_locked(v, VCM_CONNECT_WAIT);
+		v->deadline = now + VCM_RETRY_MS;
+		return;
+	}
+	vcm_fail_connect_locked(v, err == ECONNREFUSED ? RDMA_CM_EVENT_REJECTED :
+				RDMA_CM_EVENT_UNREACHABLE, -err);
+}
+
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct vcm_id *v;
-	int rc, fd;
+	int rc;
 
 	if (!id)
 		return vcm_fail(EINVAL);
@@ -82,25 +125,17 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	vcm_msg_init(&v->out, VCM_MSG_REQ);
 	vcm_msg_fill(&v->out, v, conn_param);
 
-	fd = v->fd;
-	if (fd < 0) {
-		fd = vcm_socket(id->route.addr.dst_addr.sa_family, v->afonly);
-		if (fd < 0) {
-			rc = errno;
-			goto out;
-		}
-		v->fd = fd;
+	v->connect_until = vcm_now() + VCM_CONNECT_MS;
+	v->refused_until = vcm_now() + VCM_REFUSED_MS;
+	rc = vcm_connect_start_locked(v);
+	if (rc == EMFILE || rc == ENFILE || rc == ENOBUFS || rc == ENOMEM) {
+		vcm_close_locked(v, VCM_ROUTE_RESOLVED);
+		goto out;			/* no socket: the call fails */
 	}
-	v->state = VCM_CONNECTING;
-	v->deadline = vcm_now() + VCM_CONNECT_MS;
 	/* Refused or unreachable at once is still an event, as with rdma_cm. */
-	if (connect(fd, &id->route.addr.dst_addr, vcm_addr_len(&id->route.addr.dst_addr)) < 0 &&
-	    errno != EINPROGRESS) {
-		rc = errno;
-		vcm_fail_connect_locked(v, rc == ECONNREFUSED ? RDMA_CM_EVENT_REJECTED :
-					RDMA_CM_EVENT_UNREACHABLE, -rc);
-		rc = 0;
-	}
+	if (rc)
+		vcm_connect_failed_locked(v, rc);
+	rc = 0;
 	vcm_engine_wake_locked();
 out:
 	pthread_mutex_unlock(&vcm.lock);

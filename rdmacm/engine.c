@@ -149,8 +149,7 @@ static void vcm_on_connected(struct vcm_id *v)
 	int err = 0;
 
 	if (getsockopt(v->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
-		vcm_fail_connect_locked(v, err == ECONNREFUSED ? RDMA_CM_EVENT_REJECTED :
-					RDMA_CM_EVENT_UNREACHABLE, -err);
+		vcm_connect_failed_locked(v, err);
 		return;
 	}
 	len = sizeof(v->id.route.addr.dst_storage);
@@ -289,9 +288,16 @@ static void vcm_react(struct vcm_id *v, short revents)
 
 static void vcm_timeout(struct vcm_id *v)
 {
+	int rc;
+
 	switch (v->state) {
 	case VCM_REQ_WAIT:
 		vcm_id_reap_locked(v);
+		break;
+	case VCM_CONNECT_WAIT:
+		rc = vcm_connect_start_locked(v);
+		if (rc)
+			vcm_connect_failed_locked(v, rc);
 		break;
 	case VCM_CONNECTING:
 	case VCM_REQ_SENT:
@@ -349,6 +355,9 @@ static void *vcm_engine(void *arg)
 			if (v->deadline && v->deadline <= now)
 				vcm_timeout(v);	/* may reap v */
 		}
+		for (v = vcm.ids; v; v = v->next)
+			if (v->deadline && v->deadline < next)
+				next = v->deadline;
 		for (v = vcm.ids; v; v = v->next) {
 			short ev = v->fd >= 0 ? vcm_poll_events(v) : 0;
 
@@ -369,8 +378,6 @@ static void *vcm_engine(void *arg)
 			pfd[n + 1].events = ev;
 			serial[n + 1] = v->serial;
 			n++;
-			if (v->deadline && v->deadline < next)
-				next = v->deadline;
 		}
 		pfd[0].fd = vcm.wake_fd;
 		pfd[0].events = POLLIN;

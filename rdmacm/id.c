@@ -194,6 +194,7 @@ static int vcm_bind_locked(struct vcm_id *v, const struct sockaddr *addr)
 	len = sizeof(v->id.route.addr.src_storage);
 	getsockname(fd, &v->id.route.addr.src_addr, &len);
 	v->fd = fd;
+	v->bound = 1;
 	v->state = VCM_BOUND;
 	return 0;
 }

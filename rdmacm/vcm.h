@@ -37,6 +37,8 @@
 #define VCM_DREP_MS		2000	/* DREQ -> DREP */
 #define VCM_DESTROY_MS		10000	/* destroy_id waiting for acks */
 #define VCM_SEND_MS		1000	/* one message into the socket */
+#define VCM_REFUSED_MS		1000	/* refused connects tried again this long */
+#define VCM_RETRY_MS		50	/* ... this often */
 
 #define VCM_PORT		1	/* the device's port */
 #define VCM_REJ_CONSUMER	28	/* IB_CM_REJ_CONSUMER_DEFINED */
@@ -50,6 +52,7 @@ enum vcm_state {
 	VCM_LISTEN,
 	VCM_ADDR_RESOLVED,
 	VCM_ROUTE_RESOLVED,
+	VCM_CONNECT_WAIT,	/* refused: trying again shortly */
 	VCM_CONNECTING,		/* TCP connect under way */
 	VCM_REQ_SENT,		/* waiting for REP / REJ */
 	VCM_REP_RCVD,		/* REP in, RTU not sent yet */
@@ -87,6 +90,9 @@ struct vcm_id {
 	uint64_t deadline;		/* ms (vcm_now) of the state's limit, 0: none */
 	int has_dev;			/* holds a device reference */
 	int afonly;			/* RDMA_OPTION_ID_AFONLY, -1 unset */
+	int bound;			/* route.addr.src is the program's */
+	uint64_t connect_until;		/* rdma_connect's TCP limit */
+	uint64_t refused_until;		/* retry refused connects until */
 	int disc_queued;		/* its DISCONNECTED is queued */
 	uint64_t listen_serial;		/* a child: its listener */
 	struct vcm_msg out;		/* the REQ, sent once connected */
@@ -202,6 +208,10 @@ int vcm_addr_family_ok(const struct sockaddr *sa);
 /* qp.c */
 int vcm_qp_connect(struct vcm_id *v);
 int vcm_qp_error(struct vcm_id *v);
+
+/* conn.c, vcm.lock held */
+int vcm_connect_start_locked(struct vcm_id *v);
+void vcm_connect_failed_locked(struct vcm_id *v, int err);
 
 /* engine.c: the handshake's reactions, vcm.lock held */
 void vcm_fail_connect_locked(struct vcm_id *v, enum rdma_cm_event_type type, int status);
