@@ -125,6 +125,7 @@ PT="-R -x 0 -n 1000 -s 4096 -p @P@"
 # its own QP (rdma_init_qp_attr, rdma_establish).
 pair rping "ping data: rdma-ping-9:" "rping -s -v -p @P@" "rping -c -a 127.0.0.1 -v -V -C 10 -p @P@"
 pair rping_q "ping data: rdma-ping-9:" "rping -s -q -p @P@" "rping -c -q -a 127.0.0.1 -v -V -C 10 -p @P@"
+pair rping_v6 "ping data: rdma-ping-9:" "rping -s -a ::1 -p @P@" "rping -c -a ::1 -v -V -C 10 -p @P@"
 pair ucmatose "return status 0" "ucmatose -p @P@" "ucmatose -s 127.0.0.1 -p @P@"
 pair ucmatose_c4 "return status 0" "ucmatose -c 4 -C 20 -p @P@" "ucmatose -c 4 -C 20 -s 127.0.0.1 -p @P@"
 pair ucmatose_migrate "return status 0" "ucmatose -m -p @P@" "ucmatose -m -s 127.0.0.1 -p @P@"
@@ -140,6 +141,7 @@ own limits
 own pdata
 own nonblock
 own cleanup
+own vanish
 
 # every guest gone from vrdmad once the programs exited
 if want leaks; then

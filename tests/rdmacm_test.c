@@ -2,20 +2,23 @@
 /*
  * vrdma's librdmacm, the uses Debian's programs do not make: a port
  * nobody listens on, private data limits and delivery, reject with data,
- * non-blocking channels, and nothing left (threads, fds) once the
- * channels are gone.  Both ends live in this one process.
+ * non-blocking channels, nothing left (threads, fds) once the channels
+ * are gone, a peer killed mid-connection.  Both ends live in this one
+ * process (vanish: the connector in a child).
  * Usage: rdmacm_test CASE PORT   (cases: refused limits pdata nonblock
- * cleanup); prints one line, exits 0 when the case holds.
+ * cleanup vanish); prints one line, exits 0 when the case holds.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
@@ -293,6 +296,71 @@ static int case_nonblock(void)
 	return 0;
 }
 
+/* The connector (another process) is killed once connected: the
+ * acceptor gets DISCONNECTED, not a hang. */
+static int case_vanish(int port)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param cp = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *c, *l = NULL, *child;
+	struct rdma_cm_event *e;
+	int up[2], go[2];
+	pid_t pid;
+	char b = 0;
+
+	if (pipe(up) || pipe(go))
+		return fail("pipe");
+	pid = fork();
+	if (pid < 0)
+		return fail("fork");
+	if (pid == 0) {
+		/* the connector: waits for the listener, connects, waits to die */
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		ch = rdma_create_event_channel();
+		if (!ch || connector(ch, &c, port) || rdma_connect(c, &cp) ||
+		    ack(ch, RDMA_CM_EVENT_ESTABLISHED))
+			_exit(1);
+		if (write(up[1], "u", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ch = rdma_create_event_channel();
+	if (!ch || listener(ch, &l, port))
+		goto err;
+	if (write(go[1], "g", 1) != 1)
+		goto err;
+	e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (!e)
+		goto err;
+	child = e->id;
+	rdma_ack_cm_event(e);
+	if (rdma_create_qp(child, NULL, &qa) || rdma_accept(child, NULL)) {
+		fail("rdma_create_qp / rdma_accept");
+		goto err;
+	}
+	if (ack(ch, RDMA_CM_EVENT_ESTABLISHED) || read(up[0], &b, 1) != 1)
+		goto err;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (ack(ch, RDMA_CM_EVENT_DISCONNECTED))
+		return 1;
+	teardown(child, l, NULL);
+	rdma_destroy_event_channel(ch);
+	printf("ok %s: DISCONNECTED after the connector was killed\n", tcase);
+	return 0;
+err:
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	printf("FAIL %s\n", tcase);
+	return 1;
+}
+
 static int count_dir(const char *path)
 {
 	struct dirent *d;
@@ -337,7 +405,7 @@ int main(int argc, char **argv)
 	int port;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: rdmacm_test refused|limits|pdata|nonblock|cleanup PORT\n");
+		fprintf(stderr, "usage: rdmacm_test refused|limits|pdata|nonblock|cleanup|vanish PORT\n");
 		return 2;
 	}
 	tcase = argv[1];
@@ -353,6 +421,8 @@ int main(int argc, char **argv)
 		return case_nonblock();
 	if (!strcmp(tcase, "cleanup"))
 		return case_cleanup(port);
+	if (!strcmp(tcase, "vanish"))
+		return case_vanish(port);
 	fprintf(stderr, "rdmacm_test: unknown case %s\n", tcase);
 	return 2;
 }
