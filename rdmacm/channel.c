@@ -80,6 +80,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct vcm_channel *c, **pp;
 	struct vcm_event *e;
+	struct vcm_id *v;
 	int last;
 
 	if (!channel)
@@ -95,6 +96,10 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		c->head = e->next;
 		free(e);
 	}
+	/* Ids still on it (a program's mistake) queue nothing from now on. */
+	for (v = vcm.ids; v; v = v->next)
+		if (v->id.channel == channel)
+			v->id.channel = NULL;
 	last = !vcm.channels;
 	pthread_mutex_unlock(&vcm.lock);
 	if (last)
