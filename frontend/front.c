@@ -157,6 +157,35 @@ static int vfe_wait_back_state(struct vfe_dev *d, const char *want, int64_t dead
 static int vfe_back_path(const struct vfe_dev *d, const char *key,
 			 char *path, size_t len);
 
+/*
+ * A new frontend instance (process) on the device: wait until the backend
+ * is in InitWait.  It may still be closing the previous instance's
+ * connection; once it is Closed it rearms when our state changes, so a
+ * Closed backend gets a nudge (Closed, then Initialising: it rearms on
+ * either), at most every 200 ms.
+ */
+static int vfe_wait_initwait(struct vfe_dev *d, int64_t deadline)
+{
+	char path[VPLAT_KEY_MAX + 64], st[8];
+	int nudge = VRDMA_XB_CLOSED, rc;
+
+	rc = vfe_back_path(d, "state", path, sizeof(path));
+	if (rc)
+		return rc;
+	for (;;) {
+		rc = vplat_key_wait(d->plat, path, "2", NULL,
+				    vfe_remaining(deadline) < 200 ? vfe_remaining(deadline) : 200);
+		if (rc != -ETIMEDOUT)
+			return rc;
+		if (vfe_remaining(deadline) == 0)
+			return -ETIMEDOUT;
+		if (vplat_key_read(d->plat, path, st, sizeof(st)) == 0 && !strcmp(st, "6")) {
+			vfe_fwrite(d, "state", (uint32_t)nudge);
+			nudge = nudge == VRDMA_XB_CLOSED ? VRDMA_XB_INITIALISING : VRDMA_XB_CLOSED;
+		}
+	}
+}
+
 /* A backend feature key: "1" is on, anything else (or absent) off. */
 static bool vfe_feature(struct vfe_dev *d, const char *key)
 {
@@ -417,7 +446,7 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	rc = vfe_read_backend(d, deadline);
 	if (rc)
 		goto err_claim;
-	rc = vfe_wait_back_state(d, "2", deadline);
+	rc = vfe_wait_initwait(d, deadline);
 	if (rc)
 		goto err_claim;
 	rc = vfe_negotiate(d);

@@ -7,6 +7,8 @@
 #   OUT/node.cpio  busybox, the modules in insmod order (virtio-net, crc32,
 #                  rxe, rdma_ucm), vrdmad, vrdmactl, libvrdma, vrdma-bw/-lat,
 #                  itest_guest, perftest, ibv_devinfo, rdma, the rxe provider,
+#                  vrdma's libibverbs/librdmacm (/usr/lib/vrdma) and vrdma-run
+#                  for unmodified verbs programs in guests,
 #                  each with the libraries ldd names; /init and the suites
 #                  from tests/cluster.
 # Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/cluster)
@@ -23,6 +25,7 @@ ML=/usr/lib/x86_64-linux-gnu
 
 VRDMA_BINS="sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat tests/itest_guest"
 HOST_BINS="/usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_write_lat
+	/usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ibv_rc_pingpong /usr/bin/rping
 	/usr/bin/ibv_devinfo /usr/bin/rdma"
 for f in $VRDMA_BINS; do
 	[ -x "$B/$f" ] || cl_die "$B/$f missing (make B=$B all $B/tests/itest_guest first)"
@@ -69,6 +72,12 @@ done
 for f in $HOST_BINS; do
 	addbin "$f" "$f"
 done
+# vrdma's libibverbs / librdmacm for the guests (vrdma-run puts this
+# private libdir first; vrdmad keeps using the system's, with rxe).
+for f in "$B"/lib/vrdma/*.so.1; do
+	addbin "$f" "/usr/lib/vrdma/${f##*/}"
+done
+cp "$B/bin/vrdma-run" "$R/usr/bin/vrdma-run"
 # The rxe provider is dlopen()ed by libibverbs: ldd never names it.
 for f in "$ML"/libibverbs/librxe-rdmav*.so; do
 	addbin "$f" "$f"

@@ -12,7 +12,9 @@
 #                  inside TCG, ~10 s per domU) and the domU initramfs:
 #                  busybox, libvrdma, vrdma-bw/-lat, itest_guest/_hostile,
 #                  vrdma-xen-rawcopy, each with the libraries ldd names;
-#                  netfront.
+#                  netfront; vrdma's libibverbs/librdmacm (/usr/lib/vrdma),
+#                  vrdma-run and Debian's unmodified verbs programs
+#                  (perftest, ibverbs-utils, rdmacm-utils) they run.
 # The images reuse the host's glibc: build on Debian 12.
 # Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/xen)
 set -euo pipefail
@@ -30,8 +32,16 @@ MOD=$R/lib/modules/$KVER/kernel/drivers/xen
 
 DOM0_BINS="sbin/vrdmad sbin/vrdmactl"
 DOMU_BINS="bin/vrdma-bw bin/vrdma-lat bin/vrdma-xen-rawcopy tests/itest_guest tests/itest_hostile"
-for f in $DOM0_BINS $DOMU_BINS; do
-	[ -x "$B/$f" ] || xr_die "$B/$f missing (make B=$B all first)"
+# Debian's own verbs programs, unmodified, run through vrdma-run (issue 10).
+DOMU_VERBS="/usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw
+	/usr/bin/ib_atomic_bw /usr/bin/ib_write_lat /usr/bin/ib_send_lat
+	/usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong /usr/bin/ibv_srq_pingpong
+	/usr/bin/rping /usr/bin/ucmatose"
+for f in $DOM0_BINS $DOMU_BINS lib/vrdma/libibverbs.so.1 lib/vrdma/librdmacm.so.1 bin/vrdma-run; do
+	[ -e "$B/$f" ] || xr_die "$B/$f missing (make B=$B all first)"
+done
+for f in $DOMU_VERBS; do
+	[ -x "$f" ] || xr_die "$f missing (apt-get install perftest ibverbs-utils rdmacm-utils)"
 done
 mkdir -p "$OUT"
 
@@ -93,7 +103,7 @@ base_rootfs() { # rootfs
 	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$rf/usr/lib/x86_64-linux-gnu/"
 	echo 'root:x:0:0:root:/:/bin/sh' >"$rf/etc/passwd"
 	mkdir -p "$rf/vrdma"
-	cp "$TOP/tests/xen/rig-lib.sh" "$rf/vrdma/"
+	cp "$TOP/tests/xen/rig-lib.sh" "$TOP/tests/xen/verbs-lib.sh" "$rf/vrdma/"
 }
 # Network modules and their dependencies (read from each module's .modinfo:
 # the host needs no kmod), copied into ROOTFS/lib/modules and listed in
@@ -123,6 +133,16 @@ DU=$W/domu
 base_rootfs "$DU"
 for f in $DOMU_BINS; do
 	addbin "$DU" "$B/$f" "/usr/bin/${f##*/}"
+done
+# vrdma's private libdir (what vrdma-run puts first), then the programs;
+# the distribution's libibverbs their ldd names comes along, unused.
+mkdir -p "$DU/usr/lib/vrdma"
+for f in "$B"/lib/vrdma/*.so.1; do
+	addbin "$DU" "$f" "/usr/lib/vrdma/${f##*/}"
+done
+cp "$B/bin/vrdma-run" "$DU/usr/bin/vrdma-run"
+for f in $DOMU_VERBS; do
+	addbin "$DU" "$f" "$f"
 done
 netmods "$DU" xen-netfront
 cp "$TOP/tests/xen/domu-init.sh" "$DU/init"

@@ -7,6 +7,9 @@
 #      side: the survivor on the other node gets error completions and
 #      exits on its own, no hang
 #   c. vrdmactl census clean on both nodes afterwards
+#   d. Debian's unmodified verbs programs through vrdma-run, server a
+#      guest on b, client a guest on a: the QP numbers go over TCP, the two
+#      vrdmads bind the QPs over rxe (MODIFY_QP across nodes, rdma_cm)
 # Every wait has a limit.
 
 # itest_guest's ITEST lines as markers: itest-<side>-<check>.
@@ -103,6 +106,58 @@ if need_remote check-remote-path-$NODE; then
 	kill_pair b
 	if [ "$NODE" = a ]; then cl_tell killb-done 120; else cl_await killb-done 180; fi
 	vt_check killb-nothing-left-$NODE leak_free
+fi
+
+# ---- d. unmodified verbs programs across the nodes ----
+# cl_vpair NAME PORT SRV_CMD CLI_CMD: b runs SRV_CMD, a CLI_CMD once b
+# listens on PORT (TCP; rdma_cm on vrdma listens on the same port); @P@ is
+# the port, @A@ node b's address.  PASS on each side iff its program
+# exits 0.
+cl_vpair() {
+	_n=$1
+	_c=$(echo "$3" | sed "s/@P@/$2/g; s/@A@/$PEER/g")
+	[ "$NODE" = a ] && _c=$(echo "$4" | sed "s/@P@/$2/g; s/@A@/$PEER/g")
+	if [ "$NODE" = b ]; then
+		bg "timeout 120 vrdma-run $_c" $T/v-$_n.out
+		_pid=$BG_PID
+		_hex=$(printf ':%04X ' "$2")
+		_i=0
+		while ! grep -qi "$_hex.* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
+		      kill -0 $_pid 2>/dev/null && [ $_i -lt 300 ]; do
+			sleep 0.2
+			_i=$((_i + 1))
+		done
+		cl_tell v-$_n-ready 60
+		wait_exit $_pid 130
+	else
+		cl_await v-$_n-ready 150
+		timeout 120 vrdma-run $_c >$T/v-$_n.out 2>&1
+	fi
+	_rc=$?
+	if [ $_rc = 0 ]; then
+		vt_pass verbs-$_n-$NODE
+		grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' $T/v-$_n.out | tail -n 1
+	else
+		tail -n 12 $T/v-$_n.out
+		vt_fail verbs-$_n-$NODE "exit $_rc"
+	fi
+	# meet: the next pair starts once both are done
+	if [ "$NODE" = a ]; then cl_tell v-$_n-done 60; else cl_await v-$_n-done 150; fi
+}
+
+if need_remote verbs-remote-path-$NODE; then
+	cl_vpair rc_pingpong 19601 "ibv_rc_pingpong -g 0 -n 100 -p @P@" \
+		"ibv_rc_pingpong -g 0 -n 100 -p @P@ @A@"
+	cl_vpair write_bw 19602 "ib_write_bw -x 0 -n 200 -s 65536 -p @P@" \
+		"ib_write_bw -x 0 -n 200 -s 65536 -p @P@ @A@"
+	cl_vpair read_bw 19603 "ib_read_bw -x 0 -n 200 -s 65536 -p @P@" \
+		"ib_read_bw -x 0 -n 200 -s 65536 -p @P@ @A@"
+	cl_vpair send_lat 19604 "ib_send_lat -x 0 -n 200 -s 8 -p @P@" \
+		"ib_send_lat -x 0 -n 200 -s 8 -p @P@ @A@"
+	cl_vpair rping 19605 "rping -s -v -p @P@ -C 10" "rping -c -a @A@ -v -V -p @P@ -C 10"
+	cl_vpair write_bw_cm 19606 "ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@" \
+		"ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@ @A@"
+	vt_check verbs-clean-$NODE leak_free
 fi
 
 # ---- c. nothing left on either node ----

@@ -41,7 +41,11 @@ ra_exec() {
 	xenstore-write $RA_DATA/rc/$n "$rc"
 }
 
-# ra_agent: poll for commands forever (dom0 ends the domain).
+# ra_agent: wait for commands forever (dom0 ends the domain).  It sleeps
+# in a xenstore watch, not a poll: a domU has one vCPU, and a poll every
+# 0.2 s (a fork each, slow under TCG) preempts the command it runs, which
+# is enough to spoil perftest's clock calibration.  The watch is bounded
+# (3 s) so a command written just before it was set is still seen.
 ra_agent() {
 	n=0
 	xenstore-read name >/tmp/ra-name
@@ -50,8 +54,8 @@ ra_agent() {
 		if c=$(xenstore-read -R $RA_DATA/cmd/$n 2>/dev/null); then
 			ra_exec $n "$c" &
 			n=$((n + 1))
-		else
-			sleep 0.2
+		elif ! timeout 3 xenstore-watch -n 2 $RA_DATA/cmd >/dev/null 2>&1; then
+			[ $? = 124 ] || sleep 0.2	# no watch support: poll
 		fi
 	done
 }

@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
 # Suite "check" (sourced by dom0's /init; D1 D2 D3 are the domUs' ids, ctl
-# talks to vrdmad, VPID is its pid).  A Xen domain has one vrdma device, so
-# one vrdma process per domU at a time: the honest pairs run between domu1
-# and domu2, the hostile guest is domu3.
+# talks to vrdmad, VPID is its pid).  Each domU has one vrdma device (but
+# domu1 a second one in d.), so one vrdma process per domU at a time: the
+# honest pairs run between domu1 and domu2, the hostile guest is domu3.
 #   0. guest network: domu1 pings domu2 and makes a TCP round trip to an
 #      echo server in domu2 (netfront -> netback -> xenbr0 -> ...)
 #   a. every opcode between domu1 and domu2, data verified (itest_guest)
 #   b. hostile cases in domu3 (itest_hostile), each refused, while
 #      vrdma-bw --verify pairs run between domu1 and domu2 and pass
-#   c. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
+#   c. Debian's unmodified verbs programs (perftest, ibv_rc_pingpong,
+#      ibv_devinfo) between domu1 and domu2 through vrdma-run: the QP
+#      numbers go over the guest network, dom0 binds the QPs (intra-host)
+#   d. two vrdma processes in one domU: domu1 gets a second device, a
+#      vrdma-bw server and its client both run in domu1, each claims one
+#   e. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
 #      not a hang, and vrdmad is left with nothing of it (census, gntdev
 #      mappings, event channels, backend xenstore dirs)
 # Every wait has a limit.
@@ -44,6 +49,10 @@ no_gntdev_maps() {
 # No event channel of dom0 still points at domain $1.
 no_evtchn_to() {
 	! lsevtchn 0 2>/dev/null | grep -E "[Dd]om(ain)? *$1([^0-9]|$)"
+}
+
+no_key() {
+	! xenstore-exists "$1"
 }
 
 no_backend_dir() {
@@ -144,7 +153,34 @@ vt_check hostile-logged-disabled grep -q disabled $VLOG
 vt_check hostile-daemon-alive ctl ping
 vt_check hostile-clean leak_free 3
 
-# ---- c. a domU destroyed mid-transfer ----
+# ---- c. unmodified verbs programs between domu1 and domu2 ----
+if [ -n "$A1" ] && [ -n "$A2" ]; then
+	. /vrdma/verbs-lib.sh
+	verbs_suite $D2 $D1 $A2
+	vt_check verbs-clean leak_free 3
+else
+	vt_fail verbs-network "no guest network: the programs exchange QP numbers over TCP"
+fi
+
+# ---- d. two vrdma processes in one domU ----
+vt_check twoproc-attach ctl attach $D1 1
+ns=$(du_run $D1 "timeout 120 vrdma-bw -p twoproc -s 65536 -n 2000 -T 60 --verify" "listening on service")
+if du_ready $D1 $ns 60; then
+	owner0=$(xenstore-read /local/domain/$D1/device/vrdma/0/owner 2>/dev/null)
+	vt_check twoproc-client gn_sh $D1 150 "timeout 140 vrdma-bw -p twoproc -s 65536 -n 2000 -T 60 --verify local"
+	du_wait $D1 $ns 60
+	vt_check twoproc-server [ "$DU_RC" = 0 ]
+	echo "device 0 owner while both ran: '$owner0'"
+	vt_check twoproc-claimed [ -n "$owner0" ]
+	vt_check twoproc-released no_key /local/domain/$D1/device/vrdma/0/owner
+	vt_check twoproc-released-1 no_key /local/domain/$D1/device/vrdma/1/owner
+else
+	vt_fail twoproc-server-ready "$(du_out $D1 $ns | tail -n 5)"
+fi
+vt_check twoproc-detach ctl detach $D1 1
+vt_check twoproc-clean leak_free 3
+
+# ---- e. a domU destroyed mid-transfer ----
 BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 -T 20 %s'
 ns=$(du_run $D1 "$(printf "$BW_KILL" "")" "listening on service")
 if du_ready $D1 $ns 60; then

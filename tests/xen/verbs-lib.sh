@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: MIT
+# Unmodified verbs programs between two domUs (sourced by the suites in
+# dom0 after rig-lib.sh), each through vrdma-run:
+#   vpair NAME PORT SRV_DOM CLI_DOM ADDR PROG ARGS   (perftest style: the
+#       server runs PROG -p PORT ARGS, the client the same plus ADDR)
+#   vcmds NAME PORT SRV_DOM CLI_DOM SRV_CMD CLI_CMD  (any pair; @P@ in the
+#       commands is the port)
+# PASS iff both exit 0.  The client starts once the server listens on the
+# port (read from /proc/net/tcp, not by connecting: perftest would take a
+# probe for its client; rdma_cm on vrdma listens on the same TCP port).
+VT_T=${VT_T:-90}
+
+# The command that waits (bounded) until a domU listens on TCP port $1.
+vt_listen_cmd() {
+	printf 'i=0; while ! grep -qi ":%04X [0-9A-F:]* 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && exit 1; sleep 0.2; done' "$1"
+}
+
+# perftest calibrates its cycle counter against gettimeofday and refuses
+# to report when the two do not correlate (r^2 < 0.9), which a TCG guest
+# on a busy host does now and then: a run that failed only that way runs
+# again (at most twice more), and says so.
+vcmds() { # name port srv_dom cli_dom srv_cmd cli_cmd
+	local name=$1 port=$2 try
+	shift 2
+	for try in 1 2 3; do
+		vcmds_once "$name" $port "$@" && return 0
+		echo "$VP_OUT" | grep -q 'Correlation coefficient' || break
+		echo "verbs-$name: perftest could not calibrate its clock (try $try), again"
+		port=$((port + 100))
+		sleep 2	# the device comes free for the next process
+	done
+	vt_fail "verbs-$name"
+	return 1
+}
+
+vpair() { # name port srv_dom cli_dom addr prog args...
+	local name=$1 port=$2 sd=$3 cd=$4 addr=$5 prog=$6
+	shift 6
+	vcmds "$name" $port $sd $cd "$prog -p @P@ $*" "$prog -p @P@ $* $addr"
+}
+
+# One run; stderr last: perftest's long banner would push its error out
+# of the 3000 bytes du_out keeps.
+vt_wrap() { # cmd port tag
+	echo "timeout $VT_T vrdma-run $(echo "$1" | sed "s/@P@/$2/g") 2>/tmp/vp.err.$3; r=\$?; cat /tmp/vp.err.$3; exit \$r"
+}
+
+vcmds_once() { # name port srv_dom cli_dom srv_cmd cli_cmd
+	local name=$1 port=$2 sd=$3 cd=$4 ns nc src crc
+	VP_OUT=
+	ns=$(du_run $sd "$(vt_wrap "$5" $port s)")
+	if ! du_sh $sd 70 "$(vt_listen_cmd $port)"; then
+		echo "-- verbs-$name: the server never listened: $(du_out $sd $ns | tail -n 5)"
+		du_wait $sd $ns $VT_T
+		return 1
+	fi
+	nc=$(du_run $cd "$(vt_wrap "$6" $port c)")
+	du_wait $cd $nc $((VT_T + 10))
+	crc=$DU_RC
+	du_wait $sd $ns $((VT_T + 10))
+	src=$DU_RC
+	VP_OUT="$(du_out $sd $ns; echo; du_out $cd $nc)"
+	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+		vt_pass "verbs-$name"
+		du_out $cd $nc | grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' | tail -n 2
+		return 0
+	fi
+	echo "-- verbs-$name server (rc $src):"; du_out $sd $ns | tail -n 12; echo
+	echo "-- verbs-$name client (rc $crc):"; du_out $cd $nc | tail -n 12; echo
+	return 1
+}
+
+# The issue-10 set, between SRV_DOM (address ADDR) and CLI_DOM.
+verbs_suite() { # srv_dom cli_dom addr
+	local s=$1 c=$2 a=$3 p=19300
+	vt_check verbs-devinfo gn_sh $c 60 "vrdma-run ibv_devinfo -v | grep -E 'hca_id|GID'; vrdma-run ibv_devinfo | grep -q vrdma0"
+	vpair rc_pingpong $((p + 1)) $s $c $a ibv_rc_pingpong -g 0 -n 100
+	vpair srq_pingpong $((p + 2)) $s $c $a ibv_srq_pingpong -g 0 -n 50 -q 4
+	vpair write_bw $((p + 3)) $s $c $a ib_write_bw -x 0 -n 200 -s 65536
+	vpair write_bw_old $((p + 4)) $s $c $a ib_write_bw -x 0 -n 200 -s 4096 --use_old_post_send
+	vpair read_bw $((p + 5)) $s $c $a ib_read_bw -x 0 -n 200 -s 65536
+	vpair send_bw $((p + 6)) $s $c $a ib_send_bw -x 0 -n 200 -s 65536
+	vpair atomic_bw $((p + 7)) $s $c $a ib_atomic_bw -x 0 -n 200
+	vpair write_lat $((p + 8)) $s $c $a ib_write_lat -x 0 -n 200 -s 8
+	vpair send_lat $((p + 9)) $s $c $a ib_send_lat -x 0 -n 200 -s 8
+	# rdma_cm: the connection over the guest network, QPs bound by dom0
+	vpair write_bw_cm $((p + 10)) $s $c $a ib_write_bw -R -x 0 -n 200 -s 65536
+	vpair send_lat_cm $((p + 11)) $s $c $a ib_send_lat -R -x 0 -n 200 -s 8
+	vcmds rping $((p + 12)) $s $c "rping -s -v -p @P@ -C 10" "rping -c -a $a -v -V -p @P@ -C 10"
+	vcmds ucmatose $((p + 13)) $s $c "ucmatose -p @P@" "ucmatose -s $a -p @P@"
+}
