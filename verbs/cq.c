@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -337,6 +338,36 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
+/*
+ * An empty poll.  On hardware a program spinning in ibv_poll_cq costs the
+ * adapter nothing; here the adapter is vrdmad, a process that needs a CPU,
+ * and on a small or busy machine it shares this one.  A poller that never
+ * lets go leaves it what preemption takes (perftest's ib_write_bw: ~100
+ * MB/s instead of GB/s, docs/verbs.md).  So after a short spin: if a
+ * completion is due (a signaled send WR of this CQ not polled yet), sleep
+ * until dom0 writes it, as libvrdma's own waiters do; else yield, which
+ * costs a system call when nothing else wants this CPU.  A due count that
+ * was wrong (the QP destroyed, say) costs one timed-out sleep.
+ */
+static void vvb_poll_idle(struct vvb_cq *cq)
+{
+	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) < VVB_POLL_SPIN)
+		return;
+	if (__atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0) {
+		sched_yield();
+		return;
+	}
+	if (vrdma_wait_cq(cq->vcq, VVB_POLL_SLEEP_MS) == ETIMEDOUT)
+		__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
+}
+
+/* Signaled send WRs just posted on a QP whose send CQ is cq. */
+void vvb_cq_due(struct vvb_cq *cq, long n)
+{
+	if (n)
+		__atomic_add_fetch(&cq->due, n, __ATOMIC_RELAXED);
+}
+
 static enum ibv_wc_status vvb_status(enum vrdma_wc_status s)
 {
 	switch (s) {
@@ -372,17 +403,24 @@ static enum ibv_wc_opcode vvb_wc_opcode(enum vrdma_wc_opcode o)
 
 int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
+	struct vvb_cq *cq = vvb_cq(ibcq);
 	struct vrdma_wc vwc[32];
 	int done = 0, got, i;
+	long sends;
 
 	if (n < 0)
 		return -1;
 	while (done < n) {
 		int want = n - done < 32 ? n - done : 32;
 
-		got = vrdma_poll_cq(vvb_cq(ibcq)->vcq, want, vwc);
+		got = vrdma_poll_cq(cq->vcq, want, vwc);
 		if (got < 0)
 			return done ? done : -1;
+		if (!got && !done)
+			vvb_poll_idle(cq);
+		else if (!done)
+			__atomic_store_n(&cq->empty, 0, __ATOMIC_RELAXED);
+		sends = 0;
 		for (i = 0; i < got; i++) {
 			struct ibv_wc *w = &wc[done + i];
 
@@ -397,7 +435,11 @@ int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			w->src_qp = vwc[i].src_qp;
 			if (vwc[i].wc_flags & VRDMA_WC_WITH_IMM)
 				w->wc_flags |= IBV_WC_WITH_IMM;
+			sends += !(w->opcode & IBV_WC_RECV);
 		}
+		/* Flushed unsignaled WRs complete too: never below zero. */
+		if (sends && __atomic_sub_fetch(&cq->due, sends, __ATOMIC_RELAXED) < 0)
+			__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
 		done += got;
 		if (got < want)
 			break;

@@ -20,6 +20,7 @@ int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted)
 {
 	struct vrdma_send_wr *bad = NULL;
 	uint32_t i;
+	long sig;
 	int rc;
 
 	*posted = 0;
@@ -30,6 +31,9 @@ int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted)
 	rc = vrdma_post_send(q->vqp, q->swr, &bad);
 	*posted = rc ? (uint32_t)(bad ? bad - q->swr : 0) : n;
 	q->sq_count += *posted;
+	for (i = 0, sig = 0; i < *posted; i++)
+		sig += q->sq_sig_all || (q->swr[i].send_flags & VRDMA_SEND_SIGNALED);
+	vvb_cq_due(vvb_cq(q->qpx.qp_base.send_cq), sig);
 	return rc;
 }
 

@@ -33,6 +33,8 @@
 #define VVB_OPEN_MS		5000	/* vrdma_open() handshake limit */
 #define VVB_PROBE_MS		2000	/* the same, for ibv_get_device_list() */
 #define VVB_SLICE_MS		20	/* notifier wait on one armed CQ */
+#define VVB_POLL_SPIN		64	/* empty polls before yielding/sleeping */
+#define VVB_POLL_SLEEP_MS	1	/* longest sleep of an empty poll */
 
 /* enum ibv_gid_type_sysfs of rdma-core's driver.h (not installed). */
 #define VVB_GID_TYPE_SYSFS_ROCE_V2	1
@@ -62,6 +64,10 @@ struct vvb_cq {
 	struct vrdma_cq *vcq;
 	struct vvb_cq *next;			/* ctx->cqs (ctx->lock) */
 	int armed;				/* ctx->lock */
+	/* ibv_poll_cq's idle rule (atomics): empty polls in a row, and
+	 * signaled send WRs posted and not polled yet (an estimate) */
+	unsigned int empty;
+	long due;
 };
 
 struct vvb_mr {
@@ -151,6 +157,7 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 /* cq.c */
 int vvb_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int vvb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void vvb_cq_due(struct vvb_cq *cq, long n);
 void vvb_notifier_stop(struct vvb_context *ctx);
 
 /* qp.c */
