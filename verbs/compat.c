@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Strings, fork support, rates, and the calls vrdma refuses: SRQs,
- * address handles (UD), multicast.  Each refusal is the documented
- * verbs failure: NULL + errno or the errno value, EOPNOTSUPP.
+ * Strings, fork support, rates, and the calls vrdma refuses: address
+ * handles (UD), multicast.  Each refusal is the documented verbs
+ * failure: NULL + errno or the errno value, EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -156,33 +156,6 @@ enum ibv_rate mult_to_ibv_rate(int mult)
 	case 48:	return IBV_RATE_120_GBPS;
 	default:	return IBV_RATE_MAX;
 	}
-}
-
-/* ---- shared receive queues: none yet ---- */
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd; (void)attr;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq; (void)attr; (void)mask;
-	return EOPNOTSUPP;
-}
-
-int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq; (void)attr;
-	return EOPNOTSUPP;
-}
-
-int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EOPNOTSUPP;
 }
 
 /* ---- address handles: only UD uses them, and vrdma is RC only ---- */

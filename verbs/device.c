@@ -142,6 +142,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = vvb_query_port;
 	ctx->vctx.query_device_ex = vvb_query_device_ex;
 	ctx->vctx.create_qp_ex = vvb_create_qp_ex;
+	ctx->vctx.create_srq_ex = vvb_create_srq_ex;
 	return c;
 
 err_close:
@@ -210,6 +211,10 @@ static void vvb_fill_device_attr(struct vvb_context *ctx, struct ibv_device_attr
 	a->max_cqe = (int)d->max_cqe;
 	a->max_mr = (int)d->max_mr;
 	a->max_pd = (int)d->max_pd;
+	/* SRQs: libvrdma's limits are the QP ones (vrdma_create_srq(3)) */
+	a->max_srq = (int)d->max_qp;
+	a->max_srq_wr = (int)d->max_qp_wr;
+	a->max_srq_sge = (int)d->max_sge;
 	a->max_qp_rd_atom = (int)d->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = (int)d->max_qp_rd_atom;
 	a->max_res_rd_atom = (int)(d->max_qp_rd_atom * d->max_qp);

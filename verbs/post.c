@@ -159,6 +159,11 @@ int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	uint32_t n, i, posted;
 	int rc = 0, rc2, k;
 
+	if (q->srq) {				/* ibv_post_srq_recv() feeds it */
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
 	pthread_mutex_lock(&q->rq_lock);
 	while (w && !rc) {
 		start = w;
@@ -195,12 +200,4 @@ int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	if (rc && bad)
 		*bad = w;
 	return rc;
-}
-
-int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	if (bad)
-		*bad = wr;
-	return EOPNOTSUPP;			/* no SRQ is ever created */
 }

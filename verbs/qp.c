@@ -35,11 +35,12 @@ static int vvb_check_init(struct vvb_context *ctx, const struct ibv_qp_init_attr
 	if ((ia->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (ia->send_ops_flags & ~(uint64_t)VVB_SEND_OPS))
 		return EOPNOTSUPP;
-	if (ia->qp_type != IBV_QPT_RC || ia->srq)
-		return EOPNOTSUPP;		/* UD, UC, XRC; no SRQs */
+	if (ia->qp_type != IBV_QPT_RC)
+		return EOPNOTSUPP;		/* UD, UC, XRC */
 	if (ia->pd->context != &ctx->vctx.context ||
 	    ia->send_cq->context != ia->pd->context ||
-	    ia->recv_cq->context != ia->pd->context)
+	    ia->recv_cq->context != ia->pd->context ||
+	    (ia->srq && ia->srq->context != ia->pd->context))
 		return EINVAL;
 	if (ia->cap.max_inline_data > VVB_MAX_INLINE)
 		return EINVAL;
@@ -111,6 +112,7 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	}
 	q->ctx = ctx;
 	q->cap = ia->cap;
+	q->srq = ia->srq ? vvb_srq(ia->srq) : NULL;
 	pthread_mutex_init(&q->sq_lock, NULL);
 	pthread_mutex_init(&q->rq_lock, NULL);
 	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
@@ -122,14 +124,20 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 		rc = EINVAL;
 		goto err_free;
 	}
+	/* On an SRQ the QP has no receive queue of its own: caps 0, as
+	 * providers report them. */
+	if (q->srq)
+		q->cap.max_recv_wr = q->cap.max_recv_sge = 0;
 	q->sq_depth = q->cap.max_send_wr;
 	q->rq_depth = q->cap.max_recv_wr;
 	q->sq_sig_all = ia->sq_sig_all;
 	q->swr = calloc(q->sq_depth, sizeof(*q->swr));
 	q->ssge = calloc((size_t)q->sq_depth * q->cap.max_send_sge, sizeof(*q->ssge));
-	q->rwr = calloc(q->rq_depth, sizeof(*q->rwr));
-	q->rsge = calloc((size_t)q->rq_depth * q->cap.max_recv_sge, sizeof(*q->rsge));
-	if (!q->swr || !q->ssge || !q->rwr || !q->rsge) {
+	if (!q->srq) {
+		q->rwr = calloc(q->rq_depth, sizeof(*q->rwr));
+		q->rsge = calloc((size_t)q->rq_depth * q->cap.max_recv_sge, sizeof(*q->rsge));
+	}
+	if (!q->swr || !q->ssge || (!q->srq && (!q->rwr || !q->rsge))) {
 		rc = ENOMEM;
 		goto err_free;
 	}
@@ -146,7 +154,8 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	rc = vvb_inline_init(q, vvb_pd(ia->pd));
 	if (rc)
 		goto err_free;
-	q->vqp = vrdma_create_qp(vvb_pd(ia->pd)->vpd, &va);
+	/* max_recv_* are ignored with an SRQ (vrdma_create_qp_srq(3)) */
+	q->vqp = vrdma_create_qp_srq(vvb_pd(ia->pd)->vpd, &va, q->srq ? q->srq->vsrq : NULL);
 	if (!q->vqp) {
 		rc = errno;
 		goto err_free;
@@ -158,6 +167,7 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	qp->pd = ia->pd;
 	qp->send_cq = ia->send_cq;
 	qp->recv_cq = ia->recv_cq;
+	qp->srq = ia->srq;
 	qp->handle = q->vqp->handle;
 	qp->qp_num = q->vqp->qp_num;
 	qp->state = IBV_QPS_RESET;
@@ -365,6 +375,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	init_attr->qp_context = qp->qp_context;
 	init_attr->send_cq = qp->send_cq;
 	init_attr->recv_cq = qp->recv_cq;
+	init_attr->srq = qp->srq;
 	init_attr->cap = q->cap;
 	init_attr->qp_type = IBV_QPT_RC;
 	init_attr->sq_sig_all = q->sq_sig_all;

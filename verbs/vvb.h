@@ -9,7 +9,7 @@
  *
  * Locks: vvb_context.lock guards the notifier (armed CQs, the CQ it is
  * waiting on); vvb_qp.sq_lock serialises posting, the inline slots and
- * the wr_* batch; vvb_qp.rq_lock the receive scratch.  libvrdma
+ * the wr_* batch; vvb_qp.rq_lock and vvb_srq.lock the receive scratch.  libvrdma
  * serialises its own objects.
  */
 #ifndef VVB_H
@@ -80,6 +80,15 @@ struct vvb_pd {
 	struct vrdma_pd *vpd;
 };
 
+struct vvb_srq {
+	struct ibv_srq ibsrq;
+	struct vrdma_srq *vsrq;
+	uint32_t max_wr, max_sge;		/* as granted */
+	pthread_mutex_t lock;			/* the receive scratch */
+	struct vrdma_recv_wr *rwr;		/* max_wr */
+	struct vrdma_sge *rsge;			/* max_wr * max_sge */
+};
+
 struct vvb_qp {
 	struct ibv_qp_ex qpx;			/* qpx.qp_base is the ibv_qp */
 	struct vvb_context *ctx;
@@ -104,6 +113,8 @@ struct vvb_qp {
 	uint32_t nbatch;			/* WRs in the wr_* batch */
 	int batch_err;
 
+	/* receives: the QP's own (rq_lock), or its SRQ's (srq, no rwr) */
+	struct vvb_srq *srq;
 	pthread_mutex_t rq_lock;
 	struct vrdma_recv_wr *rwr;
 	struct vrdma_sge *rsge;
@@ -128,6 +139,11 @@ static inline struct vvb_pd *vvb_pd(struct ibv_pd *pd)
 static inline struct vvb_qp *vvb_qp(struct ibv_qp *qp)
 {
 	return vvb_container_of(qp, struct vvb_qp, qpx.qp_base);
+}
+
+static inline struct vvb_srq *vvb_srq(struct ibv_srq *srq)
+{
+	return vvb_container_of(srq, struct vvb_srq, ibsrq);
 }
 
 static inline uint32_t vvb_pow2(uint32_t v)
@@ -166,10 +182,13 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 /* post.c */
 int vvb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int vvb_map_access(unsigned int ibv_access, int *vaccess);
 int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted);
 uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i);
+
+/* srq.c */
+struct ibv_srq *vvb_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *ia);
+int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /* wr.c */
 void vvb_wr_init(struct vvb_qp *q);
