@@ -149,6 +149,82 @@ pair send_bw_events "$BW" ib_send_bw $PT -e
 pair atomic_bw "$BW" ib_atomic_bw -x 0 -n 1000
 pair write_lat "$LAT" ib_write_lat $PT
 pair send_lat "$LAT" ib_send_lat $PT
+# shared receive queues: 16 QPs (the default) and 4 on one SRQ, events
+pair srq_pingpong "iters in" ibv_srq_pingpong -g 0 -n 100
+pair srq_pingpong_q4 "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 4
+pair srq_pingpong_events "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 16 -r 4000 -e
+
+# Posting to a QP in ERR succeeds and the WRs flush (as mlx5); no Debian
+# program does it, so a small one built here against <infiniband/verbs.h>.
+if want post_err; then
+	cat >"$RUN/post_err.c" <<'EOF_C'
+/* Posting to a QP in ERR: both calls succeed, both WRs complete
+ * IBV_WC_WR_FLUSH_ERR (as mlx5).  Prints "flushed 2" on success. */
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <time.h>
+
+int main(void)
+{
+	static char buf[64];
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_cq *cq = c ? ibv_create_cq(c, 8, NULL, NULL, 0) : NULL;
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+				       .cap = { 4, 4, 1, 1, 0 } };
+	struct ibv_qp *qp = mr && cq ? ibv_create_qp(pd, &ia) : NULL;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr ? mr->lkey : 0 };
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *br;
+	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bs;
+	struct ibv_wc wc[8];
+	int got = 0, n, i, rc;
+	time_t end;
+
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
+				 IBV_QP_ACCESS_FLAGS)) {
+		perror("setup");
+		return 1;
+	}
+	a.qp_state = IBV_QPS_ERR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) {
+		perror("modify to ERR");
+		return 1;
+	}
+	rc = ibv_post_recv(qp, &rw, &br);
+	if (!rc)
+		rc = ibv_post_send(qp, &sw, &bs);
+	if (rc) {
+		fprintf(stderr, "post in ERR: %d\n", rc);
+		return 1;
+	}
+	for (end = time(NULL) + 5; got < 2 && time(NULL) < end; got += n) {
+		n = ibv_poll_cq(cq, 4, wc + got);
+		if (n < 0 || got + n > 2)
+			return 1;
+		for (i = got; i < got + n; i++)
+			if (wc[i].status != IBV_WC_WR_FLUSH_ERR || wc[i].qp_num != qp->qp_num)
+				return 1;
+	}
+	printf("flushed %d\n", got);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(c);
+	ibv_free_device_list(l);
+	return got == 2 ? 0 : 1;
+}
+EOF_C
+	if LD_PRELOAD= ${CC:-cc} -o "$RUN/post_err" "$RUN/post_err.c" -libverbs >"$RUN/post_err.out" 2>&1; then
+		single post_err "^flushed 2$" "$RUN/post_err"
+	else
+		report post_err 0 "$RUN/post_err.out"
+	fi
+fi
 
 # every guest gone from vrdmad once the programs exited
 if want leaks; then
