@@ -16,6 +16,11 @@
 #      gone before dom0 unmaps its pages (no "Bad page map", no ENOMEM)
 #   c. vrdmactl census clean on both nodes: nothing of the dead domains,
 #      vrdmad still answers
+#   v. (between a and b) Debian's unmodified ibv_rc_pingpong, rping and
+#      ucmatose through vrdma-run, server in domu1 on b, client in domu1 on
+#      a: QP numbers over the guest network, the QPs bound across rxe by
+#      the two vrdmads (programs that need no clock calibration: perftest
+#      cannot calibrate on a 1-vCPU TCG node; make bench-cluster runs it)
 # Every wait has a limit.
 # shellcheck disable=SC2154  # _d is set by eval
 . /vrdma/cl-lib.sh
@@ -138,6 +143,36 @@ xkill() {
 	fi
 }
 
+# xc_vpair NAME PORT SRV_CMD CLI_CMD: SRV_CMD in domu1 on b, CLI_CMD in
+# domu1 on a once b's listens on PORT (@P@ the port, @A@ b's domu1
+# address); each node checks its own program's exit.
+xc_vpair() {
+	# (own names: du_sh and friends use _n, _s, n)
+	_xvn=$1
+	if [ "$NODE" = b ]; then
+		_xvs=$(du_run $D1 "$(vt_wrap "$3" $2 s)")
+		du_sh $D1 70 "$(vt_listen_cmd $2)" || echo "verbs-$_xvn: no listener on $2"
+		cl_tell v-$_xvn-ready 60
+		du_wait $D1 $_xvs $((VT_T + 10))
+		_xvo=$(du_out $D1 $_xvs)
+	elif [ -n "$PB" ] && cl_await v-$_xvn-ready 150; then
+		_xvs=$(du_run $D1 "$(vt_wrap "$(echo "$4" | sed "s/@A@/$PB/g")" $2 c)")
+		du_wait $D1 $_xvs $((VT_T + 10))
+		_xvo=$(du_out $D1 $_xvs)
+	else
+		DU_RC="no peer (PB '$PB')"
+		_xvo=
+	fi
+	if [ "$DU_RC" = 0 ]; then
+		vt_pass verbs-$_xvn-$NODE
+	else
+		echo "$_xvo" | tail -n 12
+		echo
+		vt_fail verbs-$_xvn-$NODE "exit $DU_RC"
+	fi
+	if [ "$NODE" = a ]; then cl_tell v-$_xvn-done 60; else cl_await v-$_xvn-done 150; fi
+}
+
 # Pages the device holds pinned for vrdmad (ib_umem: the zero-copy path).
 pinned() { grep VmPin /proc/$VPID/status | tr -s ' \t' ' '; }
 
@@ -208,6 +243,14 @@ if need_remote xcheck-remote-path-$NODE; then
 	vt_check itest-clean-$NODE xleak_free 2
 	echo "rdma lines of vrdmad's log on $NODE, vrdmad $(pinned):"
 	grep 'rdma:' $VLOG | head -n 10
+
+	# ---- v. unmodified verbs programs, domu1 on a -> domu1 on b ----
+	. /vrdma/verbs-lib.sh
+	xc_vpair rc_pingpong 19701 "ibv_rc_pingpong -g 0 -n 50 -p @P@" \
+		"ibv_rc_pingpong -g 0 -n 50 -p @P@ @A@"
+	xc_vpair rping 19702 "rping -s -v -p @P@ -C 10" "rping -c -a @A@ -v -V -p @P@ -C 10"
+	xc_vpair ucmatose 19703 "ucmatose -p @P@" "ucmatose -s @A@ -p @P@"
+	vt_check verbs-clean-$NODE xleak_free 2
 
 	# ---- b. a domU destroyed mid-transfer: node a's client (domu2) ----
 	# (both meet once the survivor is done, then check what is left)
