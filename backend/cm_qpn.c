@@ -21,6 +21,10 @@
 #include "target.h"
 
 #define VBE_VWAIT_MS	10000
+/* A bound peer that went away: sends fail after about what RC hardware
+ * spends on its retries (perftest's timeout 14 x retry 7 is ~0.5 s), not
+ * at once, so a program that stops counting before that never sees them. */
+#define VBE_LOST_MS	1000
 
 void vbe_node_gid_init(struct vbe_node *n)
 {
@@ -154,6 +158,14 @@ int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 	}
 }
 
+void vbe_qpn_lost(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (qp->lost_ms || qp->state == VBE_QPS_ERR)
+		return;
+	qp->lost_ms = vplat_now_ms() + VBE_LOST_MS;
+	g->node->vwaiting++;
+}
+
 /* Sends that waited too long for their peer fail as a real RC QP's would
  * after its retries.  The count of waiting QPs is recounted here, so a
  * QP that went away some other way cannot keep the scan running. */
@@ -171,6 +183,17 @@ void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms)
 		for (i = 0; i < VBE_MAX_QPS; i++) {
 			struct vbe_qp *qp = &g->qps[i];
 
+			if (qp->s.used && qp->lost_ms) {
+				if (qp->state == VBE_QPS_ERR) {
+					qp->lost_ms = 0;
+				} else if (now_ms >= qp->lost_ms) {
+					qp->lost_ms = 0;
+					vbe_qp_peer_lost(g, qp);
+				} else {
+					waiting++;
+				}
+				continue;
+			}
 			if (!qp->s.used || !qp->vwait)
 				continue;
 			if (qp->state != VBE_QPS_CONNECTING) {

@@ -304,7 +304,10 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			return;
 		pqp = vbe_qp_peer(g, qp, &pg);
 		if (!pqp || pqp->state != VBE_QPS_RTS) {
-			vbe_qp_peer_lost(g, qp);
+			if (qp->by_qpn && pqp != qp)
+				vbe_qpn_lost(g, qp);	/* fails after the retry time */
+			else
+				vbe_qp_peer_lost(g, qp);
 			return;
 		}
 		if (!vbe_budget_left(g, qp))
@@ -343,16 +346,18 @@ static void vbe_local_rq_posted(struct vbe_guest *g, struct vbe_qp *qp)
 /*
  * qp goes away.  A peer connected by CONNECT learns at once (QP_ERROR, as
  * rdma_cm's DISCONNECTED).  A peer bound by number (verbs) learns as an RC
- * QP does: its next send fails RETRY_EXC; its posted receives stay.  Sends
- * it has queued already fail now, as they would after their retries.
+ * QP does: its sends fail RETRY_EXC once the retry time passed (queued
+ * ones then, later ones then too); its posted receives stay.
  */
 static void vbe_local_disconnect(struct vbe_guest *g, struct vbe_qp *qp)
 {
 	struct vbe_guest *pg;
 	struct vbe_qp *pqp = vbe_qp_peer(g, qp, &pg);
 
-	if (pqp && (!pqp->by_qpn || pqp->sq.count || pqp == qp))
+	if (pqp && (!pqp->by_qpn || pqp == qp))
 		vbe_qp_peer_lost(pg, pqp);
+	else if (pqp && pqp->sq.count)
+		vbe_qpn_lost(pg, pqp);
 	qp->peer_qpn = 0;
 	qp->peer_handle = 0;
 }

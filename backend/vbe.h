@@ -170,6 +170,7 @@ struct vbe_qp {
 	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
 	bool by_qpn;			/* bound by MODIFY_QP (verbs), not CONNECT */
+	int64_t lost_ms;		/* by_qpn, peer gone: sends fail then (ms) */
 	int64_t vwait_ms;		/* ... since */
 	uint8_t peer_gid[16];		/* ... on this node (RTR's dest_gid) */
 };
@@ -458,6 +459,7 @@ void vbe_node_gid_init(struct vbe_node *n);
 int  vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms);
 struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg);
+void vbe_qpn_lost(struct vbe_guest *g, struct vbe_qp *qp);	/* peer gone */
 void vbe_qpn_wait(struct vbe_guest *g, struct vbe_qp *qp, const uint8_t gid[16],
 		  uint32_t qpn);
 /* cm_rqpn.c: RTR naming a QP of another node (UNREACH without a device) */
