@@ -23,6 +23,49 @@ static struct ibv_device vvb_device = {
 	.ibdev_path	= "/nonexistent/vrdma/" VVB_DEV_NAME,
 };
 
+/*
+ * One vrdma device per process, shared by every ibv_open_device() (and the
+ * probes): a domain has few devices (one per process, frontend/claim.c),
+ * and perftest -R opens one context itself and librdmacm another.  The
+ * device goes when its last context closes; a forked child opens its own.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct vrdma_device *dev;
+	unsigned refs;
+	pid_t pid;
+} vvb_sh = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct vrdma_device *vvb_dev_get(int timeout_ms)
+{
+	struct vrdma_device *d;
+
+	pthread_mutex_lock(&vvb_sh.lock);
+	if (vvb_sh.dev && vvb_sh.pid != getpid()) {
+		vvb_sh.dev = NULL;	/* the parent's: not ours to use or close */
+		vvb_sh.refs = 0;
+	}
+	if (!vvb_sh.dev) {
+		vvb_sh.dev = vrdma_open(NULL, timeout_ms);
+		vvb_sh.pid = getpid();
+	}
+	d = vvb_sh.dev;
+	if (d)
+		vvb_sh.refs++;
+	pthread_mutex_unlock(&vvb_sh.lock);
+	return d;
+}
+
+static void vvb_dev_put(struct vrdma_device *d)
+{
+	pthread_mutex_lock(&vvb_sh.lock);
+	if (d == vvb_sh.dev && vvb_sh.refs && --vvb_sh.refs == 0) {
+		vvb_sh.dev = NULL;
+		vrdma_close(d);	/* frees every libvrdma object still open */
+	}
+	pthread_mutex_unlock(&vvb_sh.lock);
+}
+
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list = calloc(2, sizeof(*list));
@@ -33,10 +76,10 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Listed only when dom0 answers: a handshake, closed again. */
-	probe = vrdma_open(NULL, VVB_PROBE_MS);
+	/* Listed only when dom0 answers: a handshake (or the open device). */
+	probe = vvb_dev_get(VVB_PROBE_MS);
 	if (probe) {
-		vrdma_close(probe);
+		vvb_dev_put(probe);
 		list[n++] = &vvb_device;
 	}
 	if (num_devices)
@@ -75,11 +118,11 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 
 	if (device != &vvb_device)
 		return 0;
-	d = vrdma_open(NULL, VVB_PROBE_MS);
+	d = vvb_dev_get(VVB_PROBE_MS);
 	if (!d)
 		return 0;
 	vrdma_query_gid(d, gid);
-	vrdma_close(d);
+	vvb_dev_put(d);
 	return vvb_guid(gid);
 }
 
@@ -109,7 +152,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->vdev = vrdma_open(NULL, VVB_OPEN_MS);
+	ctx->vdev = vvb_dev_get(VVB_OPEN_MS);
 	if (!ctx->vdev) {
 		rc = errno;
 		goto err_free;
@@ -146,7 +189,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	return c;
 
 err_close:
-	vrdma_close(ctx->vdev);
+	vvb_dev_put(ctx->vdev);
 err_free:
 	free(ctx);
 	errno = rc;
@@ -161,8 +204,7 @@ int ibv_close_device(struct ibv_context *context)
 		return EINVAL;
 	ctx = vvb_ctx(context);
 	vvb_notifier_stop(ctx);
-	/* vrdma_close() frees every libvrdma object still open. */
-	vrdma_close(ctx->vdev);
+	vvb_dev_put(ctx->vdev);
 	close(ctx->async_rd);
 	close(ctx->async_wr);
 	pthread_cond_destroy(&ctx->cond);
