@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # make bench: vrdma beside what this machine does without it.
 # For 4 KiB, 64 KiB, 1 MiB, 4 MiB: vrdma-bw RDMA WRITE between two local
-# guests, vrdma-refbench memcpy and tcp; then 8-byte vrdma-lat write
-# beside refbench shmlat.  One table at the end.
+# guests, Debian's unmodified ib_write_bw through vrdma-run between two
+# local guests (same size and count), vrdma-refbench memcpy and tcp; then
+# 8-byte vrdma-lat write beside ib_write_lat and refbench shmlat.  One
+# table at the end.
 # Usage: bench.sh BUILD_DIR [--csv|--json]
 set -u
 b=${1:?usage: bench.sh BUILD_DIR [--csv|--json]}
@@ -39,20 +41,55 @@ vrdma_pair() {
 	return $crc
 }
 
+# perftest through vrdma (skipped, "-", when perftest is not installed).
+PT_PORT=19950
+# pt_run PROG FILE ARGS...: server in the background, client here; the
+# client's numbers row in FILE.
+pt_run() {
+	prog=$1 out=$2; shift 2
+	PT_PORT=$((PT_PORT + 1))
+	: >"$out"
+	command -v "$prog" >/dev/null || return 0
+	timeout "$T" "$b/bin/vrdma-run" "$prog" -x 0 -F -p $PT_PORT "$@" >"$out.srv" 2>&1 &
+	pts=$!
+	hex=$(printf ':%04X ' $PT_PORT)
+	i=0
+	while ! grep -q "$hex.* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
+	      kill -0 $pts 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	timeout "$T" "$b/bin/vrdma-run" "$prog" -x 0 -F -p $PT_PORT "$@" 127.0.0.1 >"$out.cli" 2>&1
+	ptc=$?
+	wait $pts
+	if [ $ptc -ne 0 ]; then
+		echo "$prog $* failed (exit $ptc):" >&2
+		tail -n 5 "$out.cli" >&2
+		return 1
+	fi
+	grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$out.cli" | tail -n 1 >"$out"
+}
+# column N of pt_run's row (or "-")
+ptf() { awk -v n="$2" '{ print $n; f = 1 } END { if (!f) print "-" }' "$1"; }
+
 rc=0
 : >"$VR_RUN/table"
 for size in 4096 65536 1048576 4194304; do
 	n=$(iters_for $size)
 	echo "== $size bytes: vrdma-bw write, memcpy, tcp" >&2
 	vrdma_pair vrdma-bw "bench-$size" "$VR_RUN/bw.$size" -s "$size" -n "$n" || rc=1
+	pt_run ib_write_bw "$VR_RUN/pt.$size" -s "$size" -n "$n" || rc=1
 	# memcpy over the footprint vrdma-bw uses (64 slots, at most 16 MiB)
 	win=$((size * 64)); [ $win -gt 16777216 ] && win=16777216
 	timeout "$T" "$rb" memcpy -s $size -w $win --csv >"$VR_RUN/mc.$size" || rc=1
 	timeout "$T" "$rb" tcp -s $size --csv >"$VR_RUN/tcp.$size" || rc=1
-	echo "$size $(field bw "$VR_RUN/bw.$size" 6) $(field memcpy "$VR_RUN/mc.$size" 5) $(field tcp "$VR_RUN/tcp.$size" 5)" >>"$VR_RUN/table"
+	# perftest's MB/sec is 2^20 bytes per second, as MiB/s here
+	echo "$size $(field bw "$VR_RUN/bw.$size" 6) $(field memcpy "$VR_RUN/mc.$size" 5) $(field tcp "$VR_RUN/tcp.$size" 5) $(ptf "$VR_RUN/pt.$size" 4)" >>"$VR_RUN/table"
 done
 echo "== 8 bytes: vrdma-lat write, shmlat" >&2
 vrdma_pair vrdma-lat bench-lat "$VR_RUN/lat" -s 8 -n "$LAT_ITERS" || rc=1
+pt_run ib_write_lat "$VR_RUN/ptlat" -s 8 -n "$LAT_ITERS" || rc=1
+# ib_write_lat: t_typical is column 5, t_avg 6, 99% 8 (half round trip)
+pt_typ=$(ptf "$VR_RUN/ptlat" 5) pt_avg=$(ptf "$VR_RUN/ptlat" 6) pt_p99=$(ptf "$VR_RUN/ptlat" 8)
 timeout "$T" "$rb" shmlat --csv >"$VR_RUN/shm" || rc=1
 lat_typ=$(field lat "$VR_RUN/lat" 7) lat_avg=$(field lat "$VR_RUN/lat" 8)
 lat_p99=$(field lat "$VR_RUN/lat" 10)
@@ -60,31 +97,35 @@ shm_typ=$(field shmlat "$VR_RUN/shm" 6) shm_avg=$(field shmlat "$VR_RUN/shm" 7)
 shm_p99=$(field shmlat "$VR_RUN/shm" 9)
 
 awk -v fmt="$fmt" -v lt="$lat_typ" -v la="$lat_avg" -v lp="$lat_p99" \
-    -v st="$shm_typ" -v sa="$shm_avg" -v sp="$shm_p99" '
+    -v st="$shm_typ" -v sa="$shm_avg" -v sp="$shm_p99" \
+    -v pt="$pt_typ" -v pa="$pt_avg" -v pp="$pt_p99" '
 function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.3f", a / b) }
-{ sz[NR] = $1; v[NR] = $2; m[NR] = $3; t[NR] = $4 }
+{ sz[NR] = $1; v[NR] = $2; m[NR] = $3; t[NR] = $4; p[NR] = $5 }
 END {
 	if (fmt == "--csv") {
-		print "size,vrdma_write_mib,memcpy_mib,tcp_mib,vrdma_over_memcpy,vrdma_over_tcp"
+		print "size,vrdma_write_mib,perftest_write_mib,memcpy_mib,tcp_mib,vrdma_over_memcpy,vrdma_over_tcp,perftest_over_vrdma_bw"
 		for (i = 1; i <= NR; i++)
-			printf "%s,%s,%s,%s,%s,%s\n", sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+			printf "%s,%s,%s,%s,%s,%s,%s,%s\n", sz[i], v[i], p[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i]), ratio(p[i], v[i])
 		print "latency,typical_us,avg_us,p99_us"
-		printf "vrdma_write_8B,%s,%s,%s\nshm_pingpong_8B,%s,%s,%s\n", lt, la, lp, st, sa, sp
+		printf "vrdma_write_8B,%s,%s,%s\nperftest_write_8B,%s,%s,%s\nshm_pingpong_8B,%s,%s,%s\n", lt, la, lp, pt, pa, pp, st, sa, sp
 	} else if (fmt == "--json") {
 		printf "{\"bandwidth\":["
 		for (i = 1; i <= NR; i++)
-			printf "%s{\"size\":%s,\"vrdma_write_mib\":\"%s\",\"memcpy_mib\":\"%s\",\"tcp_mib\":\"%s\",\"vrdma_over_memcpy\":\"%s\",\"vrdma_over_tcp\":\"%s\"}", (i > 1 ? "," : ""), sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+			printf "%s{\"size\":%s,\"vrdma_write_mib\":\"%s\",\"perftest_write_mib\":\"%s\",\"memcpy_mib\":\"%s\",\"tcp_mib\":\"%s\",\"vrdma_over_memcpy\":\"%s\",\"vrdma_over_tcp\":\"%s\",\"perftest_over_vrdma_bw\":\"%s\"}", (i > 1 ? "," : ""), sz[i], v[i], p[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i]), ratio(p[i], v[i])
 		printf "],\"latency\":{\"vrdma_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", lt, la, lp
+		printf "\"perftest_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", pt, pa, pp
 		printf "\"shm_pingpong_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"}}}\n", st, sa, sp
 	} else {
-		print "Bandwidth (MiB/s, average; MiB = 2^20; memcpy over the same footprint as vrdma-bw)"
-		printf "%10s | %16s | %12s | %12s | %13s | %10s\n", "size", "vrdma write", "memcpy", "TCP", "vrdma/memcpy", "vrdma/TCP"
+		print "Bandwidth (MiB/s, average; MiB = 2^20; memcpy over the same footprint as vrdma-bw;"
+		print "perftest: Debian ib_write_bw through vrdma-run, same size and count)"
+		printf "%10s | %12s | %12s | %10s | %12s | %12s | %13s | %10s\n", "size", "vrdma-bw", "perftest", "pt/bw", "memcpy", "TCP", "vrdma/memcpy", "vrdma/TCP"
 		for (i = 1; i <= NR; i++)
-			printf "%10s | %16s | %12s | %12s | %13s | %10s\n", sz[i], v[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
+			printf "%10s | %12s | %12s | %10s | %12s | %12s | %13s | %10s\n", sz[i], v[i], p[i], ratio(p[i], v[i]), m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i])
 		print ""
 		print "Latency, 8 bytes, half round trip (usec)"
 		printf "%-26s | %10s | %10s | %10s\n", "", "typical", "avg", "99%"
 		printf "%-26s | %10s | %10s | %10s\n", "vrdma-lat write", lt, la, lp
+		printf "%-26s | %10s | %10s | %10s\n", "ib_write_lat (vrdma-run)", pt, pa, pp
 		printf "%-26s | %10s | %10s | %10s\n", "shared-page ping-pong", st, sa, sp
 	}
 }' "$VR_RUN/table"
