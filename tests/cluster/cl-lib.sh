@@ -168,6 +168,37 @@ pt_pair() {
 	[ "${CL_MSG#* }" = 0 ] && [ $_n -lt 10 ]
 }
 
+# pv_pair TEST ARGS...: the same Debian perftest binary through vrdma:
+# guest processes on the two nodes run "vrdma-run ib_TEST -x 0 ARGS" (b
+# serves, a connects to b's address); PT_OUT is a's output.  suite
+# xbench overrides it for domUs (xen-pair.sh).
+pv_pair() {
+	_t=$1
+	shift
+	if [ "$NODE" = b ]; then
+		# shellcheck disable=SC2086
+		bg "timeout $PT_SERVE_T vrdma-run ib_$_t -x 0 -F $*" $T/pv.out
+		_pid=$BG_PID
+		cl_tell pv-$_t-listening 60 || { kill -9 $_pid; return 1; }
+		wait_exit $_pid $PT_SERVE_T
+		_rc=$?
+		cl_tell "pv-$_t-served $_rc" 60
+		[ $_rc = 0 ] || tail -n 5 $T/pv.out
+		return $_rc
+	fi
+	cl_await pv-$_t-listening 120 || return 1
+	_n=0
+	# shellcheck disable=SC2086
+	until PT_OUT=$(timeout 60 vrdma-run ib_$_t -x 0 -F "$@" "$PEER" 2>&1); do
+		_n=$((_n + 1))
+		[ $_n -ge 10 ] && break
+		sleep 1
+	done
+	echo "$PT_OUT" | tail -n 4
+	cl_await pv-$_t-served 120 || return 1
+	[ "${CL_MSG#* }" = 0 ] && [ $_n -lt 10 ]
+}
+
 # pt_row: the numbers row of PT_OUT (bytes iters ... first numeric line).
 pt_row() {
 	echo "$PT_OUT" | grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' | tail -n 1

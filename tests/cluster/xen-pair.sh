@@ -36,3 +36,35 @@ vr_pair() {
 	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
 }
 
+
+# pv_pair TEST ARGS... as cl-lib.sh's, the programs in domu1 ($D1): b's
+# domU serves on a fixed port and hands its guest-network address over;
+# a's domU connects to it.  PT_OUT is a's output.
+PV_PORT=${PV_PORT:-19800}
+pv_pair() {
+	_t=$1
+	shift
+	PV_PORT=$((PV_PORT + 1))
+	. /vrdma/verbs-lib.sh
+	if [ "$NODE" = b ]; then
+		_n=$(du_run $D1 "$(vt_wrap "ib_$_t -x 0 -F -p @P@ $*" $PV_PORT s)")
+		du_sh $D1 70 "$(vt_listen_cmd $PV_PORT)" || echo "pv $_t: no listener"
+		cl_tell "pv-$_t-listening $(gn_addr $D1)" 60 || return 1
+		du_wait $D1 $_n 160
+		_rc=$DU_RC
+		cl_tell "pv-$_t-served $_rc" 60
+		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 6
+		[ "$_rc" = 0 ]
+		return
+	fi
+	cl_await pv-$_t-listening 120 || return 1
+	_a=${CL_MSG#pv-$_t-listening}
+	_a=${_a# }
+	_n=$(du_run $D1 "$(vt_wrap "ib_$_t -x 0 -F -p @P@ $* $_a" $PV_PORT c)")
+	du_wait $D1 $_n 170
+	_rc=$DU_RC
+	PT_OUT=$(du_out $D1 $_n)
+	echo "$PT_OUT" | tail -n 4
+	cl_await pv-$_t-served 170 || return 1
+	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+}
