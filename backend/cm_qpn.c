@@ -14,6 +14,8 @@
  * The GID of a node is its RDMA device's (IPv4-mapped) when it has one,
  * else fe80::/64 with a hash of the node name: unique among named nodes.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -43,20 +45,72 @@ void vbe_node_gid_init(struct vbe_node *n)
 		n->gid[8 + i] = (uint8_t)(h >> (56 - 8 * i));
 }
 
+/* QPN -> QP of any guest of the node: a binding names a QP by number, and
+ * a scan of every guest's table per request would let one guest stall
+ * vrdmad on a full host.  Entries live from CREATE_QP to its destroy. */
+struct vbe_qpnent {
+	struct vbe_qpnent *next;
+	uint32_t qpn;
+	struct vbe_guest *g;
+	uint32_t idx;
+};
+
+static struct vbe_qpnent **vbe_qpn_bucket(struct vbe_node *n, uint32_t qpn)
+{
+	return &n->qpn_tab[(qpn * 2654435761u) >> 20 & (VBE_QPN_BUCKETS - 1)];
+}
+
+int vbe_qpn_add(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_qpnent *e = malloc(sizeof(*e)), **b;
+
+	if (!e)
+		return -ENOMEM;
+	b = vbe_qpn_bucket(g->node, qp->qpn);
+	e->qpn = qp->qpn;
+	e->g = g;
+	e->idx = (uint32_t)(qp - g->qps);
+	e->next = *b;
+	*b = e;
+	return 0;
+}
+
+void vbe_qpn_del(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_qpnent **pe, *e;
+
+	for (pe = vbe_qpn_bucket(g->node, qp->qpn); (e = *pe); pe = &e->next)
+		if (e->g == g && e->qpn == qp->qpn) {
+			*pe = e->next;
+			free(e);
+			return;
+		}
+}
+
+void vbe_qpn_fini(struct vbe_node *n)
+{
+	struct vbe_qpnent *e;
+	unsigned i;
+
+	for (i = 0; i < VBE_QPN_BUCKETS; i++)
+		while ((e = n->qpn_tab[i])) {
+			n->qpn_tab[i] = e->next;
+			free(e);
+		}
+}
+
 /* The QP numbered qpn on this node, whoever owns it. */
 struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg)
 {
-	struct vbe_guest *g;
-	uint32_t i;
+	struct vbe_qpnent *e;
 
-	for (g = n->guests; g; g = g->next) {
-		if (g->dead || !g->qps)
+	for (e = *vbe_qpn_bucket(n, qpn); e; e = e->next) {
+		struct vbe_qp *qp = &e->g->qps[e->idx];
+
+		if (e->qpn != qpn || e->g->dead || !qp->s.used || qp->qpn != qpn)
 			continue;
-		for (i = 0; i < VBE_MAX_QPS; i++)
-			if (g->qps[i].s.used && g->qps[i].qpn == qpn) {
-				*pg = g;
-				return &g->qps[i];
-			}
+		*pg = e->g;
+		return qp;
 	}
 	return NULL;
 }
@@ -150,6 +204,12 @@ int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 			return VRDMA_CS_INVAL;	/* vrdma_connect() owns it */
 		if (qp->tgt)
 			qp->tgt->disconnect(g, qp);
+		if (qp->vwait && qp->conn_id) {
+			/* A binding to another node under way: it must not
+			 * come back RTS when rdma_cm answers. */
+			qp->conn_id = 0;
+			vbe_rcm_qp_gone(g, qp);
+		}
 		qp->vwait = false;
 		vbe_qp_error(g, qp);
 		return VRDMA_CS_OK;

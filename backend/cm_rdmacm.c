@@ -188,7 +188,7 @@ static void vbe_rcm_route_ok(struct vbe_vx *vx, struct vbe_vqp *vq)
 	uint8_t buf[VBE_VX_HELLO_MAX];
 	int len;
 
-	if (!qp || qp->conn_id != vq->conn_id) {
+	if (!qp || qp->conn_id != vq->conn_id || qp->state != VBE_QPS_CONNECTING) {
 		vbe_vx_qp_free(vx, vq);
 		return;
 	}
@@ -219,11 +219,13 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 		vq->state = VBE_VQ_UP;	/* acceptor: already RTS at ACCEPT */
 		return;
 	}
-	if (!qp || qp->conn_id != vq->conn_id) {
+	if (!qp || qp->conn_id != vq->conn_id || qp->state != VBE_QPS_CONNECTING) {
 		vbe_vx_qp_free(vx, vq);
 		return;
 	}
-	if (vbe_vx_hello_unpack(pd, pd_len, &h)) {
+	/* A binding: the peer vrdmad must have bound the QP we named. */
+	if (vbe_vx_hello_unpack(pd, pd_len, &h) ||
+	    (qp->vwait && h.qpn != qp->peer_qpn)) {
 		vbe_rcm_refuse(vx, vq, VRDMA_CS_UNREACH, NULL, 0);
 		return;
 	}

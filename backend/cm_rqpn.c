@@ -21,6 +21,10 @@
 #include "verbs.h"
 #include "target.h"
 
+/* Binding REQs waiting for their QP's RTR: from one node, to one guest. */
+#define VBE_RQPN_PER_NODE	64
+#define VBE_RQPN_PER_GUEST	32
+
 static bool vbe_rqpn_v4(const uint8_t gid[16], struct sockaddr_in *sin)
 {
 	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -67,9 +71,16 @@ static void vbe_rqpn_accept(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_
 
 	if (!taken)
 		vbe_rqpn_reject(id, st);
-	if (st != VRDMA_CS_OK)
+	if (st != VRDMA_CS_OK) {
 		vlog_info("guest %u: QP %u: binding to remote QP %u failed (%d)", g->domid,
 			  qp->qpn, h->qpn, st);
+		/* Its RTR was answered OK: its sends fail as an RC QP's would. */
+		qp->vwait = false;
+		if (qp->state != VBE_QPS_ERR) {
+			qp->state = VBE_QPS_RESET;
+			vbe_qp_peer_lost(g, qp);
+		}
+	}
 }
 
 /* RTR named another node: connect, or wait for its REQ (GID order). */
@@ -116,6 +127,7 @@ int vbe_rqpn_rtr(struct vbe_guest *g, struct vbe_qp *qp)
 void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe_vx_hello *h)
 {
 	struct vbe_vqreq *free_q = NULL;
+	unsigned from = 0, to = 0;
 	struct vbe_guest *g;
 	struct vbe_qp *qp;
 	uint8_t gid[16];
@@ -131,11 +143,22 @@ void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe
 		vbe_rqpn_accept(g, qp, id, h);
 		return;
 	}
-	/* Not RTR yet (the out-of-band exchange raced us): wait for it. */
-	for (i = 0; i < VBE_MAX_CONNS && !free_q; i++)
-		if (!vx->qreq[i].id)
-			free_q = &vx->qreq[i];
-	if (!free_q) {
+	/* Not RTR yet (the out-of-band exchange raced us): wait for it, but
+	 * no node and no guest of ours takes more than its share of the table. */
+	for (i = 0; i < VBE_MAX_CONNS; i++) {
+		struct vbe_vqreq *q = &vx->qreq[i];
+		struct vbe_guest *qg;
+
+		if (!q->id) {
+			if (!free_q)
+				free_q = q;
+			continue;
+		}
+		from += !memcmp(q->gid, gid, 16);
+		if (vbe_qpn_find(vx->node, q->hello.dest_qpn, &qg) && qg == g)
+			to++;
+	}
+	if (!free_q || from >= VBE_RQPN_PER_NODE || to >= VBE_RQPN_PER_GUEST) {
 		vbe_rqpn_reject(id, VRDMA_CS_REFUSED);
 		return;
 	}

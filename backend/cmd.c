@@ -276,9 +276,10 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 		return VRDMA_CS_NOMEM;
 	}
 	qp = &g->qps[idx];
+	qp->qpn = qpn;
 	qp->sq.e = calloc(c->max_send_wr, sizeof(*qp->sq.e));
 	qp->rq.e = srq ? NULL : calloc(c->max_recv_wr, sizeof(*qp->rq.e));
-	if (!qp->sq.e || (!srq && !qp->rq.e)) {
+	if (!qp->sq.e || (!srq && !qp->rq.e) || vbe_qpn_add(g, qp)) {
 		free(qp->sq.e);
 		free(qp->rq.e);
 		qp->sq.e = qp->rq.e = NULL;

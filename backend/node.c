@@ -234,6 +234,7 @@ void vbe_node_free(struct vbe_node *n)
 		vbe_xb_guest_free(g);
 	}
 	vbe_vx_close(n);
+	vbe_qpn_fini(n);
 	free(n->qpn_map);
 	free(n);
 }

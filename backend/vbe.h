@@ -76,8 +76,11 @@ enum vbe_class { VBE_CLASS_HIGH, VBE_CLASS_NORMAL, VBE_CLASS_LOW, VBE_NCLASS };
 #define VBE_KEEP_MAX		256	/* VMs whose settings are remembered */
 #define VBE_VM_NAME		64	/* longest VM name remembered */
 
+#define VBE_QPN_BUCKETS		4096
+
 struct vbe_target;
 struct vbe_guest;
+struct vbe_qpnent;
 struct vbe_vx;
 
 struct vbe_slot {
@@ -311,6 +314,7 @@ struct vbe_node {
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
 	uint8_t gid[16];		/* names this node's QPs (cm_qpn.c) */
+	struct vbe_qpnent *qpn_tab[VBE_QPN_BUCKETS];	/* QPN -> QP (cm_qpn.c) */
 	unsigned vwaiting;		/* QPs waiting for their peer's RTR */
 	struct vbe_listener lis[VBE_MAX_LISTENERS];
 	struct vbe_conn conns[VBE_MAX_CONNS];
@@ -459,6 +463,9 @@ void vbe_node_gid_init(struct vbe_node *n);
 int  vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_qpn_tick(struct vbe_node *n, int64_t now_ms);
 struct vbe_qp *vbe_qpn_find(struct vbe_node *n, uint32_t qpn, struct vbe_guest **pg);
+int  vbe_qpn_add(struct vbe_guest *g, struct vbe_qp *qp);	/* -ENOMEM */
+void vbe_qpn_del(struct vbe_guest *g, struct vbe_qp *qp);
+void vbe_qpn_fini(struct vbe_node *n);
 void vbe_qpn_lost(struct vbe_guest *g, struct vbe_qp *qp);	/* peer gone */
 void vbe_qpn_wait(struct vbe_guest *g, struct vbe_qp *qp, const uint8_t gid[16],
 		  uint32_t qpn);

@@ -57,7 +57,9 @@ uint64_t vbe_vx_svc_hash(const char *service);
  *   20 u32 dest qpn (a binding: the QP named by MODIFY_QP RTR; else 0)
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-#define VBE_VX_PD_MAGIC		0xa1
+/* 0xa2: the hello with dest_qpn (0xa1, without it, is refused: both
+ * vrdmads of a cluster run one version, and an old hello would be misread) */
+#define VBE_VX_PD_MAGIC		0xa2
 #define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4

@@ -145,13 +145,15 @@ int vfe_claim(struct vfe_dev *d, int64_t deadline)
 
 void vfe_unclaim(struct vfe_dev *d)
 {
-	char key[64];
+	char key[64], cur[64];
 
 	if (!d->fdir[0])
 		return;
 	snprintf(key, sizeof(key), "%s/owner", d->fdir);
-	/* Only ours: a claim taken over meanwhile stays. */
-	if (vplat_key_cas(d->plat, key, d->owner, "") == 0)
+	/* Only ours.  Nobody else writes a live process's claim (only a
+	 * dead one's is taken over), so read, compare, remove is safe; an
+	 * intermediate value would look stale to a claimer and be taken. */
+	if (vplat_key_read(d->plat, key, cur, sizeof(cur)) == 0 && !strcmp(cur, d->owner))
 		vplat_key_rm(d->plat, key);
 	d->fdir[0] = 0;
 }

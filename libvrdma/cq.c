@@ -255,11 +255,12 @@ static void vlib_cq_gone_srq(struct vlib_cq *c, const struct vrdma_cqe *e)
 	struct vrdma_device *dev = c->pub.device;
 	struct vlib_srq *s;
 
+	/* Under obj_lock: vrdma_destroy_srq unlinks it under that lock first. */
 	pthread_mutex_lock(&dev->obj_lock);
 	s = vlib_srq_find(dev, e->srq);
-	pthread_mutex_unlock(&dev->obj_lock);
 	if (s)
 		vlib_srq_retire(s, e);
+	pthread_mutex_unlock(&dev->obj_lock);
 }
 
 /* The QP a CQE names (lock held): the last one seen, else by handle.  It

@@ -18,6 +18,7 @@
  * parent until they are unpinned.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,43 +31,92 @@
 
 #define VLIB_PG		((uintptr_t)VRDMA_PAGE_SIZE)
 
-/*
- * [a, b) must be mapped, readable and private (else moving it would cut a
- * shared file mapping off its file).  *prot: the protection to give the
- * moved pages back (the most common one; mixed ranges get read/write).
- */
-static int vlib_pin_check(uintptr_t a, uintptr_t b, int *prot)
-{
-	char line[512], perm[5];
-	unsigned long lo, hi;
-	uintptr_t at = a;
-	FILE *f;
-	int rc = -EFAULT;
+enum vlib_maps_want {
+	VLIB_MAPS_PRIVATE,	/* to pin: readable private memory, not a stack */
+	VLIB_MAPS_OURS,		/* pinned: still the share's mapping */
+};
 
+/* A pinned range is mapped from our share: the plain host's memfd or
+ * Xen's grant allocator. */
+static bool vlib_maps_ours(const char *path)
+{
+	return strstr(path, "vrdma-share") || strstr(path, "/dev/xen/gntalloc");
+}
+
+/* The calling thread's stack overlaps [a, b): its own writes while the
+ * pages move (return addresses, locals) would be lost. */
+static bool vlib_pin_own_stack(uintptr_t a, uintptr_t b)
+{
+	pthread_attr_t attr;
+	void *lo;
+	size_t len;
+	bool hit = false;
+
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return false;
+	if (!pthread_attr_getstack(&attr, &lo, &len))
+		hit = a < (uintptr_t)lo + len && (uintptr_t)lo < b;
+	pthread_attr_destroy(&attr);
+	return hit;
+}
+
+/*
+ * Walk /proc/self/maps over [a, b): every page must be mapped and, for
+ * VLIB_MAPS_PRIVATE, readable private memory that is no stack (moving a
+ * shared file mapping would cut it off its file); for VLIB_MAPS_OURS,
+ * still our share's mapping (the program may have unmapped or replaced
+ * it).  *prot (PRIVATE): the protection to give the moved pages back (the
+ * most common one; mixed ranges get read/write).
+ */
+static int vlib_maps_check(uintptr_t a, uintptr_t b, enum vlib_maps_want want, int *prot)
+{
+	char *line = NULL, perm[5];
+	unsigned long lo, hi;
+	size_t cap = 0;
+	uintptr_t at = a;
+	int off, rc = -EFAULT;
+	FILE *f;
+
+	if (want == VLIB_MAPS_PRIVATE && vlib_pin_own_stack(a, b))
+		return -EFAULT;
 	f = fopen("/proc/self/maps", "re");
 	if (!f)
 		return -errno;
-	*prot = -1;
-	while (at < b && fgets(line, sizeof(line), f)) {
+	if (prot)
+		*prot = -1;
+	/* getline: a line may be longer than any fixed buffer (long paths). */
+	while (at < b && getline(&line, &cap, f) > 0) {
+		const char *path;
 		int pr;
 
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3)
+		off = 0;
+		if (sscanf(line, "%lx-%lx %4s %*s %*s %*s%n", &lo, &hi, perm, &off) != 3)
 			break;
 		if (hi <= at)
 			continue;
-		if (lo > at || perm[0] != 'r' || perm[3] != 'p')
-			break;	/* a hole, unreadable, or shared */
-		pr = PROT_READ | (perm[1] == 'w' ? PROT_WRITE : 0) |
-		     (perm[2] == 'x' ? PROT_EXEC : 0);
-		*prot = *prot == -1 || *prot == pr ? pr : PROT_READ | PROT_WRITE;
+		path = line + off;
+		if (lo > at || perm[0] != 'r')
+			break;	/* a hole, or unreadable */
+		if (want == VLIB_MAPS_OURS) {
+			if (perm[3] != 's' || !vlib_maps_ours(path))
+				break;
+		} else {
+			if (perm[3] != 'p' || strstr(path, "[stack"))
+				break;
+			pr = PROT_READ | (perm[1] == 'w' ? PROT_WRITE : 0) |
+			     (perm[2] == 'x' ? PROT_EXEC : 0);
+			*prot = *prot == -1 || *prot == pr ? pr : PROT_READ | PROT_WRITE;
+		}
 		at = hi;
 	}
 	if (at >= b)
 		rc = 0;
+	free(line);
 	fclose(f);
 	if (rc)
-		vlog_dbg("vrdma: reg_mr: %#lx..%#lx is not readable private memory",
-			 (unsigned long)a, (unsigned long)b);
+		vlog_dbg("vrdma: reg_mr: %#lx..%#lx is not %s", (unsigned long)a,
+			 (unsigned long)b, want == VLIB_MAPS_OURS ? "pinned any more" :
+			 "readable private memory off the stack");
 	return rc;
 }
 
@@ -112,7 +162,8 @@ static int vlib_pin_new(struct vrdma_device *dev, uint8_t *addr, size_t len,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	rc = vlib_pin_check((uintptr_t)addr, (uintptr_t)addr + len, &p->prot);
+	rc = vlib_maps_check((uintptr_t)addr, (uintptr_t)addr + len, VLIB_MAPS_PRIVATE,
+			     &p->prot);
 	if (rc)
 		goto err_free;
 	rc = vfe_share(&dev->fe, (uint32_t)(len / VLIB_PG), 1, &p->share);
@@ -144,16 +195,26 @@ err_free:
  * memory is left for that, the pages stay shared (and working). */
 static int vlib_pin_undo(struct vrdma_device *dev, struct vlib_pin *p)
 {
-	void *priv = mmap(NULL, p->len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *priv;
 
+	/* Unmapped, replaced or made unreadable by the program meanwhile:
+	 * nothing of ours to move back there; the share just ends. */
+	if (vlib_maps_check((uintptr_t)p->addr, (uintptr_t)p->addr + p->len,
+			    VLIB_MAPS_OURS, NULL)) {
+		vplat_share_disown(p->share);
+		vfe_unshare(&dev->fe, p->share);
+		return 0;
+	}
+	priv = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (priv == MAP_FAILED) {
 		vlog_warn("vrdma: cannot give %zu bytes back to private memory: %s",
 			  p->len, strerror(errno));
 		return -ENOMEM;
 	}
-	if (vlib_pin_copy(priv, p->addr, p->len))	/* pinned pages are readable */
-		vlib_pin_words(priv, p->addr, p->len);
+	if (vlib_pin_copy(priv, p->addr, p->len)) {
+		munmap(priv, p->len);
+		return -EFAULT;	/* checked readable above: raced the program */
+	}
 	if (mremap(priv, p->len, p->len, MREMAP_MAYMOVE | MREMAP_FIXED, p->addr) ==
 	    MAP_FAILED) {
 		int err = errno;
@@ -169,13 +230,40 @@ static int vlib_pin_undo(struct vrdma_device *dev, struct vlib_pin *p)
 	return 0;
 }
 
+/* A pin whose pages the program unmapped or replaced: off the list, its
+ * share ended; freed once no buffer uses it (pin_lock held). */
+static void vlib_pin_forget(struct vrdma_device *dev, struct vlib_pin *p)
+{
+	struct vlib_pin **pp;
+
+	for (pp = &dev->pins; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	vplat_share_disown(p->share);
+	vfe_unshare(&dev->fe, p->share);
+	p->share = NULL;
+	p->gone = true;
+	if (!p->users)
+		free(p);
+}
+
+/* The pin lending page pg, if it is still mapped there (the program may
+ * have unmapped its memory and mapped new memory at the same address: a
+ * stale pin must not back a new MR). */
 static struct vlib_pin *vlib_pin_at(struct vrdma_device *dev, uintptr_t pg)
 {
 	struct vlib_pin *p;
 
-	for (p = dev->pins; p; p = p->next)
-		if (pg >= (uintptr_t)p->addr && pg < (uintptr_t)p->addr + p->len)
+	for (p = dev->pins; p; p = p->next) {
+		if (pg < (uintptr_t)p->addr || pg >= (uintptr_t)p->addr + p->len)
+			continue;
+		if (!vlib_maps_check(pg, pg + VLIB_PG, VLIB_MAPS_OURS, NULL))
 			return p;
+		vlib_pin_forget(dev, p);
+		return NULL;
+	}
 	return NULL;
 }
 
@@ -200,6 +288,10 @@ static void vlib_pin_unuse(struct vrdma_device *dev, struct vlib_buf *b)
 		p = b->pins[i];
 		if (--p->users)
 			continue;
+		if (p->gone) {
+			free(p);	/* forgotten already (vlib_pin_forget) */
+			continue;
+		}
 		if (vlib_pin_undo(dev, p))
 			continue;	/* kept, unused; a later MR may take it */
 		for (pp = &dev->pins; *pp; pp = &(*pp)->next)

@@ -285,7 +285,7 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	}
 	pthread_mutex_lock(&dev->obj_lock);
 	VLIB_UNLINK(vlib_qp_bucket(dev, q->pub.handle), q);
-	vlib_qp_unreserve(scq, rcq, &q->cap, q->srq);
+	vlib_qp_unreserve(scq, rcq, &q->cap, NULL);
 	vlib_pd(q->pub.pd)->users--;
 	pthread_mutex_unlock(&dev->obj_lock);
 	/* Pollers and the event consumer found q under their own lock or
@@ -296,6 +296,12 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	pthread_mutex_unlock(&rcq->lock);
 	pthread_mutex_lock(&dev->fe.evt_lock);
 	pthread_mutex_unlock(&dev->fe.evt_lock);
+	/* Only now may its SRQ go: a poller may have used q->srq till here. */
+	if (q->srq) {
+		pthread_mutex_lock(&dev->obj_lock);
+		q->srq->users--;
+		pthread_mutex_unlock(&dev->obj_lock);
+	}
 	vlib_qp_free(q);
 	return 0;
 }

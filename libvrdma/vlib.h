@@ -71,6 +71,7 @@ struct vlib_pin {
 	struct vplat_share *share;
 	unsigned users;			/* pinned buffers over its pages */
 	int prot;			/* the pages' protection before */
+	bool gone;			/* the program unmapped it: off the list */
 };
 
 struct vlib_pd {

@@ -511,6 +511,54 @@ START_TEST(t_reg_mmap_errors)
 }
 END_TEST
 
+/* What a program may do to registered memory without harming itself: a
+ * stack buffer is refused (its own writes would be lost while the pages
+ * move); memory unmapped or made unreadable while registered deregisters
+ * without a crash, and new memory at the same address registers anew. */
+START_TEST(t_reg_unsafe)
+{
+	char stackbuf[256];
+	struct vrdma_mr *mr;
+	struct side a;
+	uint8_t *m, *m2;
+
+	NEED_DAEMON();
+	side_init(&a);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_reg_mr(a.pd, stackbuf, sizeof(stackbuf), ACC_ALL));
+	ck_assert_int_eq(errno, EFAULT);
+	/* unmapped while registered, then new memory at that address */
+	m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	mr = vrdma_reg_mr(a.pd, m, 4 * 4096, ACC_ALL);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_int_eq(munmap(m, 4 * 4096), 0);
+	m2 = mmap(m, 4 * 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ck_assert_ptr_eq(m2, m);
+	memset(m2, 7, 4 * 4096);
+	{
+		struct vrdma_mr *mr2 = vrdma_reg_mr(a.pd, m2, 4 * 4096, ACC_ALL);
+
+		ck_assert_msg(mr2 != NULL, "reg_mr over new memory: %s", strerror(errno));
+		ck_assert_int_eq(m2[4095], 7);
+		ck_assert_int_eq(vrdma_dereg_mr(mr2), 0);
+	}
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	ck_assert_int_eq(m2[0], 7);		/* the new memory untouched */
+	munmap(m2, 4 * 4096);
+	/* made PROT_NONE while registered */
+	m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(m, MAP_FAILED);
+	mr = vrdma_reg_mr(a.pd, m, 2 * 4096, ACC_ALL);
+	ck_assert_ptr_nonnull(mr);
+	ck_assert_int_eq(mprotect(m, 2 * 4096, PROT_NONE), 0);
+	ck_assert_int_eq(vrdma_dereg_mr(mr), 0);
+	munmap(m, 2 * 4096);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+}
+END_TEST
+
 /* ---- shared receive queues ---- */
 
 static struct vrdma_qp *srq_qp(struct side *s, struct vrdma_cq *cq, struct vrdma_srq *srq)
@@ -652,6 +700,7 @@ static Suite *modify_suite(void)
 	tcase_add_test(live, t_peer_destroyed);
 	tcase_add_test(live, t_reg_malloc);
 	tcase_add_test(live, t_reg_mmap_errors);
+	tcase_add_test(live, t_reg_unsafe);
 	tcase_add_test(live, t_srq);
 	suite_add_tcase(s, live);
 	return s;

@@ -359,7 +359,7 @@ int vrdma_dealloc_pd(struct vrdma_pd *pd);
  * after fork() parent and child share those pages until then.
  * NULL with errno: EINVAL (NULL @pd or @addr, @length 0, unknown access
  * bits, more than VRDMA_BUF_MAX_PAGES pages), EFAULT (a hole, unreadable
- * or shared-file memory, or a range crossing the end of a
+ * or shared-file memory, the calling thread's stack, or a range crossing the end of a
  * vrdma_alloc_buf() buffer), ENOMEM, ENOSPC (no grants left: see
  * docs/verbs.md), EIO.
  */
