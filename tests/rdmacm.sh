@@ -8,62 +8,12 @@
 # Ports 19401+ (tests/verbs.sh has 19101+).
 # Usage: tests/rdmacm.sh BUILD_DIR [CASE...]
 set -u
-B=${1:-build}
-B=$(cd "$B" && pwd)
+. "$(dirname "$0")/vprog-lib.sh"
+vp_init rdmacm "${1:-build}" librdmacm.so.1 rping ucmatose ib_write_bw
 shift || true
 ONLY="$*"
-RUN=$(mktemp -d /tmp/vrdma-rdmacm.XXXXXX)
-export VRDMA_RUN_DIR=$RUN
-LOG=$RUN/vrdmad.log
-VR=$B/bin/vrdma-run
 T=60					# seconds any one program may take
 pass=0 fail=0
-DPID=
-
-cleanup() {
-	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
-	jobs -p | xargs -r kill -9 2>/dev/null
-	rm -rf "$RUN"
-}
-trap cleanup EXIT
-
-for p in rping ucmatose ib_write_bw; do
-	if ! command -v $p >/dev/null; then
-		# CI installs them (scripts/install-deps.sh): missing there is a failure
-		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
-		[ "${CI:-}" = true ] && exit 1
-		exit 0
-	fi
-done
-
-# An ASan build of the libraries in uninstrumented programs: the runtime
-# must come first.
-if objdump -p "$B/lib/vrdma/librdmacm.so.1" 2>/dev/null | grep -q 'NEEDED.*libasan'; then
-	export LD_PRELOAD="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
-	export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
-fi
-
-ctl() { timeout 10 "$B/sbin/vrdmactl" -S "$RUN" "$@"; }
-
-start_daemon() {
-	LD_PRELOAD= "$B/sbin/vrdmad" -f -S "$RUN" -n rdmacm-node >"$LOG" 2>&1 &
-	DPID=$!
-	for _ in $(seq 100); do
-		LD_PRELOAD= ctl ping >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	echo "vrdmad did not start:"; cat "$LOG"
-	return 1
-}
-
-# Is something listening on TCP port $1?  rdma_listen is a TCP listener
-# here; reading /proc does not disturb it.
-listening() {
-	local hex; hex=$(printf ':%04X ' "$1")
-	grep -q "$hex.* 0A " /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 report() {
 	local name=$1 ok=$2 out=$3
