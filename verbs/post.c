@@ -151,26 +151,26 @@ int vvb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 	return rc;
 }
 
-int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+/*
+ * A chain of ibv_recv_wr posted through libvrdma: converted at most max at
+ * a time into rwr[] (max_sge sges each from rsge[]), posted with post(obj,
+ * ...), and *bad names the first WR not posted.  Shared by QPs and SRQs.
+ */
+int vvb_recv_chain(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
+		   struct vrdma_recv_wr *rwr, struct vrdma_sge *rsge, uint32_t max,
+		   uint32_t max_sge, vvb_recv_post_fn *post, void *obj)
 {
-	struct vvb_qp *q = vvb_qp(qp);
 	struct ibv_recv_wr *w = wr, *start;
 	struct vrdma_recv_wr *vbad;
 	uint32_t n, i, posted;
 	int rc = 0, rc2, k;
 
-	if (q->srq) {				/* ibv_post_srq_recv() feeds it */
-		if (bad)
-			*bad = wr;
-		return EINVAL;
-	}
-	pthread_mutex_lock(&q->rq_lock);
 	while (w && !rc) {
 		start = w;
-		for (n = 0; w && n < q->rq_depth; w = w->next, n++) {
-			struct vrdma_sge *sge = &q->rsge[(size_t)n * q->cap.max_recv_sge];
+		for (n = 0; w && n < max; w = w->next, n++) {
+			struct vrdma_sge *sge = &rsge[(size_t)n * max_sge];
 
-			if (w->num_sge < 0 || (uint32_t)w->num_sge > q->cap.max_recv_sge) {
+			if (w->num_sge < 0 || (uint32_t)w->num_sge > max_sge) {
 				rc = EINVAL;
 				break;
 			}
@@ -179,25 +179,46 @@ int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 				sge[k].length = w->sg_list[k].length;
 				sge[k].lkey = w->sg_list[k].lkey;
 			}
-			q->rwr[n].wr_id = w->wr_id;
-			q->rwr[n].sg_list = sge;
-			q->rwr[n].num_sge = w->num_sge;
+			rwr[n].wr_id = w->wr_id;
+			rwr[n].sg_list = sge;
+			rwr[n].num_sge = w->num_sge;
 		}
 		if (!n)
 			break;
 		for (i = 0; i < n; i++)
-			q->rwr[i].next = i + 1 < n ? &q->rwr[i + 1] : NULL;
+			rwr[i].next = i + 1 < n ? &rwr[i + 1] : NULL;
 		vbad = NULL;
-		rc2 = vrdma_post_recv(q->vqp, q->rwr, &vbad);
+		rc2 = post(obj, rwr, &vbad);
 		if (rc2) {
-			posted = vbad ? (uint32_t)(vbad - q->rwr) : 0;
+			posted = vbad ? (uint32_t)(vbad - rwr) : 0;
 			for (w = start; posted--; w = w->next)
 				;
 			rc = rc2;
 		}
 	}
-	pthread_mutex_unlock(&q->rq_lock);
 	if (rc && bad)
 		*bad = w;
+	return rc;
+}
+
+static int vvb_qp_post_recv(void *obj, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad)
+{
+	return vrdma_post_recv(obj, wr, bad);
+}
+
+int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct vvb_qp *q = vvb_qp(qp);
+	int rc;
+
+	if (q->srq) {				/* ibv_post_srq_recv() feeds it */
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	pthread_mutex_lock(&q->rq_lock);
+	rc = vvb_recv_chain(wr, bad, q->rwr, q->rsge, q->rq_depth, q->cap.max_recv_sge,
+			    vvb_qp_post_recv, q->vqp);
+	pthread_mutex_unlock(&q->rq_lock);
 	return rc;
 }

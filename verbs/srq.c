@@ -156,50 +156,21 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	return 0;
 }
 
-/* As vvb_post_recv: convert at most max_wr at a time (more could not be
- * outstanding), post, and name the first WR not posted. */
+static int vvb_srq_post(void *obj, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad)
+{
+	return vrdma_post_srq_recv(obj, wr, bad);
+}
+
+/* As vvb_post_recv: at most max_wr at a time (more could not be
+ * outstanding). */
 int vvb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct vvb_srq *s = vvb_srq(srq);
-	struct ibv_recv_wr *w = wr, *start;
-	struct vrdma_recv_wr *vbad;
-	uint32_t n, i, posted;
-	int rc = 0, rc2, k;
+	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	while (w && !rc) {
-		start = w;
-		for (n = 0; w && n < s->max_wr; w = w->next, n++) {
-			struct vrdma_sge *sge = &s->rsge[(size_t)n * s->max_sge];
-
-			if (w->num_sge < 0 || (uint32_t)w->num_sge > s->max_sge) {
-				rc = EINVAL;
-				break;
-			}
-			for (k = 0; k < w->num_sge; k++) {
-				sge[k].addr = w->sg_list[k].addr;
-				sge[k].length = w->sg_list[k].length;
-				sge[k].lkey = w->sg_list[k].lkey;
-			}
-			s->rwr[n].wr_id = w->wr_id;
-			s->rwr[n].sg_list = sge;
-			s->rwr[n].num_sge = w->num_sge;
-		}
-		if (!n)
-			break;
-		for (i = 0; i < n; i++)
-			s->rwr[i].next = i + 1 < n ? &s->rwr[i + 1] : NULL;
-		vbad = NULL;
-		rc2 = vrdma_post_srq_recv(s->vsrq, s->rwr, &vbad);
-		if (rc2) {
-			posted = vbad ? (uint32_t)(vbad - s->rwr) : 0;
-			for (w = start; posted--; w = w->next)
-				;
-			rc = rc2;
-		}
-	}
+	rc = vvb_recv_chain(wr, bad, s->rwr, s->rsge, s->max_wr, s->max_sge, vvb_srq_post,
+			    s->vsrq);
 	pthread_mutex_unlock(&s->lock);
-	if (rc && bad)
-		*bad = w;
 	return rc;
 }

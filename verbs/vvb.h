@@ -182,6 +182,10 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 /* post.c */
 int vvb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+typedef int vvb_recv_post_fn(void *obj, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad);
+int vvb_recv_chain(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
+		   struct vrdma_recv_wr *rwr, struct vrdma_sge *rsge, uint32_t max,
+		   uint32_t max_sge, vvb_recv_post_fn *post, void *obj);
 int vvb_map_access(unsigned int ibv_access, int *vaccess);
 int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted);
 uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i);
