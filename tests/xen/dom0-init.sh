@@ -117,7 +117,12 @@ DOMU_MEM=256
 # domUs of check and verbs share CPU 1 and leave CPU 0 to dom0, so a
 # calibrating domU is not preempted by dom0's work (vrdmad, the suite).
 DOMU_CPUS=
-case $SUITE in check|verbs) DOMU_CPUS='cpus = "1"' ;; esac
+case $SUITE in
+check|verbs)
+	DOMU_CPUS='cpus = "1"'
+	xl vcpu-pin Domain-0 all 0 >/dev/null 2>&1 || echo "dom0 not pinned to CPU 0"
+	;;
+esac
 for n in $DOMUS; do
 	vif=
 	[ -n "$GBR" ] && vif="vif = [ 'bridge=$GBR,mac=$GMAC:$(printf %02x $n)' ]"

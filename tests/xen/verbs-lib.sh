@@ -18,7 +18,9 @@ vt_listen_cmd() {
 # perftest calibrates its cycle counter against gettimeofday and refuses
 # to report when the two do not correlate (r^2 < 0.9), which a TCG guest
 # on a busy host does now and then: a run that failed only that way runs
-# again (at most twice more), and says so.
+# again (at most twice more), and says so.  A third such failure with no
+# other error is a SKIP, named as such: the transfers completed, only the
+# report is missing.
 vcmds() { # name port srv_dom cli_dom srv_cmd cli_cmd
 	local name=$1 port=$2 try
 	shift 2
@@ -29,6 +31,12 @@ vcmds() { # name port srv_dom cli_dom srv_cmd cli_cmd
 		port=$((port + 100))
 		sleep 2	# the device comes free for the next process
 	done
+	if echo "$VP_OUT" | grep -q 'Correlation coefficient' &&
+	   ! echo "$VP_OUT" | grep -v "Can't produce a report" |
+	     grep -qiE "couldn't|failed|error|unable|terminated|timeout"; then
+		vt_skip "verbs-$name" "perftest could not calibrate its clock 3 times; transfers completed"
+		return 0
+	fi
 	vt_fail "verbs-$name"
 	return 1
 }
