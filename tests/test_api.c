@@ -419,15 +419,7 @@ static void pair_connect(struct side *srv, struct side *cli, uint32_t depth)
 
 static int wait_one(struct vrdma_cq *cq, struct vrdma_wc *wc)
 {
-	int64_t end = now_ms() + T_CONN_MS;
-	int n;
-
-	for (;;) {
-		n = vrdma_poll_cq(cq, 1, wc);
-		if (n != 0 || now_ms() > end)
-			return n;
-		vrdma_wait_cq(cq, 100);
-	}
+	return wait_one_ms(cq, wc, T_CONN_MS);
 }
 
 START_TEST(t_live_sq_overflow)
@@ -815,7 +807,7 @@ static Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
 	TCase *tc = tcase_create("no-daemon");
-	TCase *live = tcase_create("live");
+	TCase *live = tlive_tcase();
 
 	tcase_add_test(tc, t_null_args);
 	tcase_add_test(tc, t_open_no_daemon);
@@ -823,9 +815,6 @@ static Suite *api_suite(void)
 	tcase_add_test(tc, t_status_str);
 	suite_add_tcase(s, tc);
 
-	tcase_add_unchecked_fixture(live, root_make, root_remove);
-	tcase_add_checked_fixture(live, daemon_start, daemon_stop);
-	tcase_set_timeout(live, 60);
 	tcase_add_test(live, t_live_mr);
 	tcase_add_test(live, t_live_cq_qp);
 	tcase_add_test(live, t_live_names);
@@ -844,13 +833,5 @@ static Suite *api_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(api_suite());
-	int failed;
-
-	if (!getenv("VRDMA_BUILD") || access(getenv("VRDMA_BUILD"), F_OK))
-		fprintf(stderr, "test_api: VRDMA_BUILD not set: live tests skip\n");
-	srunner_run_all(sr, CK_ENV);	/* CK_VERBOSITY=verbose lists each test */
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tlive_main("test_api", api_suite());
 }

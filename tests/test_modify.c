@@ -84,15 +84,7 @@ static void to_rts(struct side *s, const struct side *peer)
 
 static int wait_one(struct vrdma_cq *cq, struct vrdma_wc *wc)
 {
-	int64_t end = now_ms() + T_WAIT_MS;
-	int n;
-
-	for (;;) {
-		n = vrdma_poll_cq(cq, 1, wc);
-		if (n != 0 || now_ms() > end)
-			return n;
-		vrdma_wait_cq(cq, 100);
-	}
+	return wait_one_ms(cq, wc, T_WAIT_MS);
 }
 
 static void post(struct side *s, enum vrdma_wr_opcode op, uint64_t id, size_t off,
@@ -111,6 +103,15 @@ static void post(struct side *s, enum vrdma_wr_opcode op, uint64_t id, size_t of
 		wr.wr.rdma.rkey = peer->mr->rkey;
 	}
 	ck_assert_int_eq(vrdma_post_send(s->qp, &wr, &bad), 0);
+}
+
+/* One receive of len bytes at buf + off. */
+static void post_recv1(struct side *s, uint64_t id, size_t off, uint32_t len)
+{
+	struct vrdma_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct vrdma_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	ck_assert_int_eq(vrdma_post_recv(s->qp, &wr, &bad), 0);
 }
 
 static void expect(struct side *s, uint64_t id, enum vrdma_wc_status st)
@@ -147,9 +148,7 @@ END_TEST
 
 START_TEST(t_transfer)
 {
-	struct vrdma_recv_wr rwr = { 0 }, *rbad;
 	struct vrdma_qp_attr qa;
-	struct vrdma_sge rsge;
 	struct vrdma_wc wc;
 	struct side a, b;
 
@@ -167,11 +166,7 @@ START_TEST(t_transfer)
 	ck_assert_str_eq((char *)b.buf + 100, "written by a");
 
 	/* SEND into a posted receive, the other way. */
-	rsge = (struct vrdma_sge){ (uintptr_t)a.buf + 4096, 64, a.mr->lkey };
-	rwr.wr_id = 2;
-	rwr.sg_list = &rsge;
-	rwr.num_sge = 1;
-	ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+	post_recv1(&a, 2, 4096, 64);
 	memcpy(b.buf, "sent by b", 10);
 	post(&b, VRDMA_WR_SEND, 3, 0, 10, NULL, 0);
 	expect(&b, 3, VRDMA_WC_SUCCESS);
@@ -341,8 +336,6 @@ END_TEST
  * its receives posted, and only its next send fails (RETRY_EXC). */
 START_TEST(t_peer_destroyed)
 {
-	struct vrdma_recv_wr rwr = { 0 }, *rbad;
-	struct vrdma_sge rsge;
 	struct vrdma_wc wc;
 	struct side a, b;
 
@@ -351,11 +344,7 @@ START_TEST(t_peer_destroyed)
 	side_init(&b);
 	to_rts(&a, &b);
 	to_rts(&b, &a);
-	rsge = (struct vrdma_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
-	rwr.wr_id = 60;
-	rwr.sg_list = &rsge;
-	rwr.num_sge = 1;
-	ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+	post_recv1(&a, 60, 0, 64);
 	ck_assert_int_eq(vrdma_destroy_qp(b.qp), 0);
 	usleep(100000);
 	ck_assert_int_eq(vrdma_poll_cq(a.cq, 1, &wc), 0);	/* nothing flushed */
@@ -418,13 +407,7 @@ START_TEST(t_reg_malloc)
 	/* b sends from its heap with the second MR's lkey. */
 	memcpy(heap + 6000, "from the heap", 14);
 	{
-		struct vrdma_recv_wr rwr = { 0 }, *rbad;
-		struct vrdma_sge rsge = { (uintptr_t)a.buf + 1024, 64, a.mr->lkey };
-
-		rwr.wr_id = 51;
-		rwr.sg_list = &rsge;
-		rwr.num_sge = 1;
-		ck_assert_int_eq(vrdma_post_recv(a.qp, &rwr, &rbad), 0);
+		post_recv1(&a, 51, 1024, 64);
 		sge = (struct vrdma_sge){ (uintptr_t)heap + 6000, 14, mr2->lkey };
 		wr.wr_id = 52;
 		wr.opcode = VRDMA_WR_SEND;
@@ -686,11 +669,8 @@ END_TEST
 static Suite *modify_suite(void)
 {
 	Suite *s = suite_create("modify");
-	TCase *live = tcase_create("live");
+	TCase *live = tlive_tcase();
 
-	tcase_add_unchecked_fixture(live, root_make, root_remove);
-	tcase_add_checked_fixture(live, daemon_start, daemon_stop);
-	tcase_set_timeout(live, 60);
 	tcase_add_test(live, t_gid);
 	tcase_add_test(live, t_transfer);
 	tcase_add_test(live, t_bad_transitions);
@@ -708,13 +688,5 @@ static Suite *modify_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(modify_suite());
-	int failed;
-
-	if (!getenv("VRDMA_BUILD") || access(getenv("VRDMA_BUILD"), F_OK))
-		fprintf(stderr, "test_modify: VRDMA_BUILD not set: live tests skip\n");
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tlive_main("test_modify", modify_suite());
 }

@@ -143,3 +143,39 @@ struct vrdma_device *open_dev(void)
 	return dev;
 }
 
+
+int wait_one_ms(struct vrdma_cq *cq, struct vrdma_wc *wc, int ms)
+{
+	int64_t end = now_ms() + ms;
+	int n;
+
+	for (;;) {
+		n = vrdma_poll_cq(cq, 1, wc);
+		if (n != 0 || now_ms() > end)
+			return n;
+		vrdma_wait_cq(cq, 100);
+	}
+}
+
+TCase *tlive_tcase(void)
+{
+	TCase *live = tcase_create("live");
+
+	tcase_add_unchecked_fixture(live, root_make, root_remove);
+	tcase_add_checked_fixture(live, daemon_start, daemon_stop);
+	tcase_set_timeout(live, 60);
+	return live;
+}
+
+int tlive_main(const char *name, Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	if (!getenv("VRDMA_BUILD") || access(getenv("VRDMA_BUILD"), F_OK))
+		fprintf(stderr, "%s: VRDMA_BUILD not set: live tests skip\n", name);
+	srunner_run_all(sr, CK_ENV);	/* CK_VERBOSITY=verbose lists each test */
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

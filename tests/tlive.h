@@ -7,6 +7,7 @@
 #ifndef VRDMA_TLIVE_H
 #define VRDMA_TLIVE_H
 
+#include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -27,6 +28,13 @@ void root_remove(void);
 void daemon_start(void);	/* checked fixture: vrdmad for one test */
 void daemon_stop(void);
 struct vrdma_device *open_dev(void);	/* vrdma_open, retried while vrdmad starts */
+/* Poll @cq for one completion, sleeping on it between polls, at most
+ * @ms: what vrdma_poll_cq returned last (0: none came). */
+int wait_one_ms(struct vrdma_cq *cq, struct vrdma_wc *wc, int ms);
+/* The "live" test case: a per-suite root, a vrdmad per test, 60 s. */
+TCase *tlive_tcase(void);
+/* main() of a suite: run it, say when VRDMA_BUILD is missing. */
+int tlive_main(const char *name, Suite *s);
 
 #define NEED_DAEMON() do {						\
 	if (d_skip) {							\
