@@ -31,31 +31,7 @@ PORT=19400
 # pair NAME PATTERN "SERVER ARGS" "CLIENT ARGS": the server (given the
 # port by its own option in SERVER ARGS' @P@), then the client; both must
 # exit 0 and the client's output match PATTERN.
-pair() {
-	local name=$1 pat=$2 sargs=$3 cargs=$4
-	want "$name" || return 0
-	local out=$RUN/$name.out sp src crc ok=0
-	PORT=$((PORT + 1))
-	sargs=${sargs//@P@/$PORT}
-	cargs=${cargs//@P@/$PORT}
-	# shellcheck disable=SC2086
-	timeout $T "$VR" $sargs >"$RUN/$name.srv" 2>&1 &
-	sp=$!
-	for _ in $(seq 200); do
-		listening $PORT && break
-		kill -0 $sp 2>/dev/null || break
-		sleep 0.05
-	done
-	# shellcheck disable=SC2086
-	timeout $T "$VR" $cargs >"$RUN/$name.cli" 2>&1
-	crc=$?
-	wait $sp
-	src=$?
-	{ echo "== server (exit $src): $sargs"; cat "$RUN/$name.srv";
-	  echo "== client (exit $crc): $cargs"; cat "$RUN/$name.cli"; } >"$out"
-	[ $src -eq 0 ] && [ $crc -eq 0 ] && grep -Eq "$pat" "$RUN/$name.cli" && ok=1
-	report "$name" $ok "$out"
-}
+pair() { vp_pair "$@"; }
 
 # own NAME: a case of tests/rdmacm_test.c on its own port.
 own() {
@@ -96,15 +72,7 @@ own cleanup
 own vanish
 
 # every guest gone from vrdmad once the programs exited
-if want leaks; then
-	ok=0
-	for _ in $(seq 50); do
-		LD_PRELOAD= ctl census | grep -q '"guests": *0[,}]' && { ok=1; break; }
-		sleep 0.1
-	done
-	LD_PRELOAD= ctl census >"$RUN/leaks.out" 2>&1
-	report leaks $ok "$RUN/leaks.out"
-fi
+vp_leaks
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -53,27 +53,9 @@ PORT=19100
 # pair NAME PATTERN PROGRAM ARGS...: server, then client to 127.0.0.1;
 # both must exit 0 and the client's output match PATTERN.
 pair() {
-	local name=$1 pat=$2; shift 2
-	want "$name" || return 0
-	local prog=$1; shift
-	local out=$RUN/$name.out sp src crc ok=0
-	PORT=$((PORT + 1))
-	: >"$out"
-	timeout $T "$VR" "$prog" -p $PORT "$@" >"$RUN/$name.srv" 2>&1 &
-	sp=$!
-	for _ in $(seq 200); do
-		listening $PORT && break
-		kill -0 $sp 2>/dev/null || break
-		sleep 0.05
-	done
-	timeout $T "$VR" "$prog" -p $PORT "$@" 127.0.0.1 >"$RUN/$name.cli" 2>&1
-	crc=$?
-	wait $sp
-	src=$?
-	{ echo "== server (exit $src)"; cat "$RUN/$name.srv";
-	  echo "== client (exit $crc)"; cat "$RUN/$name.cli"; } >"$out"
-	[ $src -eq 0 ] && [ $crc -eq 0 ] && grep -Eq "$pat" "$RUN/$name.cli" && ok=1
-	report "$name" $ok "$out"
+	local name=$1 pat=$2 prog=$3
+	shift 3
+	vp_pair "$name" "$pat" "$prog -p @P@ $*" "$prog -p @P@ $* 127.0.0.1"
 }
 
 start_daemon || exit 1
@@ -179,15 +161,7 @@ EOF_C
 fi
 
 # every guest gone from vrdmad once the programs exited
-if want leaks; then
-	ok=0
-	for _ in $(seq 50); do
-		LD_PRELOAD= ctl census | grep -q '"guests": *0[,}]' && { ok=1; break; }
-		sleep 0.1
-	done
-	LD_PRELOAD= ctl census >"$RUN/leaks.out" 2>&1
-	report leaks $ok "$RUN/leaks.out"
-fi
+vp_leaks
 
 echo "$pass passed, $fail failed${xfail:+, $xfail pending (XFAIL)}"
 [ "$fail" -eq 0 ]

@@ -6,6 +6,10 @@
 #       programs present (CI: else a failure, elsewhere a skip), the ASan
 #       runtime preloaded when LIB (under lib/vrdma) is an ASan build
 #   start_daemon, ctl, listening PORT, want CASE
+#   vp_pair NAME PATTERN SRV_CMD CLI_CMD   a server and its client (@P@ is
+#       the next port), both exit 0 and the client's output matches
+#   vp_leaks                                no guest left in vrdmad
+# Each script defines report NAME OK OUTPUT_FILE.
 set -u
 
 vp_init() {
@@ -64,3 +68,40 @@ listening() {
 }
 
 want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
+vp_pair() {
+	local name=$1 pat=$2 sargs=$3 cargs=$4
+	want "$name" || return 0
+	local out=$RUN/$name.out sp src crc ok=0
+	PORT=$((PORT + 1))
+	sargs=${sargs//@P@/$PORT}
+	cargs=${cargs//@P@/$PORT}
+	# shellcheck disable=SC2086
+	timeout $T "$VR" $sargs >"$RUN/$name.srv" 2>&1 &
+	sp=$!
+	for _ in $(seq 200); do
+		listening $PORT && break
+		kill -0 $sp 2>/dev/null || break
+		sleep 0.05
+	done
+	# shellcheck disable=SC2086
+	timeout $T "$VR" $cargs >"$RUN/$name.cli" 2>&1
+	crc=$?
+	wait $sp
+	src=$?
+	{ echo "== server (exit $src): $sargs"; cat "$RUN/$name.srv";
+	  echo "== client (exit $crc): $cargs"; cat "$RUN/$name.cli"; } >"$out"
+	[ $src -eq 0 ] && [ $crc -eq 0 ] && grep -Eq "$pat" "$RUN/$name.cli" && ok=1
+	report "$name" $ok "$out"
+}
+
+vp_leaks() {
+	local ok=0
+	want leaks || return 0
+	for _ in $(seq 50); do
+		LD_PRELOAD= ctl census | grep -q '"guests": *0[,}]' && { ok=1; break; }
+		sleep 0.1
+	done
+	LD_PRELOAD= ctl census >"$RUN/leaks.out" 2>&1
+	report leaks $ok "$RUN/leaks.out"
+}
