@@ -74,8 +74,8 @@ int vbe_srq_destroy(struct vbe_guest *g, const struct vrdma_req *r)
 	return VRDMA_CS_OK;
 }
 
-/* A receive for the SRQ: queue it, then the senders of every QP on it
- * that waited for a receive (RNR) may go on. */
+/* A receive for the SRQ: queue it; into an empty SRQ, the senders of
+ * every QP on it that waited for a receive (RNR) may go on. */
 int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
 {
 	struct vbe_srq *srq = VBE_GET(g->srqs, VBE_MAX_SRQS, r->handle);
@@ -97,8 +97,11 @@ int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
 	w->flags = r->flags;
 	w->id = r->id;
 	w->wr = r->u.wr;
-	srq->rq.count++;
 	g->ctr.wrs++;
+	/* Senders wait for a receive only while the SRQ is empty: only the
+	 * first receive after that has anyone to wake. */
+	if (srq->rq.count++)
+		return 0;
 	si = (uint32_t)(srq - g->srqs) + 1;
 	for (i = 0, seen = 0; i < VBE_MAX_QPS && seen < srq->users; i++) {
 		struct vbe_qp *qp = &g->qps[i];
