@@ -134,69 +134,53 @@ wait_exit() {
 	wait "$1"
 }
 
-# ---- native perftest between the nodes (b serves, a connects) ----
-# pt_pair TEST ARGS...: one perftest run; PT_OUT is a's output.  0 iff
-# both ends exit 0 and a printed its result row.
+# ---- perftest between the nodes (b serves, a connects) ----
+# pt_run TAG "RUNNER AND FLAGS" TEST ARGS...: one perftest run, b serving
+# "RUNNER ib_TEST FLAGS ARGS", a connecting to b; PT_OUT is a's output.
+# 0 iff both ends exit 0.
 PT_SERVE_T=90
-pt_pair() {
-	[ "$CL_NATIVE" = 1 ] || { PT_OUT=; return 0; }
-	_t=$1
-	shift
-	_p="-d rxe0 -x $GIDX -F"
+pt_run() {
+	_tag=$1-$3
+	_cmd="$2"
+	_t=$3
+	shift 3
+	_c=$(echo "$_cmd" | sed "s|@T@|ib_$_t|")
 	if [ "$NODE" = b ]; then
 		# shellcheck disable=SC2086
-		bg "timeout $PT_SERVE_T ib_$_t $_p $*" $T/pt.out
+		bg "timeout $PT_SERVE_T $_c $*" $T/pt.out
 		_pid=$BG_PID
-		cl_tell pt-$_t-listening 60 || { kill -9 $_pid; return 1; }
+		cl_tell $_tag-listening 60 || { kill -9 $_pid; return 1; }
 		wait_exit $_pid $PT_SERVE_T
 		_rc=$?
-		cl_tell "pt-$_t-served $_rc" 60
+		cl_tell "$_tag-served $_rc" 60
 		[ $_rc = 0 ] || tail -n 5 $T/pt.out
 		return $_rc
 	fi
-	cl_await pt-$_t-listening 120 || return 1
+	cl_await $_tag-listening 120 || return 1
 	_n=0
 	# perftest's own TCP rendezvous: retry until the server listens
 	# shellcheck disable=SC2086
-	until PT_OUT=$(timeout 60 ib_$_t $_p "$@" "$PEER" 2>&1); do
-		_n=$((_n + 1))
-		[ $_n -ge 10 ] && break
-		sleep 1
-	done
-	echo "$PT_OUT"
-	cl_await pt-$_t-served 120 || return 1
-	[ "${CL_MSG#* }" = 0 ] && [ $_n -lt 10 ]
-}
-
-# pv_pair TEST ARGS...: the same Debian perftest binary through vrdma:
-# guest processes on the two nodes run "vrdma-run ib_TEST -x 0 ARGS" (b
-# serves, a connects to b's address); PT_OUT is a's output.  suite
-# xbench overrides it for domUs (xen-pair.sh).
-pv_pair() {
-	_t=$1
-	shift
-	if [ "$NODE" = b ]; then
-		# shellcheck disable=SC2086
-		bg "timeout $PT_SERVE_T vrdma-run ib_$_t -x 0 -F $*" $T/pv.out
-		_pid=$BG_PID
-		cl_tell pv-$_t-listening 60 || { kill -9 $_pid; return 1; }
-		wait_exit $_pid $PT_SERVE_T
-		_rc=$?
-		cl_tell "pv-$_t-served $_rc" 60
-		[ $_rc = 0 ] || tail -n 5 $T/pv.out
-		return $_rc
-	fi
-	cl_await pv-$_t-listening 120 || return 1
-	_n=0
-	# shellcheck disable=SC2086
-	until PT_OUT=$(timeout 60 vrdma-run ib_$_t -x 0 -F "$@" "$PEER" 2>&1); do
+	until PT_OUT=$(timeout 60 $_c "$@" "$PEER" 2>&1); do
 		_n=$((_n + 1))
 		[ $_n -ge 10 ] && break
 		sleep 1
 	done
 	echo "$PT_OUT" | tail -n 4
-	cl_await pv-$_t-served 120 || return 1
+	cl_await $_tag-served 120 || return 1
 	[ "${CL_MSG#* }" = 0 ] && [ $_n -lt 10 ]
+}
+
+# pt_pair TEST ARGS...: native perftest between the nodes' rxe0.
+pt_pair() {
+	[ "$CL_NATIVE" = 1 ] || { PT_OUT=; return 0; }
+	pt_run pt "@T@ -d rxe0 -x $GIDX -F" "$@"
+}
+
+# pv_pair TEST ARGS...: the same Debian perftest binary through vrdma,
+# between guest processes of the two nodes.  suite xbench overrides it
+# for domUs (xen-pair.sh).
+pv_pair() {
+	pt_run pv "vrdma-run @T@ -x 0 -F" "$@"
 }
 
 # pt_row: the numbers row of PT_OUT (bytes iters ... first numeric line).
