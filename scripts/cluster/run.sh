@@ -123,6 +123,8 @@ if [ $ok = 0 ]; then
 		grep -B 8 'VRDMA-TEST .* FAIL' "$log" | grep -v 'VRDMA-TEST .* PASS' | tail -n 60
 		sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$log"
 	done
+	# Again at the end: CI shows only the tail of what a run prints.
+	cat "$LA" "$LB" | grep 'VRDMA-TEST .* FAIL'
 fi
 cl_log "suite '$SUITE': $npass passed, $nfail failed, ${secs}s in QEMU ($([ $ok = 1 ] && echo PASS || echo FAIL)); logs: $LA $LB"
 [ $ok = 1 ]

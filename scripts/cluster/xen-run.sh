@@ -90,6 +90,8 @@ if [ $ok = 0 ]; then
 	for n in a b; do
 		sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOGDIR/$SUITE-$n.log" | tail -n 60
 	done
+	# Again at the end: CI shows only the tail of what a run prints.
+	cat "$LOGDIR/$SUITE-a.log" "$LOGDIR/$SUITE-b.log" | grep 'VRDMA-TEST .* FAIL'
 fi
 cl_log "Xen cluster suite '$SUITE': $npass passed, $nfail failed, $((SECONDS - start))s in QEMU ($([ $ok = 1 ] && echo PASS || echo FAIL))"
 [ $ok = 1 ]
