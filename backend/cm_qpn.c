@@ -183,6 +183,20 @@ static int vbe_qpn_rtr(struct vbe_guest *g, struct vbe_qp *qp,
 	return st;
 }
 
+void vbe_qp_fail(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	if (qp->tgt)
+		qp->tgt->disconnect(g, qp);
+	if (qp->vwait && qp->conn_id) {
+		/* A binding to another node under way: it must not come
+		 * back RTS when rdma_cm answers. */
+		qp->conn_id = 0;
+		vbe_rcm_qp_gone(g, qp);
+	}
+	qp->vwait = false;
+	vbe_qp_error(g, qp);
+}
+
 int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 {
 	const struct vrdma_cmd_modify_qp *m = &r->u.modify_qp;
@@ -202,16 +216,7 @@ int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 	case VRDMA_MQ_ERR:
 		if (qp->state == VBE_QPS_CONNECTING && !qp->vwait)
 			return VRDMA_CS_INVAL;	/* vrdma_connect() owns it */
-		if (qp->tgt)
-			qp->tgt->disconnect(g, qp);
-		if (qp->vwait && qp->conn_id) {
-			/* A binding to another node under way: it must not
-			 * come back RTS when rdma_cm answers. */
-			qp->conn_id = 0;
-			vbe_rcm_qp_gone(g, qp);
-		}
-		qp->vwait = false;
-		vbe_qp_error(g, qp);
+		vbe_qp_fail(g, qp);
 		return VRDMA_CS_OK;
 	default:
 		return VRDMA_CS_INVAL;

@@ -141,12 +141,23 @@ void vbe_cq_push(struct vbe_guest *g, uint32_t cqi, const struct vrdma_cqe *c)
 
 	if (g->dead || !g->connected || !cq->s.used)
 		return;
-	/* The guest's cons is untrusted: an honest guest sizes its CQs for
-	 * every outstanding WR, so a full CQ is its fault. */
+	if (cq->err)
+		return;		/* overran: lost, as on hardware */
+	/* The guest's cons is untrusted: one past prod or more than a CQ
+	 * behind is a lie; exactly a CQ behind is an overrun, which verbs
+	 * allows a program to cause (QPs deeper than their CQ). */
 	cons = vring_load_acq(&cq->hdr->ring.cons);
-	if ((uint32_t)(cq->prod - cons) >= cq->size) {
-		vbe_guest_fatal(g, "CQ %#x overflow (prod %u cons %u size %u)",
-				vbe_handle(&cq->s, cqi), cq->prod, cons, cq->size);
+	if ((uint32_t)(cq->prod - cons) > cq->size) {
+		vbe_guest_fatal(g, "CQ %#x impossible cons %u (prod %u size %u)",
+				vbe_handle(&cq->s, cqi), cons, cq->prod, cq->size);
+		return;
+	}
+	if (cq->prod - cons == cq->size) {
+		vlog_warn("vrdmad: %s: CQ %#x overran (size %u): CQ error",
+			  g->name, vbe_handle(&cq->s, cqi), cq->size);
+		cq->err = cq->err_pend = true;
+		g->cq_err = true;	/* the QPs at the flush, not mid-walk */
+		g->ctr.errors++;
 		return;
 	}
 	cq->cqe[cq->prod & (cq->size - 1)] = *c;
@@ -177,6 +188,46 @@ void vbe_cq_flush(struct vbe_guest *g)
 		cq->pub = cq->prod;
 	}
 	g->ndirty = 0;
+}
+
+/*
+ * At the end of a batch (vbe_ring_flush), never inside a WR walk: each
+ * overran CQ's QPs go to error, the guest gets CQ_ERROR and a QP_ERROR per
+ * QP.  An event that finds the ring full waits for the next flush.
+ */
+void vbe_cq_err_run(struct vbe_guest *g)
+{
+	struct vrdma_evt e;
+	unsigned i, j;
+
+	g->cq_err = false;	/* set again by an overrun the flushes cause */
+	for (i = 0; i < VBE_MAX_CQS && !g->dead; i++) {
+		struct vbe_cq *cq = &g->cqs[i];
+
+		if (!cq->s.used || !cq->err_pend)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.type = VRDMA_EVT_CQ_ERROR;
+		e.handle = vbe_handle(&cq->s, i);
+		if (vbe_evt_post(g, &e, false)) {
+			g->cq_err = true;	/* ring full: next time */
+			continue;
+		}
+		cq->err_pend = false;
+		for (j = 0; j < VBE_MAX_QPS && g->qps; j++) {
+			struct vbe_qp *qp = &g->qps[j];
+
+			if (!qp->s.used || qp->state == VBE_QPS_ERR ||
+			    (qp->send_cq != i && qp->recv_cq != i) ||
+			    (qp->state == VBE_QPS_CONNECTING && !qp->vwait))
+				continue;
+			vbe_qp_fail(g, qp);
+			e.type = VRDMA_EVT_QP_ERROR;
+			e.status = VRDMA_CS_NOMEM;
+			e.handle = qp->handle;
+			vbe_evt_qp(g, qp, &e);
+		}
+	}
 }
 
 /* Free a CQ slot; it leaves the dirty list (unpublished CQEs die with it). */

@@ -87,6 +87,8 @@ void vbe_ring_flush(struct vbe_guest *g)
 {
 	if (!g->connected || g->dead)
 		return;
+	if (g->cq_err)
+		vbe_cq_err_run(g);
 	/* CQEs before events: once the guest sees DESTROY_QP's result it
 	 * treats every CQE it cannot see yet as coming from the future. */
 	vbe_cq_flush(g);

@@ -81,11 +81,11 @@ static bool vbe_evq_out(struct vbe_guest *g, struct vbe_qp *qp)
 	if (qp->pend_err) {
 		memset(&e, 0, sizeof(e));
 		e.type = VRDMA_EVT_QP_ERROR;
-		e.status = VRDMA_CS_UNREACH;
+		e.status = qp->pend_err;
 		e.handle = qp->handle;
 		if (vbe_evt_post(g, &e, false))
 			return false;
-		qp->pend_err = false;
+		qp->pend_err = 0;
 	}
 	return true;
 }
@@ -101,7 +101,7 @@ void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *
 	if (!g->evq.count && !vbe_evt_post(g, e, false))
 		return;
 	if (e->type == VRDMA_EVT_QP_ERROR) {
-		qp->pend_err = true;
+		qp->pend_err = e->status ? e->status : VRDMA_CS_UNREACH;
 	} else {
 		if (qp->pend_cm.type)
 			g->ctr.evt_dropped++;	/* only a guest ignoring its CM */

@@ -116,6 +116,8 @@ struct vbe_cq {
 	struct vrdma_cqe *cqe;
 	uint32_t size, prod, pub;
 	bool dirty;
+	bool err;		/* overran: CQEs are dropped from now on */
+	bool err_pend;		/* ... its QPs and the guest not told yet */
 	unsigned users;		/* QPs */
 };
 
@@ -165,7 +167,7 @@ struct vbe_qp {
 	 * result and one QP_ERROR per QP, so the wait is bounded by the QP
 	 * table; evq says the QP sits on the guest's event queue. */
 	struct vrdma_evt pend_cm;	/* CONNECTED / REJECTED, type 0 = none */
-	bool pend_err;			/* QP_ERROR */
+	uint16_t pend_err;		/* QP_ERROR's status, 0 = none */
 	bool evq;
 	bool runq;			/* on the run list: WRs left over (C3) */
 	uint64_t wr_off;		/* bytes of the head send WR already moved */
@@ -256,6 +258,7 @@ struct vbe_guest {
 	struct vbe_qfifo runq;		/* QPs with send work left over */
 	uint64_t budget_bytes;		/* left in this poll (C3) */
 	unsigned budget_wrs;
+	bool cq_err;			/* a CQ overran: vbe_cq_err_run() */
 	uint16_t *dirty;		/* CQ indexes with unpublished CQEs */
 	unsigned ndirty;
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
@@ -377,9 +380,12 @@ void vbe_obj_fini(struct vbe_guest *g);
 void vbe_cq_push(struct vbe_guest *g, uint32_t cq, const struct vrdma_cqe *c);
 void vbe_cq_flush(struct vbe_guest *g);
 void vbe_cq_forget(struct vbe_guest *g, struct vbe_cq *cq);
+void vbe_cq_err_run(struct vbe_guest *g);
 void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b);
 void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp);
+/* cm_qpn.c: to error as MODIFY_QP(ERR) does: off its peer, flushed. */
+void vbe_qp_fail(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		     uint8_t status, uint32_t byte_len);

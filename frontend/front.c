@@ -19,8 +19,22 @@ static const char *const vfe_stop_states[] = { "5", "6", NULL };
 
 void vfe_set_broken(struct vfe_dev *d, const char *why)
 {
-	if (!__atomic_exchange_n(&d->broken, 1, __ATOMIC_SEQ_CST))
-		vlog_err("vrdma device broken: %s", why);
+	void (*cb)(void *arg);
+
+	if (__atomic_exchange_n(&d->broken, 1, __ATOMIC_SEQ_CST))
+		return;
+	vlog_err("vrdma device broken: %s", why);
+	cb = __atomic_load_n(&d->broken_cb, __ATOMIC_ACQUIRE);
+	if (cb)
+		cb(d->broken_arg);
+}
+
+void vfe_on_broken(struct vfe_dev *d, void (*cb)(void *arg), void *arg)
+{
+	d->broken_arg = arg;
+	__atomic_store_n(&d->broken_cb, cb, __ATOMIC_RELEASE);
+	if (vfe_is_broken(d))
+		cb(arg);	/* broke before anyone listened */
 }
 
 bool vfe_is_broken(const struct vfe_dev *d)

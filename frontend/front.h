@@ -96,6 +96,8 @@ struct vfe_dev {
 
 	vfe_evt_fn *evt_cb;
 	void *evt_arg;
+	void (*broken_cb)(void *arg);	/* once, when broken (any thread) */
+	void *broken_arg;
 };
 
 /* front.c: handshake */
@@ -109,8 +111,10 @@ void vfe_close(struct vfe_dev *d);
  * callbacks and mark the device broken if the backend closed on us.
  * Cheap when nothing changed.  0 or -EIO. */
 int  vfe_check_backend(struct vfe_dev *d);
-/* Mark the device unusable; why is logged once. */
+/* Mark the device unusable; why is logged once and cb (set once, after
+ * vfe_open) called once.  cb takes only leaf locks. */
 void vfe_set_broken(struct vfe_dev *d, const char *why);
+void vfe_on_broken(struct vfe_dev *d, void (*cb)(void *arg), void *arg);
 bool vfe_is_broken(const struct vfe_dev *d);
 
 /* Shareable pages for buffers and CQ areas (serialised vplat calls). */

@@ -84,11 +84,28 @@ int vlib_destroy_cq(struct vlib_cq *c, bool force)
 		VLIB_LINK(dev, &dev->cqs, c);
 		return rc;
 	}
+	/* Unlinked: vlib_cq_event (obj_lock) queues nothing more for it. */
+	vlib_async_forget(dev, &c->pub);
 	vlib_buf_free(dev, c->buf, true);
 	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
-	free(c->srq_res);
 	free(c);
+	return 0;
+}
+
+/* CQ_ERROR (evt_lock held): the CQ overran.  Its QPs get QP_ERROR. */
+int vlib_cq_event(struct vrdma_device *dev, const struct vrdma_evt *e)
+{
+	struct vlib_cq *c;
+
+	pthread_mutex_lock(&dev->obj_lock);
+	for (c = dev->cqs; c && c->pub.handle != e->handle; c = c->next)
+		;
+	if (c)
+		vlib_async_push(dev, VRDMA_EVENT_CQ_ERR, &c->pub);
+	pthread_mutex_unlock(&dev->obj_lock);
+	if (!c)
+		vlog_dbg("vrdma: CQ error for unknown CQ %u dropped", e->handle);
 	return 0;
 }
 
@@ -132,9 +149,8 @@ int vlib_cq_gone_prepare(struct vlib_cq *c)
 }
 
 /* A QP using this CQ is being destroyed: CQEs already produced for it are
- * dropped when polled; anything later naming it is a violation.  Up to
- * `held` of them occupy the CQ until polled (vlib_cq_held). */
-void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q, uint32_t held)
+ * dropped when polled; anything later naming it is a violation. */
+void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q)
 {
 	struct vlib_gone *g;
 
@@ -149,23 +165,8 @@ void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q, uint32_t held)
 		g = &c->gone[c->ngone++];
 		g->qp = q->pub.handle;
 		g->until = vring_load_acq(&c->hdr->ring.prod);
-		g->held = held;
 	}
 	pthread_mutex_unlock(&c->lock);
-}
-
-/* Capacity still taken by unpolled CQEs of destroyed QPs (lock held). */
-uint32_t vlib_cq_held(struct vlib_cq *c)
-{
-	uint32_t held = 0, left;
-	unsigned i;
-
-	vlib_cq_prune(c);
-	for (i = 0; i < c->ngone; i++) {
-		left = c->gone[i].until - c->cons;
-		held += left < c->gone[i].held ? left : c->gone[i].held;
-	}
-	return held;
 }
 
 static bool vlib_cq_gone(const struct vlib_cq *c, uint32_t qp)
@@ -367,6 +368,8 @@ int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 	if (!n && vfe_is_broken(&cq->device->fe))
 		goto err_io;
 	pthread_mutex_unlock(&c->lock);
+	if (!n)
+		vlib_async_pump(cq->device);	/* no lock of ours held */
 	return n;
 
 err_io:

@@ -19,6 +19,8 @@ static int vlib_dispatch(void *arg, const struct vrdma_evt *e)
 	case VRDMA_EVT_REJECTED:
 	case VRDMA_EVT_QP_ERROR:
 		return vlib_qp_event(dev, e);
+	case VRDMA_EVT_CQ_ERROR:
+		return vlib_cq_event(dev, e);
 	default:
 		return -EPROTO;
 	}
@@ -93,17 +95,25 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 		errno = ENOMEM;
 		return NULL;
 	}
+	rc = vlib_async_init(dev);
+	if (rc)
+		goto err_free;
 	pthread_mutex_init(&dev->obj_lock, NULL);
 	pthread_mutex_init(&dev->pin_lock, NULL);
 	rc = vfe_open(&dev->fe, kind, timeout_ms, vlib_dispatch, dev);
-	if (rc) {
-		pthread_mutex_destroy(&dev->obj_lock);
-		pthread_mutex_destroy(&dev->pin_lock);
-		free(dev);
-		errno = rc < 0 ? -rc : EIO;
-		return NULL;
-	}
+	if (rc)
+		goto err_locks;
+	vfe_on_broken(&dev->fe, vlib_async_broken, dev);
 	return dev;
+
+err_locks:
+	pthread_mutex_destroy(&dev->obj_lock);
+	pthread_mutex_destroy(&dev->pin_lock);
+	vlib_async_fini(dev);
+err_free:
+	free(dev);
+	errno = rc < 0 ? -rc : EIO;
+	return NULL;
 }
 
 /* Free a list's objects with fn; nobody else uses the device any more. */
@@ -125,7 +135,6 @@ static void vlib_free_cq(struct vlib_cq *c)
 {
 	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
-	free(c->srq_res);
 	free(c);	/* its area is on the buffer list */
 }
 
@@ -161,6 +170,7 @@ int vrdma_close(struct vrdma_device *dev)
 	vfe_close(&dev->fe);
 	pthread_mutex_destroy(&dev->obj_lock);
 	pthread_mutex_destroy(&dev->pin_lock);
+	vlib_async_fini(dev);
 	free(dev);
 	return 0;
 }

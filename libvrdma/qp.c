@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Queue pairs: creation with the CQ capacity rule, destruction, QP events. */
+/* Queue pairs: creation, destruction, QP events. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,96 +30,28 @@ static int vlib_qp_caps(const struct vrdma_qp_cap *cap, bool srq)
 	return 0;
 }
 
-/* rcq reserved an SRQ's max_wr already (obj_lock). */
-static bool vlib_cq_has_srq(const struct vlib_cq *c, uint32_t handle)
-{
-	unsigned i;
-
-	for (i = 0; i < c->nsrq_res; i++)
-		if (c->srq_res[i] == handle)
-			return true;
-	return false;
-}
-
 /*
- * The CQ capacity rule: every WR that can be outstanding on the QPs using
- * a CQ has room in it, so an honest guest never overflows a CQ.  Capacity
- * of destroyed QPs whose completions are still unpolled (held) counts too.
- * A QP on an SRQ adds the SRQ's max_wr to its recv CQ once per SRQ, for as
- * long as the CQ lives (its receives may complete on any of the QPs).
- * obj_lock held; reserves on success.
+ * A QP uses its CQs, PD and SRQ (obj_lock held).  Verbs lets the QPs of a
+ * CQ be deeper than it: a program that lets it overrun gets the CQ's error
+ * event and its QPs go to error (dom0 drops what does not fit), as on
+ * hardware, so there is no capacity rule here.
  */
-static int vlib_qp_reserve(struct vlib_cq *scq, struct vlib_cq *rcq,
-			   const struct vrdma_qp_cap *cap, struct vlib_srq *srq,
-			   uint32_t sheld, uint32_t rheld)
+static void vlib_qp_use(struct vlib_cq *scq, struct vlib_cq *rcq, struct vlib_pd *p,
+			struct vlib_srq *srq, bool take)
 {
-	uint32_t recv = cap->max_recv_wr;
-	uint32_t *res = NULL;
-
-	if (srq && !vlib_cq_has_srq(rcq, srq->pub.handle)) {
-		recv = srq->pub.max_wr;
-		res = realloc(rcq->srq_res, sizeof(*res) * (rcq->nsrq_res + 1));
-		if (!res)
-			return -ENOMEM;
-		rcq->srq_res = res;
-	}
-	if (scq == rcq) {
-		if (scq->committed + sheld + cap->max_send_wr + recv > scq->size)
-			return -EINVAL;
-	} else if (scq->committed + sheld + cap->max_send_wr > scq->size ||
-		   rcq->committed + rheld + recv > rcq->size) {
-		return -EINVAL;
-	}
-	scq->committed += cap->max_send_wr;
-	rcq->committed += recv;
-	if (res)
-		rcq->srq_res[rcq->nsrq_res++] = srq->pub.handle;
-	scq->users++;
-	rcq->users++;
-	if (srq)
-		srq->users++;
-	return 0;
-}
-
-/* The SRQ's share of a recv CQ stays with the CQ (see above). */
-static void vlib_qp_unreserve(struct vlib_cq *scq, struct vlib_cq *rcq,
-			      const struct vrdma_qp_cap *cap, struct vlib_srq *srq)
-{
-	scq->committed -= cap->max_send_wr;
-	rcq->committed -= cap->max_recv_wr;
-	scq->users--;
-	rcq->users--;
-	if (srq)
-		srq->users--;
-}
-
-/*
- * Reserve room for a new QP in its CQs.  The CQ locks (lower address first
- * when there are two) keep the held capacity from changing under us: a
- * destroy records its gone entry and releases its reservation separately.
- */
-static int vlib_qp_reserve_locked(struct vrdma_device *dev, struct vlib_qp *q,
-				  struct vlib_cq *scq, struct vlib_cq *rcq,
-				  struct vlib_pd *p)
-{
-	struct vlib_cq *first = scq < rcq ? scq : rcq, *second = scq < rcq ? rcq : scq;
-	uint32_t sheld, rheld;
-	int rc;
-
-	pthread_mutex_lock(&first->lock);
-	if (second != first)
-		pthread_mutex_lock(&second->lock);
-	sheld = vlib_cq_held(scq);
-	rheld = rcq == scq ? sheld : vlib_cq_held(rcq);
-	pthread_mutex_lock(&dev->obj_lock);
-	rc = vlib_qp_reserve(scq, rcq, &q->cap, q->srq, sheld, rheld);
-	if (!rc)
+	if (take) {
+		scq->users++;
+		rcq->users++;
 		p->users++;
-	pthread_mutex_unlock(&dev->obj_lock);
-	if (second != first)
-		pthread_mutex_unlock(&second->lock);
-	pthread_mutex_unlock(&first->lock);
-	return rc;
+		if (srq)
+			srq->users++;
+	} else {
+		scq->users--;
+		rcq->users--;
+		p->users--;
+		if (srq)
+			srq->users--;
+	}
 }
 
 void vlib_qp_free(struct vlib_qp *q)
@@ -217,14 +149,14 @@ struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_a
 	}
 	scq = vlib_cq(attr->send_cq);
 	rcq = vlib_cq(attr->recv_cq);
-	rc = vlib_qp_reserve_locked(dev, q, scq, rcq, vlib_pd(pd));
-	if (rc)
-		goto err_free;
+	pthread_mutex_lock(&dev->obj_lock);
+	vlib_qp_use(scq, rcq, vlib_pd(pd), q->srq, true);
+	pthread_mutex_unlock(&dev->obj_lock);
 
 	vlib_create_qp_req(&req, pd, attr, srq);
 	rc = vfe_cmd(&dev->fe, &req, out);
 	if (rc)
-		goto err_unreserve;
+		goto err_unuse;
 
 	q->pub.device = dev;
 	q->pub.qp_context = attr->qp_context;
@@ -239,19 +171,17 @@ struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_a
 		/* CQEs and events are routed by handle: two QPs cannot share one. */
 		pthread_mutex_unlock(&dev->obj_lock);
 		rc = vfe_cmd_bad(&dev->fe, "dom0 gave a new QP the handle of a live one");
-		goto err_unreserve;
+		goto err_unuse;
 	}
 	q->next = *vlib_qp_bucket(dev, q->pub.handle);
 	*vlib_qp_bucket(dev, q->pub.handle) = q;
 	pthread_mutex_unlock(&dev->obj_lock);
 	return &q->pub;
 
-err_unreserve:
+err_unuse:
 	pthread_mutex_lock(&dev->obj_lock);
-	vlib_qp_unreserve(scq, rcq, &q->cap, q->srq);
-	vlib_pd(pd)->users--;
+	vlib_qp_use(scq, rcq, vlib_pd(pd), q->srq, false);
 	pthread_mutex_unlock(&dev->obj_lock);
-err_free:
 	vlib_qp_free(q);
 err:
 	errno = -rc;
@@ -275,18 +205,13 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	if (rc)
 		return rc;
 	/* dom0 produces nothing for it from now on: CQEs already in the CQs
-	 * are dropped when polled, later ones would be a violation.  Their
-	 * share of the CQs stays reserved until they are polled. */
-	if (rcq == scq) {
-		vlib_cq_forget_qp(scq, q, q->cap.max_send_wr + q->cap.max_recv_wr);
-	} else {
-		vlib_cq_forget_qp(scq, q, q->cap.max_send_wr);
-		vlib_cq_forget_qp(rcq, q, q->cap.max_recv_wr);
-	}
+	 * are dropped when polled, later ones would be a violation. */
+	vlib_cq_forget_qp(scq, q);
+	if (rcq != scq)
+		vlib_cq_forget_qp(rcq, q);
 	pthread_mutex_lock(&dev->obj_lock);
 	VLIB_UNLINK(vlib_qp_bucket(dev, q->pub.handle), q);
-	vlib_qp_unreserve(scq, rcq, &q->cap, NULL);
-	vlib_pd(q->pub.pd)->users--;
+	vlib_qp_use(scq, rcq, vlib_pd(q->pub.pd), NULL, false);
 	pthread_mutex_unlock(&dev->obj_lock);
 	/* Pollers and the event consumer found q under their own lock or
 	 * obj_lock and use it under their own lock: wait for them to let go. */
@@ -296,6 +221,7 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	pthread_mutex_unlock(&rcq->lock);
 	pthread_mutex_lock(&dev->fe.evt_lock);
 	pthread_mutex_unlock(&dev->fe.evt_lock);
+	vlib_async_forget(dev, &q->pub);
 	/* Only now may its SRQ go: a poller may have used q->srq till here. */
 	if (q->srq) {
 		pthread_mutex_lock(&dev->obj_lock);
@@ -350,6 +276,12 @@ int vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e)
 	case VRDMA_EVT_QP_ERROR:
 		__atomic_store_n(&q->pub.state, VRDMA_QPS_ERR, __ATOMIC_RELEASE);
 		__atomic_store_n(&q->conn_done, 1, __ATOMIC_RELEASE);
+		/* A peer that is gone shows in completions, as on RC
+		 * hardware; anything else is the QP's fatal error. */
+		if (e->status != VRDMA_CS_UNREACH)
+			vlib_async_push(dev, VRDMA_EVENT_QP_FATAL, &q->pub);
+		if (q->srq && st != VRDMA_QPS_ERR)
+			vlib_async_push(dev, VRDMA_EVENT_QP_LAST_WQE_REACHED, &q->pub);
 		return 0;
 	default:
 		return -EPROTO;

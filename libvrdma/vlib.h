@@ -47,6 +47,7 @@
 
 #define VLIB_LISTEN_QUEUE	64	/* pending connection requests */
 #define VLIB_QP_HASH		256	/* buckets, by handle (index in the low bits) */
+#define VLIB_AQ_SIZE		256	/* async events queued, then dropped */
 
 struct vlib_pin;
 
@@ -87,13 +88,10 @@ struct vlib_mr {
 };
 
 /* A QP destroyed while its CQEs may still sit in a CQ: CQEs naming it
- * before index `until` are dropped, later ones are a violation.  Until the
- * consumer passes `until`, up to `held` of those CQEs (the QP's share of
- * the CQ) still occupy it, so that capacity stays reserved. */
+ * before index `until` are dropped, later ones are a violation. */
 struct vlib_gone {
 	uint32_t qp;
 	uint32_t until;
-	uint32_t held;
 };
 
 struct vlib_cq {
@@ -106,12 +104,9 @@ struct vlib_cq {
 	uint32_t size;
 	uint32_t cons;			/* private consumer index (lock) */
 	unsigned users;			/* QPs (obj_lock) */
-	uint64_t committed;		/* WRs the QPs may have outstanding */
 	struct vlib_gone *gone;		/* (lock) */
 	unsigned ngone, gone_cap;
 	struct vlib_qp *last_qp;	/* QP of the last CQE (lock) */
-	uint32_t *srq_res;		/* SRQs it reserved max_wr for (obj_lock) */
-	unsigned nsrq_res;
 };
 
 /* A shared receive queue.  Receives complete out of order across the CQs
@@ -182,6 +177,13 @@ struct vrdma_device {
 	struct vlib_srq *srqs;
 	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
 	struct vlib_pin *pins;
+
+	/* asynchronous events (async.c; aq_lock is a leaf) */
+	pthread_mutex_t aq_lock;
+	struct vrdma_async_event aq[VLIB_AQ_SIZE];
+	unsigned aq_head, aq_count;
+	uint64_t aq_dropped;		/* the queue was full */
+	int aq_fd;			/* eventfd: readable while aq_count */
 };
 
 static inline struct vlib_qp *vlib_qp(struct vrdma_qp *qp)
@@ -242,11 +244,19 @@ int  vlib_pin_buf(struct vrdma_device *dev, void *addr, size_t len,
 void vlib_pin_buf_free(struct vrdma_device *dev, struct vlib_buf *b);
 void vlib_pin_close(struct vrdma_device *dev);	/* every pin back in place */
 
+/* async.c */
+int  vlib_async_init(struct vrdma_device *dev);
+void vlib_async_fini(struct vrdma_device *dev);
+void vlib_async_push(struct vrdma_device *dev, enum vrdma_event_type type, void *obj);
+void vlib_async_forget(struct vrdma_device *dev, const void *obj);
+void vlib_async_broken(void *arg);
+void vlib_async_pump(struct vrdma_device *dev);
+
 /* cq.c */
 int  vlib_destroy_cq(struct vlib_cq *c, bool force);
+int  vlib_cq_event(struct vrdma_device *dev, const struct vrdma_evt *e);
 int  vlib_cq_gone_prepare(struct vlib_cq *c);
-void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q, uint32_t held);
-uint32_t vlib_cq_held(struct vlib_cq *c);
+void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q);
 
 /* qp.c */
 struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle);

@@ -12,3 +12,10 @@ $(B)/tests/test_modify: $(call obj,tests/test_modify.c tests/tlive.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
+
+# asynchronous events: CQ overrun, LAST_WQE_REACHED, DEVICE_FATAL (tests/test_async.c).
+CHECK_BINS += $(B)/tests/test_async
+$(B)/tests/test_async: $(call obj,tests/test_async.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)

@@ -226,13 +226,14 @@ START_TEST(t_live_cq_qp)
 	ck_assert_msg(cq != NULL, "create_cq: %s", strerror(errno));
 	ck_assert_int_eq(cq->cqe, 8);		/* rounded up */
 
-	/* CQ capacity rule: 8 send + 8 recv outstanding do not fit in 8. */
+	/* QPs may be deeper than their CQ, as in verbs (an overrun is a CQ
+	 * error: tests/test_async.c). */
 	a.send_cq = cq;
 	a.recv_cq = cq;
 	a.cap = (struct vrdma_qp_cap){ 8, 8, 1, 1 };
-	errno = 0;
-	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
-	ck_assert_int_eq(errno, EINVAL);
+	qp = vrdma_create_qp(pd, &a);
+	ck_assert_msg(qp != NULL, "create_qp 8/8 on a CQ of 8: %s", strerror(errno));
+	ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
 	a.cap = (struct vrdma_qp_cap){ 0, 4, 1, 1 };
 	errno = 0;
 	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
@@ -244,11 +245,6 @@ START_TEST(t_live_cq_qp)
 
 	qp = make_qp(pd, cq, 4);
 	ck_assert_int_eq(qp->state, VRDMA_QPS_RESET);
-	/* The CQ is now full of commitments: a second QP does not fit. */
-	a.cap = (struct vrdma_qp_cap){ 1, 1, 1, 1 };
-	errno = 0;
-	ck_assert_ptr_null(vrdma_create_qp(pd, &a));
-	ck_assert_int_eq(errno, EINVAL);
 	big = vrdma_create_cq(dev, 64, NULL);
 	ck_assert_ptr_nonnull(big);
 
@@ -519,9 +515,10 @@ START_TEST(t_live_transfer)
 }
 END_TEST
 
-/* Review C2: a destroyed QP's flushed completions keep its share of the
- * CQ until polled, so a new QP cannot overflow the CQ (which disabled the
- * guest).  CQ of 16, QP 1/15, 15 receives, destroy, repeat. */
+/* Review C2: a destroyed QP's flushed completions stay in the CQ until
+ * polled and are dropped then; a new QP beside them is fine (an overrun
+ * would be a CQ error now, not a disabled guest).  CQ of 16, QP 1/15, 15
+ * receives, destroy, repeat. */
 START_TEST(t_live_cq_reuse_after_destroy)
 {
 	struct vrdma_qp_init_attr a = { 0 };
@@ -562,11 +559,8 @@ START_TEST(t_live_cq_reuse_after_destroy)
 		ck_assert_msg(qp != NULL, "round %d create_qp: %s", round, strerror(errno));
 		ck_assert_int_eq(vrdma_post_recv(qp, rwr, &rbad), 0);
 		ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
-		/* 15 flushed CQEs still sit in the CQ: no room yet. */
-		errno = 0;
-		ck_assert_ptr_null(vrdma_create_qp(pd, &a));
-		ck_assert_int_eq(errno, EINVAL);
-		/* Polling drops them (their QP is gone) and frees the room. */
+		/* 15 flushed CQEs still sit in the CQ: polling drops
+		 * them (their QP is gone). */
 		ck_assert_int_eq(vrdma_poll_cq(cq, 16, wc), 0);
 	}
 	/* Still alive: a command works. */

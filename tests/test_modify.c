@@ -587,17 +587,17 @@ START_TEST(t_srq)
 	sa.max_wr = 12;
 	srq = vrdma_create_srq(a.pd, &sa);
 	ck_assert_msg(srq != NULL, "create_srq: %s", strerror(errno));
-	/* CQ of 16: the SRQ's 12 once, then 2 sends per QP. */
+	/* CQ of 16 for the SRQ's 12 and 2 sends per QP: the third QP may
+	 * overrun it, which verbs allows (tests/test_async.c). */
 	cq = vrdma_create_cq(a.dev, 16, NULL);
 	ck_assert_ptr_nonnull(cq);
 	q1 = srq_qp(&a, cq, srq);
 	ck_assert_msg(q1 != NULL, "qp on srq: %s", strerror(errno));
 	q2 = srq_qp(&a, cq, srq);
 	ck_assert_ptr_nonnull(q2);
-	errno = 0;
 	q3 = srq_qp(&a, cq, srq);
-	ck_assert_ptr_null(q3);
-	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_nonnull(q3);
+	ck_assert_int_eq(vrdma_destroy_qp(q3), 0);
 	ck_assert_int_eq(vrdma_destroy_srq(srq), EBUSY);
 	p1 = b.qp;
 	{

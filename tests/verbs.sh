@@ -88,6 +88,12 @@ pair srq_pingpong "iters in" ibv_srq_pingpong -g 0 -n 100
 pair srq_pingpong_q4 "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 4
 pair srq_pingpong_events "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 16 -r 4000 -e
 
+# build NAME: compile $RUN/NAME.c against the installed <infiniband/verbs.h>.
+build() {
+	LD_PRELOAD= ${CC:-cc} -o "$RUN/$1" "$RUN/$1.c" -libverbs >"$RUN/$1.out" 2>&1 ||
+		{ report "$1" 0 "$RUN/$1.out"; return 1; }
+}
+
 # Posting to a QP in ERR succeeds and the WRs flush (as mlx5); no Debian
 # program does it, so a small one built here against <infiniband/verbs.h>.
 if want post_err; then
@@ -153,15 +159,125 @@ int main(void)
 	return got == 2 ? 0 : 1;
 }
 EOF_C
-	if LD_PRELOAD= ${CC:-cc} -o "$RUN/post_err" "$RUN/post_err.c" -libverbs >"$RUN/post_err.out" 2>&1; then
-		single post_err "^flushed 2$" "$RUN/post_err"
-	else
-		report post_err 0 "$RUN/post_err.out"
+	build post_err && single post_err "^flushed 2$" "$RUN/post_err"
+fi
+
+# Async events: QPs deeper than their CQ are allowed (verbs); a flush
+# that overruns the CQ is IBV_EVENT_CQ_ERR for it and IBV_EVENT_QP_FATAL
+# for the other QP on it; async_fd polls readable; O_NONBLOCK is EAGAIN.
+if want async_cq_err; then
+	cat >"$RUN/async_cq_err.c" <<'EOF_C'
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdio.h>
+
+#define NR 1200		/* receives flushed: more than the CQ holds */
+
+static int to(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a = { .qp_state = st, .port_num = 1 };
+
+	return ibv_modify_qp(qp, &a, st == IBV_QPS_INIT ? IBV_QP_STATE | IBV_QP_PORT |
+			     IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS : IBV_QP_STATE);
+}
+
+int main(void)
+{
+	static char buf[64];
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_cq *cq = c ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+				       .cap = { 1, NR, 1, 1, 0 } };
+	struct ibv_qp *qa = mr && cq ? ibv_create_qp(pd, &ia) : NULL, *qb;
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr ? mr->lkey : 0 };
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *br;
+	struct ibv_async_event ev;
+	struct pollfd p;
+	struct ibv_wc wc[64];
+	int i, n, fl, polled = 0;
+
+	ia.cap.max_recv_wr = 4;
+	qb = qa ? ibv_create_qp(pd, &ia) : NULL;
+	if (!qb || to(qa, IBV_QPS_INIT) || to(qb, IBV_QPS_INIT)) {
+		perror("setup");
+		return 1;
+	}
+	printf("cq of %d, QP with %d receives\n", cq->cqe, NR);
+	fl = fcntl(c->async_fd, F_GETFL);
+	fcntl(c->async_fd, F_SETFL, fl | O_NONBLOCK);
+	if (ibv_get_async_event(c, &ev) != -1 || errno != EAGAIN) {
+		fprintf(stderr, "non-blocking with nothing queued: not EAGAIN\n");
+		return 1;
+	}
+	fcntl(c->async_fd, F_SETFL, fl);
+	for (i = 0; i < NR; i++)
+		if (ibv_post_recv(qa, &rw, &br)) {
+			perror("post_recv");
+			return 1;
+		}
+	if (to(qa, IBV_QPS_ERR))
+		return 1;
+	/* Polling consumes what dom0 sent, events included. */
+	while ((n = ibv_poll_cq(cq, 64, wc)) > 0)
+		polled += n;
+	p = (struct pollfd){ .fd = c->async_fd, .events = POLLIN };
+	if (poll(&p, 1, 5000) != 1) {
+		fprintf(stderr, "async_fd not readable\n");
+		return 1;
+	}
+	for (i = 0; i < 2; i++) {
+		if (ibv_get_async_event(c, &ev)) {
+			perror("ibv_get_async_event");
+			return 1;
+		}
+		printf("event %s", ibv_event_type_str(ev.event_type));
+		if (ev.event_type == IBV_EVENT_CQ_ERR)
+			printf(" cq %s", ev.element.cq == cq ? "ours" : "WRONG");
+		if (ev.event_type == IBV_EVENT_QP_FATAL)
+			printf(" qp %s", ev.element.qp == qb ? "ours" : "WRONG");
+		printf("\n");
+		ibv_ack_async_event(&ev);
+	}
+	printf("polled %d of %d\n", polled, NR);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(c);
+	ibv_free_device_list(l);
+	return 0;
+}
+EOF_C
+	if build async_cq_err; then
+		out=$RUN/async_cq_err.out ok=0
+		timeout $T "$VR" "$RUN/async_cq_err" >"$out" 2>&1 &&
+			grep -q "^event CQ error cq ours$" "$out" &&
+			grep -q "^event local work queue catastrophic error qp ours$" "$out" && ok=1
+		report async_cq_err $ok "$out"
 	fi
 fi
 
 # every guest gone from vrdmad once the programs exited
 vp_leaks
+
+# Last, as it kills vrdmad: ibv_asyncwatch (ibverbs-utils) waits for
+# events; dom0's death reaches it as IBV_EVENT_DEVICE_FATAL, then it ends.
+if want asyncwatch; then
+	out=$RUN/asyncwatch.out ok=0
+	timeout $T "$VR" ibv_asyncwatch >"$out" 2>&1 &
+	wpid=$!
+	for _ in $(seq 100); do grep -q "async event FD" "$out" && break; sleep 0.1; done
+	kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+	wait "$wpid"
+	grep -q "async event FD" "$out" && grep -q "IBV_EVENT_DEVICE_FATAL" "$out" && ok=1
+	report asyncwatch $ok "$out"
+fi
 
 echo "$pass passed, $fail failed${xfail:+, $xfail pending (XFAIL)}"
 [ "$fail" -eq 0 ]

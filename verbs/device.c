@@ -126,17 +126,6 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return vvb_guid(gid);
 }
 
-static int vvb_pipe(int *rd, int *wr)
-{
-	int fds[2];
-
-	if (pipe2(fds, O_CLOEXEC))
-		return errno;
-	*rd = fds[0];
-	*wr = fds[1];
-	return 0;
-}
-
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct vvb_context *ctx;
@@ -163,16 +152,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	rc = vrdma_query_device(ctx->vdev, &ctx->dattr);
 	if (rc)
 		goto err_close;
-	rc = vvb_pipe(&ctx->async_rd, &ctx->async_wr);
-	if (rc)
-		goto err_close;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 
 	c = &ctx->vctx.context;
 	c->device = device;
 	c->cmd_fd = -1;
-	c->async_fd = ctx->async_rd;
+	c->async_fd = vrdma_async_fd(ctx->vdev);	/* the device's, shared */
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -205,8 +191,6 @@ int ibv_close_device(struct ibv_context *context)
 	ctx = vvb_ctx(context);
 	vvb_notifier_stop(ctx);
 	vvb_dev_put(ctx->vdev);
-	close(ctx->async_rd);
-	close(ctx->async_wr);
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&context->mutex);
@@ -402,25 +386,57 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pke
 }
 
 /*
- * Async events: async_fd is the read end of a pipe that carries whole
- * struct ibv_async_event records.  Nothing produces them yet (libvrdma
- * reports a QP error on the next post or poll), so a blocking read waits
- * like an idle device and an O_NONBLOCK one fails EAGAIN.
+ * Async events are libvrdma's (vrdma_get_async_event(3)); async_fd is its
+ * fd, readable while one is queued.  Blocking unless the program set
+ * O_NONBLOCK on it (then EAGAIN), as with rdma-core.  Once DEVICE_FATAL
+ * was taken, EIO instead of blocking for ever.  Destroying a QP or CQ
+ * drops its events not taken yet, so ack has nothing to wait for.
  */
+static int vvb_async_type(const struct vrdma_async_event *ev, struct ibv_async_event *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (ev->type) {
+	case VRDMA_EVENT_QP_FATAL:
+		out->event_type = IBV_EVENT_QP_FATAL;
+		break;
+	case VRDMA_EVENT_QP_LAST_WQE_REACHED:
+		out->event_type = IBV_EVENT_QP_LAST_WQE_REACHED;
+		break;
+	case VRDMA_EVENT_CQ_ERR:
+		out->event_type = IBV_EVENT_CQ_ERR;
+		out->element.cq = &((struct vvb_cq *)ev->element.cq->cq_context)->ibcq;
+		return 0;
+	case VRDMA_EVENT_DEVICE_FATAL:
+		out->event_type = IBV_EVENT_DEVICE_FATAL;
+		return 0;
+	default:
+		return EPROTO;
+	}
+	out->element.qp = &((struct vvb_qp *)ev->element.qp->qp_context)->qpx.qp_base;
+	return 0;
+}
+
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	ssize_t n;
+	struct vrdma_async_event ev;
+	int fl, rc;
 
 	if (!context || !event) {
 		errno = EINVAL;
 		return -1;
 	}
-	n = read(context->async_fd, event, sizeof(*event));
-	if (n == (ssize_t)sizeof(*event))
-		return 0;
-	if (n >= 0)
-		errno = EIO;
-	return -1;
+	fl = fcntl(context->async_fd, F_GETFL);
+	do
+		rc = vrdma_get_async_event(vvb_ctx(context)->vdev, &ev,
+					   fl >= 0 && (fl & O_NONBLOCK) ? 0 : 1000);
+	while (rc == ETIMEDOUT);
+	if (!rc)
+		rc = vvb_async_type(&ev, event);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
 }
 
 void ibv_ack_async_event(struct ibv_async_event *event)

@@ -4,7 +4,7 @@
  * SRQs only (no XRC, no tag matching).  A QP on one (ibv_create_qp with
  * init_attr->srq) takes its receives from it; their completions arrive on
  * the receiving QP's recv CQ with that QP in wc.qp_num.  No limit event:
- * vrdma has no async events, so arming srq_limit is EOPNOTSUPP.
+ * vrdma raises no SRQ_LIMIT_REACHED, so arming srq_limit is EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -46,7 +46,6 @@ struct vvb_context {
 	struct vrdma_device *vdev;
 	uint8_t gid[VRDMA_GID_LEN];
 	struct vrdma_device_attr dattr;
-	int async_rd, async_wr;			/* pipe: async_rd is async_fd */
 
 	/* completion-channel notifier (lock) */
 	pthread_mutex_t lock;

@@ -213,6 +213,25 @@ struct vrdma_device_attr {
 	uint64_t reserved[4];
 };
 
+/* Asynchronous events (vrdma_get_async_event), verbs' affiliated and
+ * unaffiliated events that vrdma can raise. */
+enum vrdma_event_type {
+	VRDMA_EVENT_QP_FATAL = 1,	/* qp went to error outside a completion
+					 * (its CQ overran) */
+	VRDMA_EVENT_QP_LAST_WQE_REACHED,	/* qp on an SRQ is in error: no
+						 * more of the SRQ's receives */
+	VRDMA_EVENT_CQ_ERR,		/* cq overran: completions were lost */
+	VRDMA_EVENT_DEVICE_FATAL,	/* dom0 is gone: calls fail with EIO */
+};
+
+struct vrdma_async_event {
+	enum vrdma_event_type type;
+	union {
+		struct vrdma_qp *qp;	/* QP_FATAL, QP_LAST_WQE_REACHED */
+		struct vrdma_cq *cq;	/* CQ_ERR */
+	} element;			/* NULL for DEVICE_FATAL */
+};
+
 /* A connection request seen by a listener (rdma_cm's CONNECT_REQUEST). */
 struct vrdma_conn_req {
 	uint64_t id;
@@ -559,10 +578,33 @@ int vrdma_accept(struct vrdma_listener *l, struct vrdma_qp *qp,
  * Returns 0, EINVAL, ENOENT (request no longer pending), EIO. */
 int vrdma_reject(struct vrdma_listener *l, const struct vrdma_conn_req *req);
 
+/* ---- asynchronous events ---- */
+
+/*
+ * vrdma_get_async_event - take the next asynchronous event, waiting up to
+ * @timeout_ms (0: only look).  An event's QP or CQ stays valid until the
+ * program destroys it; destroying it drops its events not taken yet.
+ * Returns 0, EAGAIN (none, timeout 0), ETIMEDOUT, EINVAL, EIO (the device
+ * is broken and its DEVICE_FATAL was taken already).
+ */
+int vrdma_get_async_event(struct vrdma_device *dev, struct vrdma_async_event *event,
+			  int timeout_ms);
+
+/*
+ * vrdma_async_fd - an fd that polls readable while an asynchronous event
+ * is queued (read it only through vrdma_get_async_event).  Events arrive
+ * while some thread calls into the device: waits, commands, and
+ * vrdma_poll_cq calls that find nothing.  -1 with EINVAL for no device.
+ */
+int vrdma_async_fd(struct vrdma_device *dev);
+
 /* ---- strings ---- */
 
 /* vrdma_wc_status_str - a static description; "unknown" for other values. */
 const char *vrdma_wc_status_str(enum vrdma_wc_status status);
+
+/* vrdma_event_type_str - the same for an event type. */
+const char *vrdma_event_type_str(enum vrdma_event_type type);
 
 #ifdef __cplusplus
 }

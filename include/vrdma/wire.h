@@ -295,7 +295,9 @@ enum {
 	VRDMA_EVT_CONN_REQUEST	= 2,	/* handle=listener, id=conn_id */
 	VRDMA_EVT_CONNECTED	= 3,	/* handle=qp, peer pdata */
 	VRDMA_EVT_REJECTED	= 4,	/* handle=qp, status says why */
-	VRDMA_EVT_QP_ERROR	= 5,	/* handle=qp: peer gone, fatal error */
+	VRDMA_EVT_QP_ERROR	= 5,	/* handle=qp, status: UNREACH peer gone,
+					 * NOMEM its CQ overran */
+	VRDMA_EVT_CQ_ERROR	= 6,	/* handle=cq: overrun, later CQEs lost */
 };
 
 /* Command status: protocol constants, mapped to errno by libvrdma. */

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Asynchronous events (verbs' ibv_get_async_event): a bounded queue the
+ * event consumer fills (evt_lock held, or from the frontend's "broken"
+ * callback) and an eventfd that is readable while the queue is not empty,
+ * so a program can poll() it beside its other fds.  An event names its
+ * object; destroying the object first drops its queued events.
+ *
+ * Who consumes dom0's event ring: anyone who waits (commands, wait_cq,
+ * vrdma_get_async_event) and vrdma_poll_cq when it finds nothing, so a
+ * program that only polls still sees its events.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vlib.h"
+#include "log.h"
+#include "vring.h"
+
+int vlib_async_init(struct vrdma_device *dev)
+{
+	/* Blocking, so a program's O_NONBLOCK on it says how
+	 * vrdma_get_async_event's verbs twin should behave; we only read
+	 * it when it holds a count, never block on it. */
+	dev->aq_fd = eventfd(0, EFD_CLOEXEC);
+	if (dev->aq_fd < 0)
+		return -errno;
+	pthread_mutex_init(&dev->aq_lock, NULL);
+	return 0;
+}
+
+void vlib_async_fini(struct vrdma_device *dev)
+{
+	close(dev->aq_fd);
+	pthread_mutex_destroy(&dev->aq_lock);
+}
+
+/* aq_lock held: the fd follows the queue's emptiness. */
+static void vlib_async_signal(struct vrdma_device *dev, bool readable)
+{
+	uint64_t v = 1;
+	ssize_t n;
+
+	if (readable)
+		n = write(dev->aq_fd, &v, sizeof(v));	/* count 0 -> 1 */
+	else
+		n = read(dev->aq_fd, &v, sizeof(v));	/* count 1 -> 0 */
+	if (n != sizeof(v))
+		vlog_err("vrdma: async event fd: %s", strerror(errno));
+}
+
+void vlib_async_push(struct vrdma_device *dev, enum vrdma_event_type type, void *obj)
+{
+	struct vrdma_async_event *ev;
+
+	pthread_mutex_lock(&dev->aq_lock);
+	/* The last slot is kept for DEVICE_FATAL, which must get through. */
+	if (dev->aq_count >= VLIB_AQ_SIZE ||
+	    (dev->aq_count == VLIB_AQ_SIZE - 1 && type != VRDMA_EVENT_DEVICE_FATAL)) {
+		dev->aq_dropped++;
+		pthread_mutex_unlock(&dev->aq_lock);
+		return;
+	}
+	ev = &dev->aq[(dev->aq_head + dev->aq_count) % VLIB_AQ_SIZE];
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	if (type == VRDMA_EVENT_CQ_ERR)
+		ev->element.cq = obj;
+	else if (type != VRDMA_EVENT_DEVICE_FATAL)
+		ev->element.qp = obj;
+	if (!dev->aq_count++)
+		vlib_async_signal(dev, true);
+	pthread_mutex_unlock(&dev->aq_lock);
+}
+
+static bool vlib_async_pop(struct vrdma_device *dev, struct vrdma_async_event *ev)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&dev->aq_lock);
+	if (dev->aq_count) {
+		*ev = dev->aq[dev->aq_head];
+		dev->aq_head = (dev->aq_head + 1) % VLIB_AQ_SIZE;
+		if (!--dev->aq_count)
+			vlib_async_signal(dev, false);
+		got = true;
+	}
+	pthread_mutex_unlock(&dev->aq_lock);
+	return got;
+}
+
+/* Drop the queued events of a QP or CQ being destroyed (after the
+ * evt_lock barrier: no consumer can queue one for it any more). */
+void vlib_async_forget(struct vrdma_device *dev, const void *obj)
+{
+	unsigned i, n = 0, at;
+
+	pthread_mutex_lock(&dev->aq_lock);
+	for (i = 0; i < dev->aq_count; i++) {
+		const struct vrdma_async_event *ev = &dev->aq[(dev->aq_head + i) % VLIB_AQ_SIZE];
+
+		if (ev->element.qp == obj && ev->type != VRDMA_EVENT_DEVICE_FATAL)
+			continue;
+		at = (dev->aq_head + n++) % VLIB_AQ_SIZE;
+		if (&dev->aq[at] != ev)
+			dev->aq[at] = *ev;
+	}
+	if (dev->aq_count && !n)
+		vlib_async_signal(dev, false);
+	dev->aq_count = n;
+	pthread_mutex_unlock(&dev->aq_lock);
+}
+
+/* Frontend callback, once, the first time the device breaks. */
+void vlib_async_broken(void *arg)
+{
+	vlib_async_push(arg, VRDMA_EVENT_DEVICE_FATAL, NULL);
+}
+
+/* Cheap enough for an empty poll: consume dom0's events if it posted some. */
+void vlib_async_pump(struct vrdma_device *dev)
+{
+	const struct vrdma_ring_ctl *r = &dev->fe.sring->evt;
+
+	if (vring_load_acq(&r->prod) != vring_load_acq(&r->cons))
+		vfe_poll_events(&dev->fe);
+}
+
+static bool vlib_async_ready(void *arg)
+{
+	struct vrdma_device *dev = arg;
+
+	return __atomic_load_n(&dev->aq_count, __ATOMIC_ACQUIRE) != 0;
+}
+
+int vrdma_get_async_event(struct vrdma_device *dev, struct vrdma_async_event *ev,
+			  int timeout_ms)
+{
+	int rc = 0;
+
+	if (!dev || !ev || timeout_ms < 0)
+		return EINVAL;
+	if (vlib_async_pop(dev, ev))
+		return 0;
+	if (timeout_ms)
+		rc = vfe_wait(&dev->fe, vlib_async_ready, NULL, dev, timeout_ms);
+	else
+		rc = vfe_poll_events(&dev->fe);
+	if (vlib_async_pop(dev, ev))
+		return 0;
+	if (rc == -EIO)
+		return EIO;
+	return timeout_ms ? ETIMEDOUT : EAGAIN;
+}
+
+int vrdma_async_fd(struct vrdma_device *dev)
+{
+	if (!dev) {
+		errno = EINVAL;
+		return -1;
+	}
+	return dev->aq_fd;
+}
+
+const char *vrdma_event_type_str(enum vrdma_event_type type)
+{
+	switch (type) {
+	case VRDMA_EVENT_QP_FATAL:		return "QP fatal error";
+	case VRDMA_EVENT_QP_LAST_WQE_REACHED:	return "last WQE reached";
+	case VRDMA_EVENT_CQ_ERR:		return "CQ error";
+	case VRDMA_EVENT_DEVICE_FATAL:		return "device fatal error";
+	}
+	return "unknown event";
+}
