@@ -80,8 +80,6 @@ int vbe_rcm_start(struct vbe_guest *g, struct vbe_qp *qp, const struct sockaddr 
 
 	if (!vx)
 		return -ENODEV;
-	if (qp->srq)
-		return -EOPNOTSUPP;	/* SRQs are intra-host (srq.c) */
 	if (vbe_vx_hello_pack(hello, tmp, sizeof(tmp)) < 0)
 		return -EINVAL;
 	vq = vbe_vx_qp_new(vx, g, qp);
@@ -351,8 +349,6 @@ int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id 
 	int len;
 
 	*taken = false;
-	if (qp->srq)
-		return VRDMA_CS_UNREACH;	/* SRQs are intra-host (srq.c) */
 	vq = vbe_vx_qp_new(vx, g, qp);
 	if (!vq)
 		return VRDMA_CS_NOMEM;	/* the request stays: REJECT or retry */

@@ -315,6 +315,7 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 	if (qp->srq_held)
 		return &qp->srq_wqe;
 	srq = &g->srqs[qp->srq - 1];
+	srq->local = true;	/* its device twin leaves receives here */
 	w = vbe_wq_head(&srq->rq);
 	if (!w)
 		return NULL;

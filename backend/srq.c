@@ -4,8 +4,9 @@
  * consumes (verbs' SRQ).  A receive CQE names the SRQ and the index of the
  * receive it took (srq_idx), because the guest polls the CQs of several
  * QPs in any order.  QP errors do not flush an SRQ (as in verbs): only
- * destroying it does, and a QP keeps it busy.  Intra-host only: a QP on an
- * SRQ is not connected across nodes (docs/verbs.md).
+ * destroying it does, and a QP keeps it busy.  QPs on one SRQ may be bound
+ * inside the node (they take receives here) and across nodes (the SRQ's
+ * device twin takes them, verbs_srq.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +99,12 @@ int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
 	w->id = r->id;
 	w->wr = r->u.wr;
 	g->ctr.wrs++;
+	srq->rq.count++;
+	if (srq->dev)
+		vbe_vx_srq_posted(g, srq);
 	/* Senders wait for a receive only while the SRQ is empty: only the
 	 * first receive after that has anyone to wake. */
-	if (srq->rq.count++)
+	if (srq->rq.count != 1)
 		return 0;
 	si = (uint32_t)(srq - g->srqs) + 1;
 	for (i = 0, seen = 0; i < VBE_MAX_QPS && seen < srq->users; i++) {

@@ -66,9 +66,9 @@ static uint32_t vbe_vx_wr_len(const struct vbe_wqe *w)
 
 /* Guest SGEs -> device SGEs: key, PD, rights and bounds as target_local,
  * and the MR must be registered on the device. */
-static int vbe_vx_sges(struct vbe_guest *g, struct vbe_vqp *vq, const struct vbe_qp *qp,
-		       const struct vbe_wqe *w, uint32_t acc, struct ibv_sge *sg,
-		       int *nsg, uint64_t *total)
+int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
+		const struct vbe_wqe *w, uint32_t acc, struct ibv_sge *sg, int *nsg,
+		uint64_t *total)
 {
 	unsigned i;
 	int n = 0;
@@ -85,16 +85,16 @@ static int vbe_vx_sges(struct vbe_guest *g, struct vbe_vqp *vq, const struct vbe
 		if (idx >= VBE_MAX_MRS)
 			return VRDMA_WS_LOC_PROT_ERR;
 		mr = &g->mrs[idx];
-		if (!mr->s.used || mr->key != s->lkey || mr->pd != qp->pd ||
+		if (!mr->s.used || mr->key != s->lkey || mr->pd != pd ||
 		    (mr->access & acc) != acc || s->addr < mr->iova ||
-		    !vq->vg->mr[idx] || vq->vg->key[idx] != s->lkey)
+		    !vg->mr[idx] || vg->key[idx] != s->lkey)
 			return VRDMA_WS_LOC_PROT_ERR;
 		off = s->addr - mr->iova;
 		if (off > mr->length || s->length > mr->length - off)
 			return VRDMA_WS_LOC_PROT_ERR;
 		sg[n].addr = s->addr;		/* MRs are registered at the guest's iova */
 		sg[n].length = s->length;
-		sg[n].lkey = vq->vg->mr[idx]->lkey;
+		sg[n].lkey = vg->mr[idx]->lkey;
 		*total += s->length;
 		n++;
 	}
@@ -182,7 +182,7 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		lacc = VRDMA_ACC_LOCAL_WRITE;
 		break;
 	}
-	st = vbe_vx_sges(g, vq, qp, w, lacc, sg, &nsg, &total);
+	st = vbe_vx_sges(g, vq->vg, qp->pd, w, lacc, sg, &nsg, &total);
 	if (st)
 		return st;
 	rlen = total;
@@ -258,7 +258,7 @@ static void vbe_vx_post_recvs(struct vbe_vqp *vq, struct vbe_guest *g, struct vb
 	while (vq->rq_posted < qp->rq.count && qp->state != VBE_QPS_ERR) {
 		const struct vbe_wqe *w = &qp->rq.e[(qp->rq.head + vq->rq_posted) % qp->rq.size];
 
-		st = vbe_vx_sges(g, vq, qp, w, VRDMA_ACC_LOCAL_WRITE, sg, &nsg, &total);
+		st = vbe_vx_sges(g, vq->vg, qp->pd, w, VRDMA_ACC_LOCAL_WRITE, sg, &nsg, &total);
 		if (st) {
 			/* Retire in order: fail once it is the head. */
 			if (!vq->rq_posted) {
@@ -338,6 +338,10 @@ static void vbe_vx_rq_posted(struct vbe_guest *g, struct vbe_qp *qp)
 
 	if (!vq || !vq->id || !vq->id->qp || vq->state == VBE_VQ_DOWN)
 		return;
+	if (qp->srq) {
+		vbe_vx_srq_fill(vx, vq->vg, g, qp->srq - 1);
+		return;
+	}
 	vbe_vx_guest_sync(vx, vq->vg, g);
 	vbe_vx_post_recvs(vq, g, qp, (uint32_t)(vq - vx->qps));
 }
@@ -374,6 +378,45 @@ static void vbe_vx_rkt_done(struct vbe_vx *vx, struct vbe_vqp *vq)
 	/* else rkt_want stays: vbe_vx_post reports REM_ACCESS_ERR. */
 }
 
+/*
+ * A receive of the QP's SRQ completed on vq: the guest's CQE names the
+ * receive the device took (srq_idx).  A QP already in error still gets
+ * it (flushed), so the guest retires that SRQ slot.
+ */
+static void vbe_vx_srq_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
+{
+	uint8_t st = vbe_vx_status(wc->status);
+	struct vbe_guest *g = NULL;
+	struct vbe_vsrq_ent e;
+	struct vbe_qp *qp;
+	uint32_t si;
+
+	if (!vq->vg || !vbe_vx_srq_take(vq->vg, wc->wr_id, &e, &si))
+		return;
+	qp = vbe_vx_guest_qp(vx, vq, &g);
+	if (!qp || qp->srq != si + 1 || !g->srqs[si].s.used)
+		return;
+	if (e.st)
+		st = e.st;		/* a bad SGE: it fails where it lands */
+	if (vq->state == VBE_VQ_DOWN || qp->state != VBE_QPS_RTS)
+		st = VRDMA_WS_WR_FLUSH_ERR;
+	memset(&qp->srq_wqe, 0, sizeof(qp->srq_wqe));
+	qp->srq_wqe.opcode = VRDMA_OP_SRQ_RECV;
+	qp->srq_wqe.id = e.id;
+	qp->srq_idx = e.idx;
+	qp->srq_held = true;
+	if (!st) {
+		g->ctr.rx_ops++;
+		g->ctr.rx_bytes += wc->byte_len;
+	}
+	vbe_rq_complete(g, qp, wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ?
+			VRDMA_WC_RECV_IMM : VRDMA_WC_RECV, st, st ? 0 : wc->byte_len,
+			wc->imm_data, !st && (wc->wc_flags & IBV_WC_WITH_IMM), qp->peer_qpn);
+	if (st && qp->state == VBE_QPS_RTS)
+		vbe_vx_fail(vq, g, qp);
+	vbe_vx_srq_fill(vx, vq->vg, g, si);
+}
+
 /* One device completion of vq. */
 void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 {
@@ -384,6 +427,10 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 	struct vbe_wqe *w;
 	uint64_t len;
 
+	if (kind == VBE_VX_WR_SRQ) {
+		vbe_vx_srq_cqe(vx, vq, wc);	/* the SRQ's generation, not vq's */
+		return;
+	}
 	if (vbe_vx_wrid_gen(wc->wr_id) != vq->s.gen)
 		return;
 	if (kind == VBE_VX_WR_SQ && vq->sq_posted)

@@ -143,6 +143,8 @@ struct vbe_srq {
 	struct vbe_wq rq;
 	uint32_t consumed;		/* receives taken so far (srq_idx) */
 	unsigned users;			/* QPs */
+	bool dev;			/* has a device twin (verbs_srq.c) */
+	bool local;			/* a QP in the node took a receive */
 };
 
 enum vbe_qp_state { VBE_QPS_RESET, VBE_QPS_CONNECTING, VBE_QPS_RTS, VBE_QPS_ERR };
@@ -489,6 +491,7 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms);
 int  vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
 		  size_t len, struct vplat_map *map);
 unsigned vbe_vx_pending(const struct vbe_node *n);	/* teardown not done yet */
+void vbe_vx_srq_posted(struct vbe_guest *g, struct vbe_srq *srq);
 int  vbe_vx_gid(const struct vbe_node *n, uint8_t gid[16]);	/* -ENODEV: none */
 int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 		     const struct vrdma_cmd_connect *c, struct vbe_late *late);

@@ -8,6 +8,7 @@
  *   verbs_dev.c     the node's device: rdma_cm listener, completion
  *                   channel, per-guest PD + MRs + key table, CQ polling
  *   target_verbs.c  a guest QP whose peer is on another node
+ *   verbs_srq.c     a guest SRQ's device twin
  *   cm_rdmacm.c     connection setup between nodes with librdmacm
  *
  * One device context per node.  Each guest gets one ibv_pd; its MRs are
@@ -100,7 +101,7 @@ int  vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
 		      uint64_t addr, uint64_t len, uint32_t acc);
 
 /* wr_id of a device WR: kind, device-QP slot and its generation. */
-enum { VBE_VX_WR_SQ = 1, VBE_VX_WR_RQ = 2, VBE_VX_WR_RKT = 3 };
+enum { VBE_VX_WR_SQ = 1, VBE_VX_WR_RQ = 2, VBE_VX_WR_RKT = 3, VBE_VX_WR_SRQ = 4 };
 static inline uint64_t vbe_vx_wrid(unsigned kind, uint16_t gen, uint32_t slot)
 {
 	return (uint64_t)kind << 56 | (uint64_t)gen << 32 | slot;
@@ -110,6 +111,21 @@ static inline uint16_t vbe_vx_wrid_gen(uint64_t id) { return (uint16_t)(id >> 32
 static inline uint32_t vbe_vx_wrid_slot(uint64_t id) { return (uint32_t)id; }
 
 /* ---- device state ---- */
+
+/* A guest SRQ's receive on its device twin, by srq_idx % size. */
+struct vbe_vsrq_ent {
+	uint64_t id;			/* the guest's wr_id */
+	uint32_t idx;			/* its srq_idx */
+	uint8_t st;			/* VRDMA_WS_* if its SGEs were bad */
+	bool used;
+};
+
+struct vbe_vsrq {
+	struct ibv_srq *srq;
+	uint16_t gen;			/* of the guest SRQ slot it is for */
+	uint32_t size, posted;		/* receives on the device */
+	struct vbe_vsrq_ent *e;		/* [size] */
+};
 
 struct vbe_vguest {
 	struct vbe_vguest *next;
@@ -123,6 +139,8 @@ struct vbe_vguest {
 	struct ibv_mr *rkt_mr;
 	uint8_t *scratch;		/* one entry per device QP slot */
 	struct ibv_mr *scratch_mr;
+	struct vbe_vsrq **srqs;		/* [VBE_MAX_SRQS] twins, NULL = none */
+	unsigned nsrqs;
 	uint64_t cmds;			/* g->ctr.commands at the last sync */
 	unsigned nqps;
 };
@@ -202,8 +220,20 @@ int  vbe_vx_poll_cq(struct vbe_vx *vx, struct vbe_vqp *vq, int budget);
 
 /* target_verbs.c */
 extern const struct vbe_target vbe_target_verbs;
+int  vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
+		 const struct vbe_wqe *w, uint32_t acc, struct ibv_sge *sg, int *nsg,
+		 uint64_t *total);
 void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc);
 void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq);
+
+/* verbs_srq.c */
+struct ibv_srq *vbe_vx_srq_get(struct vbe_vx *vx, struct vbe_vguest *vg,
+			       struct vbe_guest *g, uint32_t si);
+void vbe_vx_srq_fill(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_guest *g,
+		     uint32_t si);
+void vbe_vx_srq_sync(struct vbe_vx *vx, struct vbe_vguest *vg, const struct vbe_guest *g);
+bool vbe_vx_srq_take(struct vbe_vguest *vg, uint64_t wr_id, struct vbe_vsrq_ent *out,
+		     uint32_t *si);
 
 /* verbs_reap.c: device teardown off the loop, in queue order */
 int  vbe_reap_start(struct vbe_vx *vx);
@@ -212,6 +242,7 @@ void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_c
 		 unsigned cq_events);
 void vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr);
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);
+void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs);
 int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m);
 void vbe_reap_poll(struct vbe_vx *vx);
 unsigned vbe_reap_pending(const struct vbe_vx *vx);

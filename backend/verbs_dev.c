@@ -254,12 +254,14 @@ struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g)
 	vg->mr = calloc(VBE_MAX_MRS, sizeof(*vg->mr));
 	vg->key = calloc(VBE_MAX_MRS, sizeof(*vg->key));
 	vg->addr = calloc(VBE_MAX_MRS, sizeof(*vg->addr));
+	vg->srqs = calloc(VBE_MAX_SRQS, sizeof(*vg->srqs));
 	/* Page aligned: the kernel wants start and iova at the same page
 	 * offset, and the table sits at iova 0. */
 	vg->rkt = vbe_vx_zalloc(rkt_len);
 	vg->scratch = vbe_vx_zalloc(scr_len);
 	vg->pd = ibv_alloc_pd(vx->ctx);
-	if (!vg->mr || !vg->key || !vg->addr || !vg->rkt || !vg->scratch || !vg->pd)
+	if (!vg->mr || !vg->key || !vg->addr || !vg->srqs || !vg->rkt || !vg->scratch ||
+	    !vg->pd)
 		goto err_free;
 	/* iova 0: the peer finds entry i at i * 32 without being told where. */
 	vg->rkt_mr = ibv_reg_mr_iova(vg->pd, vg->rkt, rkt_len, 0, IBV_ACCESS_REMOTE_READ);
@@ -324,6 +326,8 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		e.pd = m->pd;
 		vbe_vx_rkt_pack(&e, vg->rkt + (size_t)i * VBE_VX_RKT_ENT);
 	}
+	if (vg->nsrqs)
+		vbe_vx_srq_sync(vx, vg, g);
 }
 
 /*
@@ -404,14 +408,23 @@ struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe
  * (+1 send slot for a key-table READ). */
 int vbe_vx_qp_create(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_qp *qp)
 {
+	struct vbe_guest *g = vbe_node_guest(vx->node, vq->domid, vq->devid);
+	uint32_t sge = qp->max_sge ? qp->max_sge : 1, nrecv = qp->rq.size;
+	struct ibv_srq *srq = NULL;
 	struct ibv_qp_init_attr a;
-	uint32_t sge = qp->max_sge ? qp->max_sge : 1;
 
 	if (vq->id->verbs != vx->ctx)
 		return -EXDEV;		/* routed to another device: one only */
-	if (sge > (uint32_t)vx->max_sge)
+	if (sge > (uint32_t)vx->max_sge || !g)
 		return -EINVAL;
-	vq->cq = ibv_create_cq(vx->ctx, (int)(qp->sq.size + qp->rq.size + 1),
+	if (qp->srq) {
+		/* Any of the SRQ's receives may complete on this QP's CQ. */
+		srq = vbe_vx_srq_get(vx, vq->vg, g, qp->srq - 1);
+		if (!srq)
+			return -ENOMEM;
+		nrecv = g->srqs[qp->srq - 1].rq.size;
+	}
+	vq->cq = ibv_create_cq(vx->ctx, (int)(qp->sq.size + nrecv + 1),
 			       (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps)),
 			       vx->cch, 0);
 	if (!vq->cq)
@@ -423,11 +436,14 @@ int vbe_vx_qp_create(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_qp *qp)
 	a.recv_cq = vq->cq;
 	a.qp_type = IBV_QPT_RC;
 	a.cap.max_send_wr = qp->sq.size + 1;
-	a.cap.max_recv_wr = qp->rq.size;
+	a.cap.max_recv_wr = srq ? 0 : qp->rq.size;
 	a.cap.max_send_sge = sge;
-	a.cap.max_recv_sge = sge;
+	a.cap.max_recv_sge = srq ? 0 : sge;
+	a.srq = srq;
 	if (rdma_create_qp(vq->id, vq->vg->pd, &a))
 		goto err_cq;
+	if (srq)
+		vbe_vx_srq_fill(vx, vq->vg, g, qp->srq - 1);
 	return 0;
 
 err_cq:

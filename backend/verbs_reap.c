@@ -24,7 +24,7 @@
 #include "log.h"
 #include "verbs.h"
 
-enum vbe_job_kind { VBE_JOB_QP, VBE_JOB_MR, VBE_JOB_GUEST };
+enum vbe_job_kind { VBE_JOB_QP, VBE_JOB_MR, VBE_JOB_GUEST, VBE_JOB_SRQ };
 
 struct vbe_job {
 	struct vbe_job *next;
@@ -35,7 +35,16 @@ struct vbe_job {
 	unsigned cq_events;
 	struct ibv_mr *mr;		/* MR */
 	struct vbe_vguest *vg;		/* GUEST: the rest of its state */
+	struct vbe_vsrq *vs;		/* SRQ */
 };
+
+static void vbe_srq_run(struct vbe_vsrq *vs)
+{
+	if (ibv_destroy_srq(vs->srq))
+		vlog_warn("rdma: ibv_destroy_srq failed");
+	free(vs->e);
+	free(vs);
+}
 
 struct vbe_late_unmap {
 	struct vbe_late_unmap *next;
@@ -90,7 +99,15 @@ static void vbe_job_run(struct vbe_job *j)
 		ibv_dereg_mr(j->mr);
 		vbe_reap_slow("ibv_dereg_mr", t0);
 		break;
+	case VBE_JOB_SRQ:
+		vbe_srq_run(j->vs);
+		vbe_reap_slow("ibv_destroy_srq", t0);
+		break;
 	case VBE_JOB_GUEST:
+		/* its QPs went before it; SRQs and MRs before the PD */
+		for (i = 0; vg->srqs && i < VBE_MAX_SRQS; i++)
+			if (vg->srqs[i])
+				vbe_srq_run(vg->srqs[i]);
 		if (vg->mr)
 			for (i = 0; i < VBE_MAX_MRS; i++)
 				if (vg->mr[i])
@@ -101,6 +118,7 @@ static void vbe_job_run(struct vbe_job *j)
 			ibv_dereg_mr(vg->scratch_mr);
 		if (vg->pd && ibv_dealloc_pd(vg->pd))
 			vlog_warn("rdma: guest %u: ibv_dealloc_pd failed", vg->domid);
+		free(vg->srqs);
 		free(vg->mr);
 		free(vg->key);
 		free(vg->addr);
@@ -208,6 +226,11 @@ void vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr)
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg)
 {
 	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_GUEST, .vg = vg });
+}
+
+void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs)
+{
+	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_SRQ, .vs = vs });
 }
 
 /* Take m if jobs queued so far may still pin it: 1 = taken (unmapped by

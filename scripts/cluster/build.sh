@@ -26,6 +26,7 @@ ML=/usr/lib/x86_64-linux-gnu
 VRDMA_BINS="sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat tests/itest_guest"
 HOST_BINS="/usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_write_lat
 	/usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ibv_rc_pingpong /usr/bin/rping
+	/usr/bin/ibv_srq_pingpong
 	/usr/bin/ibv_devinfo /usr/bin/rdma"
 for f in $VRDMA_BINS; do
 	[ -x "$B/$f" ] || cl_die "$B/$f missing (make B=$B all $B/tests/itest_guest first)"

@@ -155,6 +155,9 @@ if need_remote verbs-remote-path-$NODE; then
 	cl_vpair send_lat 19604 "ib_send_lat -x 0 -n 200 -s 8 -p @P@" \
 		"ib_send_lat -x 0 -n 200 -s 8 -p @P@ @A@"
 	cl_vpair rping 19605 "rping -s -v -p @P@ -C 10" "rping -c -a @A@ -v -V -p @P@ -C 10"
+	# 4 QPs on one SRQ each side: the SRQs' device twins (verbs_srq.c)
+	cl_vpair srq_pingpong 19607 "ibv_srq_pingpong -g 0 -n 100 -q 4 -p @P@" \
+		"ibv_srq_pingpong -g 0 -n 100 -q 4 -p @P@ @A@"
 	cl_vpair write_bw_cm 19606 "ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@" \
 		"ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@ @A@"
 	vt_check verbs-clean-$NODE leak_free
