@@ -24,9 +24,9 @@ struct vbe_piece {
 	uint32_t len;
 };
 
-/* key names an MR of g in qp's PD with `acc` rights that holds
+/* key names an MR of g in PD pd with `acc` rights that holds
  * [addr, addr + len): its mapped address, else NULL. */
-static uint8_t *vbe_mr_ptr(struct vbe_guest *g, const struct vbe_qp *qp, uint32_t key,
+static uint8_t *vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key,
 			   uint64_t addr, uint64_t len, uint32_t acc)
 {
 	uint32_t idx = key >> 8;
@@ -36,7 +36,7 @@ static uint8_t *vbe_mr_ptr(struct vbe_guest *g, const struct vbe_qp *qp, uint32_
 	if (idx >= VBE_MAX_MRS)
 		return NULL;
 	mr = &g->mrs[idx];
-	if (!mr->s.used || mr->key != key || mr->pd != qp->pd ||
+	if (!mr->s.used || mr->key != key || mr->pd != pd ||
 	    (mr->access & acc) != acc)
 		return NULL;
 	/* Overflow-safe: addr - iova cannot wrap once addr >= iova. */
@@ -48,8 +48,8 @@ static uint8_t *vbe_mr_ptr(struct vbe_guest *g, const struct vbe_qp *qp, uint32_
 	return g->bufs[mr->buf].addr + mr->offset + off;
 }
 
-/* Local SGEs -> mapped pieces: lkey valid, same PD, in bounds, rights. */
-static int vbe_sges(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+/* Local SGEs -> mapped pieces: lkey valid, in PD pd, in bounds, rights. */
+static int vbe_sges(struct vbe_guest *g, uint32_t pd, const struct vbe_wqe *w,
 		    bool write, struct vbe_piece *pc, unsigned *np, uint64_t *total)
 {
 	unsigned i, n = 0;
@@ -60,7 +60,7 @@ static int vbe_sges(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 
 		if (!s->length)
 			continue;
-		pc[n].p = vbe_mr_ptr(g, qp, s->lkey, s->addr, s->length,
+		pc[n].p = vbe_mr_ptr(g, pd, s->lkey, s->addr, s->length,
 				     write ? VRDMA_ACC_LOCAL_WRITE : 0);
 		if (!pc[n].p)
 			return VRDMA_WS_LOC_PROT_ERR;
@@ -79,7 +79,7 @@ static int vbe_remote(struct vbe_guest *pg, struct vbe_qp *pqp, uint32_t rkey,
 	*p = NULL;
 	if (!len)
 		return 0;
-	*p = vbe_mr_ptr(pg, pqp, rkey, addr, len, acc);
+	*p = vbe_mr_ptr(pg, pqp->pd, rkey, addr, len, acc);
 	return *p ? 0 : VRDMA_WS_REM_ACCESS_ERR;
 }
 
@@ -147,7 +147,9 @@ static int vbe_deliver(struct vbe_qp *qp, struct vbe_guest *pg, struct vbe_qp *p
 	if (!rw)
 		return VBE_WAIT;
 	if (with_data) {
-		st = vbe_sges(pg, pqp, rw, true, dst, &nd, &cap);
+		/* An SRQ's receives belong to the SRQ's PD (as in verbs). */
+		st = vbe_sges(pg, pqp->srq ? pg->srqs[pqp->srq - 1].pd : pqp->pd, rw,
+			      true, dst, &nd, &cap);
 		if (st) {
 			vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, st, 0, 0, false, qp->qpn);
 			vbe_qp_error(pg, pqp);
@@ -221,7 +223,7 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 	if ((w->opcode == VRDMA_OP_SEND || w->opcode == VRDMA_OP_SEND_IMM ||
 	     w->opcode == VRDMA_OP_WRITE_IMM) && !vbe_qp_rq_head(pg, pqp))
 		return VBE_WAIT;
-	st = vbe_sges(g, qp, w, rd, pc, &np, &total);
+	st = vbe_sges(g, qp->pd, w, rd, pc, &np, &total);
 	if (st)
 		return st;
 	*len = (uint32_t)total;

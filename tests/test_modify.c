@@ -666,6 +666,66 @@ START_TEST(t_srq)
 }
 END_TEST
 
+/* An SRQ's receives use the SRQ's PD (as in verbs), not the PD of the
+ * QP that takes them: an MR of the SRQ's PD works, one of the QP's PD
+ * fails LOC_PROT_ERR. */
+START_TEST(t_srq_pd)
+{
+	struct vrdma_srq_init_attr sa = { .max_wr = 4, .max_sge = 1 };
+	struct vrdma_qp_init_attr qa = { .cap = { 2, 0, 1, 0 } };
+	struct vrdma_recv_wr rwr = { .num_sge = 1 }, *rbad;
+	struct vrdma_sge rsge, sge;
+	struct vrdma_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = VRDMA_WR_SEND,
+				    .send_flags = VRDMA_SEND_SIGNALED }, *bad;
+	struct vrdma_pd *spd;
+	struct vrdma_mr *smr;
+	struct vrdma_srq *srq;
+	struct vrdma_qp *q;
+	struct vrdma_wc wc;
+	struct side a, b;
+
+	NEED_DAEMON();
+	side_init(&a);
+	side_init(&b);
+	spd = vrdma_alloc_pd(a.dev);
+	ck_assert_ptr_nonnull(spd);
+	smr = vrdma_reg_mr(spd, a.buf + 4096, 4096, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(smr);
+	srq = vrdma_create_srq(spd, &sa);
+	ck_assert_ptr_nonnull(srq);
+	qa.send_cq = qa.recv_cq = a.cq;
+	q = vrdma_create_qp_srq(a.pd, &qa, srq);	/* the QP in a.pd */
+	ck_assert_ptr_nonnull(q);
+	bind_pair(q, &a, b.qp, &b);
+
+	rsge = (struct vrdma_sge){ (uintptr_t)a.buf + 4096, 64, smr->lkey };
+	rwr.wr_id = 1;
+	rwr.sg_list = &rsge;
+	ck_assert_int_eq(vrdma_post_srq_recv(srq, &rwr, &rbad), 0);
+	sge = (struct vrdma_sge){ (uintptr_t)b.buf, 8, b.mr->lkey };
+	memcpy(b.buf, "srq-pd!", 8);
+	ck_assert_int_eq(vrdma_post_send(b.qp, &wr, &bad), 0);
+	expect(&b, 0, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(wait_one(a.cq, &wc), 1);
+	ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
+	ck_assert_str_eq((char *)a.buf + 4096, "srq-pd!");
+
+	/* a.mr is in the QP's PD, not the SRQ's. */
+	rsge = (struct vrdma_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	rwr.wr_id = 2;
+	ck_assert_int_eq(vrdma_post_srq_recv(srq, &rwr, &rbad), 0);
+	ck_assert_int_eq(vrdma_post_send(b.qp, &wr, &bad), 0);
+	ck_assert_int_eq(wait_one(a.cq, &wc), 1);
+	ck_assert_int_eq(wc.wr_id, 2);
+	ck_assert_int_eq(wc.status, VRDMA_WC_LOC_PROT_ERR);
+
+	ck_assert_int_eq(vrdma_destroy_qp(q), 0);
+	ck_assert_int_eq(vrdma_destroy_srq(srq), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
 static Suite *modify_suite(void)
 {
 	Suite *s = suite_create("modify");
@@ -682,6 +742,7 @@ static Suite *modify_suite(void)
 	tcase_add_test(live, t_reg_mmap_errors);
 	tcase_add_test(live, t_reg_unsafe);
 	tcase_add_test(live, t_srq);
+	tcase_add_test(live, t_srq_pd);
 	suite_add_tcase(s, live);
 	return s;
 }
