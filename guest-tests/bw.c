@@ -4,6 +4,10 @@
  * (perftest ib_write_bw / ib_read_bw / ib_send_bw).  The client keeps
  * tx-depth work requests outstanding, signals every tx-depth/2 and sleeps
  * in vrdma_wait_cq() whenever it must wait.
+ *
+ * The clock is perftest's: the warm-up WRs all complete first, so the
+ * clock starts on an empty queue at the first measured post and stops at
+ * the last measured completion; exactly `iters` WRs are counted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,7 +58,8 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	if (c->verify && depth > slots)
 		depth = slots;
 	sig = depth / 2 ? depth / 2 : 1;
-	warm = depth * 2 < 1000 ? depth * 2 : 1000;
+	warm = c->o->warmup >= 0 ? (uint64_t)c->o->warmup :
+	       depth * 2 < 1000 ? depth * 2 : 1000;
 	total = warm + c->iters;
 	op = c->mode == GT_MODE_READ ? VRDMA_WR_RDMA_READ :
 	     c->mode == GT_MODE_SEND ? VRDMA_WR_SEND : VRDMA_WR_RDMA_WRITE;
@@ -86,14 +91,21 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 		if (ret)
 			goto fail;
 		if (i == warm) {
+			/* Empty the queue: no warm-up WR completes on the clock. */
+			ret = gt_wait_sq(c, 1);
+			if (!ret)
+				ret = bw_sample(c, s, base, warm, &seen, size, seed, slots);
+			if (ret)
+				goto fail;
 			s->t[0] = gt_now_ns();
 			s->cnt[0] = 0;
 			s->n = 1;
 		}
 		if (c->verify && c->mode != GT_MODE_READ)
 			gt_fill(c->data + off, size, seed, i);
+		/* The last warm-up WR is signaled: its completion empties the queue. */
 		ret = gt_post(c, op, c->data + off, (uint32_t)size, c->raddr + off,
-			      (i + 1) % sig == 0 || i == total - 1);
+			      (i + 1) % sig == 0 || i + 1 == warm || i == total - 1);
 		if (ret)
 			goto fail;
 		/* Reap without sleeping so samples stay fine-grained. */

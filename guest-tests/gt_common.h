@@ -42,6 +42,7 @@ struct gt_opts {
 	const char *dev_spec;
 	size_t size;
 	uint32_t iters;
+	int64_t warmup;			/* WRs before the clock, -1 = default */
 	int all;
 	enum gt_mode mode;
 	uint32_t tx_depth;

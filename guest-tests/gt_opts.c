@@ -21,6 +21,7 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"  -s, --size BYTES      message size, K/M suffix ok (default 65536, max 8M)\n"
 		"  -a, --all             sweep sizes 2 B .. 8 MiB, powers of two\n"
 		"  -n, --iters N         iterations per size (default 1000)\n"
+		"  -w, --warmup N        untimed iterations first (default %s)\n"
 		"  -m, --mode MODE       %s (default write)\n"
 		"%s"
 		"      --verify          fill a per-iteration pattern; the receiver checks every byte\n"
@@ -31,6 +32,7 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"Client parameters rule: the server follows what the client asks for.\n"
 		"Exit: 0 success, 1 failed completion / timeout / verify, 2 bad options.\n",
 		o->prog, o->prog, bw ? "vrdma-bw" : "vrdma-lat",
+		bw ? "2 x tx-depth" : "100",
 		bw ? "write | read | send" : "write | send",
 		bw ? "  -t, --tx-depth N      outstanding work requests (default 64)\n" : "");
 }
@@ -75,6 +77,7 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "tx-depth", required_argument, NULL, 't' },
 		{ "verify", no_argument, NULL, 'V' },
@@ -94,12 +97,13 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 	o->service = test == GT_BW ? "vrdma-bw" : "vrdma-lat";
 	o->size = 65536;
 	o->iters = 1000;
+	o->warmup = -1;
 	o->mode = GT_MODE_WRITE;
 	o->tx_depth = test == GT_BW ? 64 : 1;
 	o->timeout_s = 30;
 	o->fmt = GT_FMT_TEXT;
 
-	while ((c = getopt_long(argc, argv, "p:s:an:m:t:T:D:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:s:an:w:m:t:T:D:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!*optarg || strlen(optarg) > VRDMA_MAX_NAME)
@@ -116,6 +120,11 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 		case 'n':
 			if (gt_parse_u32(optarg, 1, 100000000, &o->iters))
 				goto bad;
+			break;
+		case 'w':
+			if (gt_parse_u32(optarg, 0, 1000000, &v))
+				goto bad;
+			o->warmup = v;
 			break;
 		case 'm':
 			if (!strcmp(optarg, "write"))

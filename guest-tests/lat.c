@@ -83,7 +83,8 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
 			struct ps_lat *res, int *verified)
 {
 	uint32_t seed = (uint32_t)gt_now_ns() ^ size;
-	uint64_t warm = LAT_WARMUP, total = warm + c->iters, i;
+	uint64_t warm = c->o->warmup >= 0 ? (uint64_t)c->o->warmup : LAT_WARMUP;
+	uint64_t total = warm + c->iters, i;
 	struct gt_ctl m = { 0 };
 	int ret;
 
