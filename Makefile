@@ -101,7 +101,7 @@ BENCH_BINS   := $(B)/bin/vrdma-refbench
 CHECK_BINS   :=
 ITEST_BINS   :=
 
-.PHONY: all clean install check check-unit demo demo-host bench deps
+.PHONY: all clean install check check-unit demo demo-host bench bench-cost deps
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(BENCH_BINS) $(B)/vrdma.pc
 
 $(B)/obj/%.o: %.c
@@ -162,6 +162,11 @@ demo-host: all
 
 bench: all
 	$(Q)scripts/bench.sh $(B)
+	$(Q)scripts/bench-cost.sh $(B)
+
+# Instructions per WR (callgrind): deterministic, for judging a change.
+bench-cost: all
+	$(Q)scripts/bench-cost.sh $(B)
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -386,7 +386,14 @@ struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
 
 	if (qp->state != VBE_QPS_RTS && qp->state != VBE_QPS_ERR)
 		return NULL;
-	p = vbe_node_guest(g->node, qp->peer_domid, qp->peer_devid);
+	/* Per WR: no walk of the node's guest list while the cache holds. */
+	p = qp->peer_g;
+	if (!p || qp->peer_epoch != g->node->guest_epoch || p->domid != qp->peer_domid ||
+	    p->devid != qp->peer_devid) {
+		p = vbe_node_guest(g->node, qp->peer_domid, qp->peer_devid);
+		qp->peer_g = p;
+		qp->peer_epoch = g->node->guest_epoch;
+	}
 	if (!p || p->dead || !p->qps)
 		return NULL;
 	q = VBE_GET(p->qps, VBE_MAX_QPS, qp->peer_handle);

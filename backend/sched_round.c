@@ -31,6 +31,12 @@
 #include "vring.h"
 #include "vbe.h"
 
+/* The WR clock: read once per round, not per WR (issue 11). */
+static int64_t vbe_sched_wr_now(struct vbe_node *n)
+{
+	return n->round_us ? n->round_us : vbe_sched_now(n);
+}
+
 int64_t vbe_sched_now(struct vbe_node *n)
 {
 	struct timespec ts;
@@ -208,6 +214,7 @@ int vbe_sched_round(struct vbe_node *n)
 	}
 	first = count ? n->rr++ % count : 0;
 	n->sch_round++;
+	n->round_us = now;
 	for (cls = 0; cls < VBE_NCLASS; cls++) {
 		bool allow = !higher_busy || n->starve[cls] >= VBE_SCHED_GUARD;
 		bool waited = false, busy = false, active = false;
@@ -234,6 +241,7 @@ int vbe_sched_round(struct vbe_node *n)
 			n->starve[cls]++;
 		higher_busy = higher_busy || busy;
 	}
+	n->round_us = 0;
 	return total;
 }
 
@@ -266,7 +274,7 @@ void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp)
 		done = 0;		/* a new QP in an old slot: resync */
 	if (done == qp->sq.count || !qp->sq.size)
 		return;
-	now = vbe_sched_now(g->node);
+	now = vbe_sched_wr_now(g->node);
 	for (i = done; i < qp->sq.count; i++)
 		qp->sq.e[(qp->sq.head + i) % qp->sq.size].t_q = now;
 	qp->sq_stamped = qp->sq_retired + qp->sq.count;
@@ -279,7 +287,7 @@ void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w)
 
 	if (!w->t_q)
 		return;
-	d = vbe_sched_now(g->node) - w->t_q;
+	d = vbe_sched_wr_now(g->node) - w->t_q;
 	w->t_q = 0;
 	if (d < 0)
 		return;

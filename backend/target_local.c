@@ -103,6 +103,12 @@ static void vbe_copy(const struct vbe_piece *d, unsigned nd,
 	unsigned i, j;
 	uint32_t doff, soff;
 
+	if (nd == 1 && ns == 1 && !skip) {	/* the common case: one piece */
+		if (n > d->len)
+			n = d->len;
+		memmove(d->p, s->p, n < s->len ? n : s->len);
+		return;
+	}
 	vbe_seek(d, nd, skip, &i, &doff);
 	vbe_seek(s, ns, skip, &j, &soff);
 

@@ -180,6 +180,10 @@ struct vbe_qp {
 	int64_t lost_ms;		/* by_qpn, peer gone: sends fail then (ms) */
 	int64_t vwait_ms;		/* ... since */
 	uint8_t peer_gid[16];		/* ... on this node (RTR's dest_gid) */
+	/* vbe_qp_peer's cache: the peer guest, valid while no guest struct
+	 * was freed (node guest_epoch) and it still has peer_domid/devid */
+	struct vbe_guest *peer_g;
+	uint64_t peer_epoch;
 };
 
 /* A FIFO of QP handles (event queue, run list): a QP is on it at most
@@ -326,6 +330,8 @@ struct vbe_node {
 	struct vbe_vx *vx;		/* RDMA device (issue 4), NULL = none */
 	/* issue 5: clock for buckets and delays (tests inject one) */
 	int64_t (*clock_us)(void);
+	uint64_t guest_epoch;		/* bumped when a guest struct is freed */
+	int64_t round_us;		/* the clock at this round's start, 0 outside */
 	unsigned starve[VBE_NCLASS];	/* rounds a class waited (guard) */
 	uint32_t sch_round;		/* rounds so far (wraps) */
 	uint32_t busy_round[VBE_NCLASS];	/* last round the class was busy */

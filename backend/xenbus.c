@@ -480,5 +480,6 @@ void vbe_xb_guest_free(struct vbe_guest *g)
 	g->live = false;	/* no liveness watch outlives the guest */
 	vbe_xb_disconnect(g);
 	vbe_obj_fini(g);
+	g->node->guest_epoch++;		/* cached peer pointers go stale */
 	free(g);
 }

@@ -1,0 +1,100 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make bench-cost (and the last table of make bench): instructions per work
+# request, counted by callgrind, so the figure is the same on a busy or an
+# idle machine and a change can be judged by it.
+#   backend: vrdmad under callgrind while two local guests (native) run
+#            vrdma-bw 8-byte RDMA WRITE, N1 and then N2 WRs; the difference
+#            of the two totals over N2 - N1 (connection setup cancels out).
+#   guest:   the vrdma-bw client under callgrind, only inside
+#            vrdma_post_send and vrdma_poll_cq (one post and one poll per
+#            WR, as vrdma-bw reaps after every post), N1 and N2 the same way.
+# Usage: bench-cost.sh BUILD_DIR [--csv]
+set -u
+b=${1:?usage: bench-cost.sh BUILD_DIR [--csv]}
+fmt=${2:-text}
+N1=${COST_N1:-2000}
+N2=${COST_N2:-12000}
+T=${BENCH_TIMEOUT:-300}
+command -v valgrind >/dev/null || { echo "bench-cost: valgrind not installed: skipped"; exit 0; }
+for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw; do
+	[ -x "$b/$f" ] || { echo "bench-cost: $b/$f missing (make first)" >&2; exit 1; }
+done
+run=$(mktemp -d "${TMPDIR:-/tmp}/vrdma-cost.XXXXXX") || exit 1
+dpid= spid=
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
+	rm -rf "$run"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export VRDMA_RUN_DIR="$run"
+
+# Ir total of a callgrind output file.
+ir() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
+
+# daemon [valgrind args...]: vrdmad in the foreground of a background job.
+daemon() {
+	"$@" "$b/sbin/vrdmad" -f -S "$run" >"$run/vrdmad.log" 2>&1 &
+	dpid=$!
+	i=0
+	until timeout 5 "$b/sbin/vrdmactl" -S "$run" ping 2>/dev/null | grep -q pong; do
+		i=$((i + 1))
+		[ $i -lt 300 ] && kill -0 "$dpid" 2>/dev/null ||
+			{ echo "bench-cost: vrdmad did not start" >&2; cat "$run/vrdmad.log" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+daemon_stop() {
+	kill "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+	dpid=
+}
+
+# pair N [valgrind args for the client...]: one vrdma-bw 8 B WRITE run of
+# N WRs, no warm-up, between two guests of this node.
+pair() {
+	n=$1; shift
+	timeout "$T" "$b/bin/vrdma-bw" -p cost -T 120 >"$run/srv.log" 2>&1 &
+	spid=$!
+	i=0
+	until grep -q "listening on service" "$run/srv.log" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -lt 300 ] || { cat "$run/srv.log" >&2; return 1; }
+		sleep 0.1
+	done
+	timeout "$T" "$@" "$b/bin/vrdma-bw" -p cost -T 120 -s 8 -n "$n" -w 0 local \
+		>"$run/cli.log" 2>&1 || { cat "$run/cli.log" "$run/srv.log" >&2; return 1; }
+	wait "$spid"
+	spid=
+}
+
+cg="valgrind --tool=callgrind --callgrind-out-file"
+for n in $N1 $N2; do
+	daemon $cg="$run/be.$n"
+	pair "$n" || exit 1
+	daemon_stop
+done
+daemon
+for n in $N1 $N2; do
+	pair "$n" $cg="$run/fe.$n" --toggle-collect=vrdma_post_send \
+		--toggle-collect=vrdma_poll_cq || exit 1
+done
+daemon_stop
+
+per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (b - a) / n }'; }
+be=$(per "$(ir "$run/be.$N1")" "$(ir "$run/be.$N2")" $((N2 - N1)))
+fe=$(per "$(ir "$run/fe.$N1")" "$(ir "$run/fe.$N2")" $((N2 - N1)))
+if [ "$fmt" = --csv ]; then
+	echo "cost,where,instructions_per_wr"
+	echo "cost,backend_forwarded_8B_write,$be"
+	echo "cost,guest_post_and_poll,$fe"
+else
+	echo "---------------------------------------------------------------------------------------"
+	echo " instructions per WR (callgrind; $N2 - $N1 WRs of 8 B RDMA WRITE, tx-depth 64)"
+	printf " %-44s %10s\n" "backend, per forwarded WR (vrdmad)" "$be"
+	printf " %-44s %10s\n" "guest, vrdma_post_send + vrdma_poll_cq" "$fe"
+	echo "---------------------------------------------------------------------------------------"
+fi
