@@ -37,11 +37,6 @@ void vfe_on_broken(struct vfe_dev *d, void (*cb)(void *arg), void *arg)
 		cb(arg);	/* broke before anyone listened */
 }
 
-bool vfe_is_broken(const struct vfe_dev *d)
-{
-	return __atomic_load_n(&d->broken, __ATOMIC_ACQUIRE) != 0;
-}
-
 int vfe_share(struct vfe_dev *d, uint32_t npages, int writable,
 	      struct vplat_share **out)
 {

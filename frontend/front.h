@@ -115,7 +115,10 @@ int  vfe_check_backend(struct vfe_dev *d);
  * vfe_open) called once.  cb takes only leaf locks. */
 void vfe_set_broken(struct vfe_dev *d, const char *why);
 void vfe_on_broken(struct vfe_dev *d, void (*cb)(void *arg), void *arg);
-bool vfe_is_broken(const struct vfe_dev *d);
+static inline bool vfe_is_broken(const struct vfe_dev *d)
+{
+	return __atomic_load_n(&d->broken, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* Shareable pages for buffers and CQ areas (serialised vplat calls). */
 int  vfe_share(struct vfe_dev *d, uint32_t npages, int writable,
@@ -124,9 +127,16 @@ void vfe_unshare(struct vfe_dev *d, struct vplat_share *s);
 
 /* ring.c: request producer.  Between vfe_ring_lock() and
  * vfe_ring_unlock() the caller puts entries (each waits, bounded, for
- * space) and unlock publishes them with at most one notification. */
+ * space) and unlock publishes them with at most one notification.
+ * vfe_ring_slot() is the next entry, to fill in place (no copy) and
+ * vfe_ring_commit(); NULL with *err (-EIO, -EAGAIN) if none came. */
 void vfe_ring_lock(struct vfe_dev *d);
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
+struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err);
+static inline void vfe_ring_commit(struct vfe_dev *d)
+{
+	d->req_prod++;		/* published by vfe_ring_unlock() */
+}
 int  vfe_ring_unlock(struct vfe_dev *d);
 
 /* ring.c: event consumer and waiting. */

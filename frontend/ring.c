@@ -40,7 +40,7 @@ static int vfe_ring_space(struct vfe_dev *d, uint32_t *space)
 	return 0;
 }
 
-int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
+struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
 {
 	int64_t deadline = 0;
 	uint32_t space;
@@ -48,11 +48,9 @@ int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
 	int rc;
 
 	for (;;) {
-		if (vfe_is_broken(d))
-			return -EIO;
-		rc = vfe_ring_space(d, &space);
+		rc = vfe_is_broken(d) ? -EIO : vfe_ring_space(d, &space);
 		if (rc)
-			return rc;
+			goto fail;
 		if (space)
 			break;
 		/* Full: make sure the backend knows about our entries. */
@@ -61,7 +59,8 @@ int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
 			vplat_notify(d->chan);
 			deadline = vplat_now_ms() + VFE_RING_FULL_MS;
 		} else if (vplat_now_ms() >= deadline) {
-			return -EAGAIN;
+			rc = -EAGAIN;
+			goto fail;
 		}
 		if (++spins < 64) {
 			sched_yield();
@@ -69,13 +68,29 @@ int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
 			struct timespec ts = { 0, 100000 };
 
 			/* Long wait: is the backend still there at all? */
-			if (spins % 64 == 0 && vfe_check_backend(d))
-				return -EIO;
+			if (spins % 64 == 0 && vfe_check_backend(d)) {
+				rc = -EIO;
+				goto fail;
+			}
 			nanosleep(&ts, NULL);
 		}
 	}
-	memcpy(&d->req[d->req_prod & (d->req_size - 1)], r, sizeof(*r));
-	d->req_prod++;
+	return &d->req[d->req_prod & (d->req_size - 1)];
+fail:
+	*err = rc;
+	return NULL;
+}
+
+int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
+{
+	struct vrdma_req *slot;
+	int rc;
+
+	slot = vfe_ring_slot(d, &rc);
+	if (!slot)
+		return rc;
+	memcpy(slot, r, sizeof(*r));
+	vfe_ring_commit(d);
 	return 0;
 }
 

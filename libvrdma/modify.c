@@ -110,7 +110,7 @@ int vrdma_modify_qp(struct vrdma_qp *qp, const struct vrdma_qp_attr *attr, int m
 	if (!qp || !qp->device || !attr)
 		return EINVAL;
 	q = vlib_qp(qp);
-	/* Posting and modifying are serialised, as in a verbs provider. */
+	/* Two modifies do not interleave (posting reads only the state). */
 	pthread_mutex_lock(&q->sq_lock);
 	rc = vlib_modify(q, attr, mask);
 	pthread_mutex_unlock(&q->sq_lock);

@@ -104,8 +104,8 @@ static int vlib_send_req(const struct vlib_qp *q, const struct vrdma_send_wr *wr
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr)
 {
+	struct vrdma_req tmp, *r;
 	struct vrdma_device *dev;
-	struct vrdma_req r;
 	struct vlib_qp *q;
 	uint32_t total;
 	int rc = 0;
@@ -116,7 +116,8 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		return EINVAL;
 	q = vlib_qp(qp);
 	dev = qp->device;
-	pthread_mutex_lock(&q->sq_lock);
+	/* The ring lock serialises posting (one lock per WR chain, not two):
+	 * sq_posted and the send slots change only under it. */
 	vfe_ring_lock(&dev->fe);
 	for (; wr; wr = wr->next) {
 		uint32_t retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
@@ -127,23 +128,27 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 			rc = -EINVAL;
 			break;
 		}
-		rc = vlib_send_req(q, wr, &r, &total);
-		if (rc)
-			break;
 		if (q->sq_posted - retired >= q->cap.max_send_wr) {
-			rc = -ENOMEM;
+			/* A bad WR says EINVAL even when the queue is full. */
+			rc = vlib_send_req(q, wr, &tmp, &total);
+			if (!rc)
+				rc = -ENOMEM;
 			break;
 		}
-		rc = vfe_ring_put(&dev->fe, &r);
+		/* Built in the ring entry itself; published at unlock. */
+		r = vfe_ring_slot(&dev->fe, &rc);
+		if (!r)
+			break;
+		rc = vlib_send_req(q, wr, r, &total);
 		if (rc)
 			break;
-		vlib_slot_set(&q->sq_slot[q->sq_posted & q->sq_mask], r.id, total,
-			      vlib_send_wc(r.opcode));
+		vfe_ring_commit(&dev->fe);
+		vlib_slot_set(&q->sq_slot[q->sq_posted & q->sq_mask], r->id, total,
+			      vlib_send_wc(r->opcode));
 		__atomic_store_n(&q->sq_posted, q->sq_posted + 1, __ATOMIC_RELEASE);
 	}
 	if (vfe_ring_unlock(&dev->fe) && !rc)
 		rc = -EIO;
-	pthread_mutex_unlock(&q->sq_lock);
 	*bad_wr = wr;
 	return vlib_ret(rc);
 }
@@ -163,7 +168,6 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		return EINVAL;
 	q = vlib_qp(qp);
 	dev = qp->device;
-	pthread_mutex_lock(&q->rq_lock);
 	vfe_ring_lock(&dev->fe);
 	for (; wr; wr = wr->next) {
 		uint32_t retired = __atomic_load_n(&q->rq_retired, __ATOMIC_ACQUIRE);
@@ -192,7 +196,6 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 	}
 	if (vfe_ring_unlock(&dev->fe) && !rc)
 		rc = -EIO;
-	pthread_mutex_unlock(&q->rq_lock);
 	*bad_wr = wr;
 	return vlib_ret(rc);
 }

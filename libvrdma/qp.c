@@ -57,7 +57,6 @@ static void vlib_qp_use(struct vlib_cq *scq, struct vlib_cq *rcq, struct vlib_pd
 void vlib_qp_free(struct vlib_qp *q)
 {
 	pthread_mutex_destroy(&q->sq_lock);
-	pthread_mutex_destroy(&q->rq_lock);
 	free(q->sq_slot);
 	free(q->rq_slot);
 	free(q);
@@ -81,7 +80,6 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr,
 	if (!q)
 		return NULL;
 	pthread_mutex_init(&q->sq_lock, NULL);
-	pthread_mutex_init(&q->rq_lock, NULL);
 	q->cap = attr->cap;
 	if (srq) {
 		q->srq = vlib_srq(srq);

@@ -4,10 +4,11 @@
  * objects are embedded first in a private one (container_of).
  *
  * Locks: obj_lock (per device) guards the object lists and the counters
- * that make destroy-order misuse EBUSY; per-QP sq_lock / rq_lock serialise
- * posting; per-CQ lock serialises polling.  Order: qp lock -> frontend
- * ring_lock; cq lock -> obj_lock; frontend evt_lock -> obj_lock.  Nobody
- * holds obj_lock while issuing a command.
+ * that make destroy-order misuse EBUSY; the frontend's ring_lock
+ * serialises posting (a QP's posted counters and slots change only under
+ * it); per-QP sq_lock serialises modify/query; per-CQ lock serialises
+ * polling.  Order: cq lock -> obj_lock; frontend evt_lock -> obj_lock.
+ * Nobody holds obj_lock while issuing a command.
  */
 #ifndef VRDMA_VLIB_H
 #define VRDMA_VLIB_H
@@ -133,8 +134,7 @@ struct vlib_slot {
 struct vlib_qp {
 	struct vrdma_qp pub;
 	struct vlib_qp *next;
-	pthread_mutex_t sq_lock;
-	pthread_mutex_t rq_lock;
+	pthread_mutex_t sq_lock;	/* modify / query */
 	struct vrdma_qp_cap cap;	/* recv fields 0 on an SRQ */
 	struct vlib_srq *srq;
 	int sq_sig_all;
