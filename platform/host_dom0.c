@@ -9,6 +9,7 @@
  * never trusts a byte it receives.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@
 
 #define HD_MSGS_PER_GUEST	16	/* per vplat_process(), for fairness */
 #define HD_DELIVER_MAX		1024
+/* A guest's unsent messages: a busy guest gets its replies late, one that
+ * let this much pile up is not reading at all (a watch event repeated
+ * before the first went out is not queued twice). */
+#define HD_OUT_MAX		(1u << 20)
+
+struct hd_out {
+	struct hd_out *next;
+	struct vhp_hdr h;
+	char payload[];
+};
 
 struct hd_lwatch {			/* a watch of dom0 itself */
 	struct hd_lwatch *next;
@@ -76,8 +87,7 @@ static void hd_fire(void *arg, void *owner, uint64_t token, const char *path)
 	if (g->dead)
 		return;
 	h.len = (uint32_t)n;
-	if (vhp_send(g->sock, &h, path, NULL, 0, MSG_DONTWAIT))
-		hd_guest_kill(g, "not reading its socket (watch event)");
+	hd_send(g, &h, path);
 }
 
 struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid)
@@ -104,6 +114,91 @@ void hd_guest_kill(struct hd_guest *g, const char *why)
 	epoll_ctl(g->d->epfd, EPOLL_CTL_DEL, g->sock, NULL);
 }
 
+static void hd_out_poll(struct hd_guest *g, bool out)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = g };
+
+	epoll_ctl(g->d->epfd, EPOLL_CTL_MOD, g->sock, &ev);
+}
+
+/* Send what waits, oldest first, until the socket is full again. */
+static void hd_out_flush(struct hd_guest *g)
+{
+	struct hd_out *o;
+	int r;
+
+	while ((o = g->out) && !g->dead) {
+		r = vhp_send(g->sock, &o->h, o->payload, NULL, 0, MSG_DONTWAIT);
+		if (r == -EAGAIN)
+			return;
+		if (r) {
+			hd_guest_kill(g, "its socket failed");
+			return;
+		}
+		g->out = o->next;
+		g->out_bytes -= sizeof(*o) + o->h.len;
+		free(o);
+	}
+	if (!g->out) {
+		g->out_tail = &g->out;
+		if (!g->dead)
+			hd_out_poll(g, false);
+	}
+}
+
+static bool hd_out_has(const struct hd_guest *g, const struct vhp_hdr *h, const void *p)
+{
+	const struct hd_out *o;
+
+	for (o = g->out; o; o = o->next)
+		if (o->h.type == h->type && o->h.arg[0] == h->arg[0] && o->h.len == h->len &&
+		    !memcmp(o->payload, p, h->len))
+			return true;
+	return false;
+}
+
+/*
+ * One message to g without ever waiting for it: straight out if nothing
+ * is queued and the socket has room, else behind what is queued.
+ */
+int hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload)
+{
+	struct hd_out *o;
+	int r;
+
+	if (g->dead)
+		return -EPIPE;
+	if (!g->out) {
+		r = vhp_send(g->sock, (struct vhp_hdr *)h, payload, NULL, 0, MSG_DONTWAIT);
+		if (r != -EAGAIN) {
+			if (r)
+				hd_guest_kill(g, "its socket failed");
+			return r;
+		}
+	}
+	if (h->type == VHP_EVENT && hd_out_has(g, h, payload))
+		return 0;	/* the same event is still on its way */
+	if (g->out_bytes + sizeof(*o) + h->len > HD_OUT_MAX) {
+		hd_guest_kill(g, "not reading its socket (1 MiB of messages waiting)");
+		return -EPIPE;
+	}
+	o = malloc(sizeof(*o) + h->len);
+	if (!o) {
+		hd_guest_kill(g, "out of memory for its messages");
+		return -ENOMEM;
+	}
+	o->next = NULL;
+	o->h = *h;
+	if (h->len)
+		memcpy(o->payload, payload, h->len);
+	if (!g->out)
+		hd_out_poll(g, true);
+	*g->out_tail = o;
+	g->out_tail = &o->next;
+	g->out_bytes += sizeof(*o) + h->len;
+	return 0;
+}
+
 int hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	     const void *payload, uint32_t len, uint32_t arg0)
 {
@@ -112,13 +207,7 @@ int hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 		.seq = req->seq, .err = err, .len = len, .arg = { arg0 },
 	};
 
-	if (g->dead)
-		return -EPIPE;
-	if (vhp_send(g->sock, &h, payload, NULL, 0, MSG_DONTWAIT)) {
-		hd_guest_kill(g, "not reading its socket (reply)");
-		return -EPIPE;
-	}
-	return 0;
+	return hd_send(g, &h, payload);
 }
 
 static void hd_guest_free(struct hd *d, struct hd_guest *g)
@@ -134,6 +223,12 @@ static void hd_guest_free(struct hd *d, struct hd_guest *g)
 	}
 	hd_gnt_release(g);
 	close(g->sock);
+	while (g->out) {
+		struct hd_out *o = g->out;
+
+		g->out = o->next;
+		free(o);
+	}
 	d->nguests--;
 	free(g);
 }
@@ -217,6 +312,7 @@ static void hd_accept(struct hd *d)
 	}
 	g->d = d;
 	g->sock = s;
+	g->out_tail = &g->out;
 	ev.data.ptr = g;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
 		vlog_warn("platform: epoll: %s", strerror(errno));
@@ -404,10 +500,14 @@ static int hd_process(struct vplat *p)
 	for (i = 0; i < n; i++) {
 		void *ptr = evs[i].data.ptr;
 
-		if (ptr == &d->lsock)
+		if (ptr == &d->lsock) {
 			hd_accept(d);
-		else if (ptr != &d->evfd && !((struct hd_guest *)ptr)->dead)
-			hd_guest_readable(ptr);
+		} else if (ptr != &d->evfd && !((struct hd_guest *)ptr)->dead) {
+			if (evs[i].events & EPOLLOUT)
+				hd_out_flush(ptr);
+			if (!((struct hd_guest *)ptr)->dead)
+				hd_guest_readable(ptr);
+		}
 	}
 	hd_reap(d);
 	hd_deliver(d);

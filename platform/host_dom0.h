@@ -48,6 +48,10 @@ struct hd_guest {
 	struct hd_gchan *chans;
 	uint32_t nchans, ccap;
 	uint32_t runs;			/* mmaps of its live maps */
+	/* Messages its socket had no room for yet, oldest first: sent
+	 * when it is writable (EPOLLOUT), never waited for. */
+	struct hd_out *out, **out_tail;
+	size_t out_bytes;
 };
 
 struct hd_chan {			/* a channel dom0 bound */
@@ -83,6 +87,8 @@ struct hd {
 
 struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
 void hd_guest_kill(struct hd_guest *g, const char *why);
+/* Never blocks: what the socket has no room for waits in g's outbox. */
+int  hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload);
 int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	      const void *payload, uint32_t len, uint32_t arg0);
 

@@ -55,9 +55,11 @@ timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 -T 30 local >"$RUN/bc
 BC=$!
 vm=
 for _ in $(seq 100); do
-	# newest first: the client, which sends
-	vm=$(ctl stats -j | tr '{' '\n' | sed -n 's/.*"domid":\([0-9]*\),.*/\1/p' | head -1)
-	[ -n "$vm" ] && [ "$(ctl stats -j | grep -o '"domid"' | wc -l)" -ge 2 ] && break
+	# The client, which sends, said HELLO last: the higher domain id.
+	# One snapshot for both questions (two calls raced the client).
+	ids=$(ctl stats -j | tr '{' '\n' | sed -n 's/.*"domid":\([0-9]*\),.*/\1/p' | sort -n)
+	vm=$(echo "$ids" | tail -n 1)
+	[ -n "$vm" ] && [ "$(echo "$ids" | wc -l)" -ge 2 ] && break
 	sleep 0.1
 done
 check "two guests running" [ -n "$vm" ]

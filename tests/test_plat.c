@@ -992,6 +992,86 @@ START_TEST(t_malformed)
 }
 END_TEST
 
+/* HELLO on a raw client: its domain id. */
+static uint32_t raw_hello(int s)
+{
+	struct vhp_hdr h = { .type = VHP_HELLO, .len = 4, .arg = { VHP_VERSION } };
+	char buf[64];
+	int fds[VHP_MAX_FDS], nfds;
+
+	ck_assert_int_eq(vhp_send(s, &h, "raw", NULL, 0, 0), 0);
+	ck_assert_int_eq(vhp_recv(s, &h, buf, sizeof(buf), fds, &nfds, 0), 0);
+	ck_assert_int_eq(h.type, VHP_WELCOME);
+	ck_assert_int_eq(h.err, 0);
+	return h.arg[0];
+}
+
+/* n requests for key `path` of the raw client, seq from 1, no reading. */
+static void raw_reads(int s, const char *path, uint32_t n)
+{
+	struct vhp_hdr h = { .type = VHP_KEY_READ };
+	uint32_t i;
+
+	h.len = (uint32_t)strlen(path) + 1;
+	for (i = 1; i <= n; i++) {
+		h.seq = i;
+		ck_assert_int_eq(vhp_send(s, &h, path, NULL, 0, 0), 0);
+	}
+}
+
+/* A guest that reads its socket late gets every reply, in order, late;
+ * dom0 never waits for it and never drops it (issue 11: 256 guests
+ * connecting at once).  One that does not read at all is cut off once a
+ * MiB of its replies waits, and the honest guest never noticed. */
+START_TEST(t_slow_reader)
+{
+	struct vhp_hdr h = { .type = VHP_KEY_WRITE };
+	char path[64], kv[VPLAT_VAL_MAX + 64], buf[VPLAT_VAL_MAX + 64];
+	int fds[VHP_MAX_FDS], nfds, s;
+	struct vplat *g;
+	uint32_t dom, i;
+
+	t0_open(1);
+	g = guest_open();
+	s = raw_connect();
+	dom = raw_hello(s);
+	snprintf(path, sizeof(path), "/local/domain/%u/data/k", dom);
+	raw_reads(s, path, 3000);	/* far more than the socket holds */
+	for (i = 1; i <= 3000; i++) {
+		ck_assert_int_eq(vhp_recv(s, &h, buf, sizeof(buf), fds, &nfds, 0), 0);
+		ck_assert_int_eq(h.type, VHP_REPLY);
+		ck_assert_uint_eq(h.seq, i);
+	}
+	close(s);
+
+	/* 1000-byte replies, never read: cut off after about a MiB. */
+	s = raw_connect();
+	dom = raw_hello(s);
+	snprintf(path, sizeof(path), "/local/domain/%u/data/k", dom);
+	memset(kv, 'v', sizeof(kv));
+	strcpy(kv, path);
+	kv[strlen(path) + 1 + 1000] = '\0';
+	h.type = VHP_KEY_WRITE;
+	h.seq = 1;
+	h.len = (uint32_t)strlen(path) + 1 + 1001;
+	ck_assert_int_eq(vhp_send(s, &h, kv, NULL, 0, 0), 0);
+	ck_assert_int_eq(vhp_recv(s, &h, buf, sizeof(buf), fds, &nfds, 0), 0);
+	ck_assert_int_eq(h.err, 0);
+	h.type = VHP_KEY_READ;
+	h.len = (uint32_t)strlen(path) + 1;
+	for (i = 0; i < 3000; i++)
+		if (vhp_send(s, &h, path, NULL, 0, MSG_NOSIGNAL) < 0)
+			break;		/* dom0 hung up */
+	raw_expect_eof(s);
+
+	ck_assert_int_eq(vplat_key_write(g, "still", "here"), 0);
+	ck_assert_int_eq(vplat_key_read(g, "still", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "here");
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
 static Suite *plat_suite(void)
 {
 	Suite *s = suite_create("plat");
@@ -1016,6 +1096,7 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_guest_killed);
 	tcase_add_test(tc, t_no_fd_leak);
 	tcase_add_test(tc, t_malformed);
+	tcase_add_test(tc, t_slow_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }
