@@ -30,7 +30,8 @@
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
 #define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
 #define VFE_SPIN_US		30	/* busy-poll before arming */
-#define VFE_SLICE_MS		10	/* longest single sleep of a waiter */
+#define VFE_SLICE_MS		10	/* first sleep of a waiter ... */
+#define VFE_SLICE_MAX_MS	250	/* ... doubling to this while idle */
 
 /* Event callback: called under evt_lock with a copied-out event whose type
  * is not CMD_DONE.  Return 0, or -EPROTO if dom0 broke the protocol. */

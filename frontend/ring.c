@@ -236,6 +236,7 @@ int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 	int64_t deadline = vplat_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int64_t spin_end = vfe_now_us() + VFE_SPIN_US;
 	int64_t left;
+	int slice = VFE_SLICE_MS;	/* an idle waiter wakes ever less often */
 	int rc;
 
 	for (;;) {
@@ -260,8 +261,10 @@ int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 		rc = vfe_check_backend(d);
 		if (rc < 0)
 			return rc;
-		rc = vfe_sleep_slice(d, left < VFE_SLICE_MS ? (int)left : VFE_SLICE_MS);
+		rc = vfe_sleep_slice(d, left < slice ? (int)left : slice);
 		if (rc < 0)
 			return rc;
+		if (slice < VFE_SLICE_MAX_MS)
+			slice = slice * 2 < VFE_SLICE_MAX_MS ? slice * 2 : VFE_SLICE_MAX_MS;
 	}
 }
