@@ -29,7 +29,7 @@
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
 #define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
-#define VFE_SPIN_US		30	/* busy-poll before arming */
+#define VFE_SPIN_US		50	/* busy-poll before arming (latency) */
 #define VFE_SLICE_MS		10	/* first sleep of a waiter ... */
 #define VFE_SLICE_MAX_MS	250	/* ... doubling to this while idle */
 
@@ -52,6 +52,7 @@ struct vfe_dev {
 	char backend[VPLAT_KEY_MAX];	/* backend directory (absolute) */
 	char node_name[VRDMA_NAME_MAX];
 	uint8_t node_gid[16];		/* backend's node-gid, zero if none */
+	unsigned spin_us;		/* busy-poll before sleeping (wait policy) */
 	bool feat_modify_qp;		/* backend's feature-modify-qp */
 	bool feat_srq;			/* backend's feature-srq */
 	uint32_t devid;			/* the device this process claimed */

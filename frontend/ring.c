@@ -234,7 +234,7 @@ int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 	     void *arg, int timeout_ms)
 {
 	int64_t deadline = vplat_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-	int64_t spin_end = vfe_now_us() + VFE_SPIN_US;
+	int64_t spin_end = d->spin_us ? vfe_now_us() + d->spin_us : 0;
 	int64_t left;
 	int slice = VFE_SLICE_MS;	/* an idle waiter wakes ever less often */
 	int rc;
@@ -245,7 +245,7 @@ int vfe_wait(struct vfe_dev *d, vfe_ready_fn *ready, vfe_arm_fn *arm,
 			return rc;
 		if (ready(arg))
 			return 0;
-		if (vfe_now_us() < spin_end)
+		if (spin_end && vfe_now_us() < spin_end)
 			continue;
 		left = deadline - vplat_now_ms();
 		if (left <= 0)

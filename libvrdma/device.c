@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vlib.h"
 #include "log.h"
@@ -64,6 +65,44 @@ int vlib_name(char dst[VRDMA_NAME_MAX], const char *src)
 	return 0;
 }
 
+/* ---- wait policy ---- */
+
+int vrdma_set_wait_policy(struct vrdma_device *dev, enum vrdma_wait_policy policy)
+{
+	if (!dev || policy < VRDMA_WAIT_AUTO || policy > VRDMA_WAIT_CPU)
+		return EINVAL;
+	/* Spinning pays only while another CPU runs dom0's side: on one or
+	 * two CPUs the spinner takes the CPU that would answer it. */
+	if (policy == VRDMA_WAIT_AUTO)
+		policy = sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? VRDMA_WAIT_LATENCY :
+			 VRDMA_WAIT_THROUGHPUT;
+	__atomic_store_n(&dev->fe.spin_us, policy == VRDMA_WAIT_LATENCY ? VFE_SPIN_US : 0,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->wait_policy, (int)policy, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int vrdma_get_wait_policy(struct vrdma_device *dev)
+{
+	return dev ? __atomic_load_n(&dev->wait_policy, __ATOMIC_RELAXED) : -1;
+}
+
+/* env VRDMA_WAIT; an unknown word is said once and means AUTO. */
+static enum vrdma_wait_policy vlib_env_policy(void)
+{
+	static const char *const names[] = { "auto", "latency", "throughput", "cpu" };
+	const char *s = getenv("VRDMA_WAIT");
+	unsigned i;
+
+	if (!s || !*s)
+		return VRDMA_WAIT_AUTO;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i]))
+			return (enum vrdma_wait_policy)i;
+	vlog_warn("vrdma: VRDMA_WAIT=%s unknown (latency, throughput, cpu, auto): auto", s);
+	return VRDMA_WAIT_AUTO;
+}
+
 static int vlib_spec_kind(const char *spec, const char **kind)
 {
 	if (!spec || !*spec)
@@ -104,6 +143,7 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 	if (rc)
 		goto err_locks;
 	vfe_on_broken(&dev->fe, vlib_async_broken, dev);
+	vrdma_set_wait_policy(dev, vlib_env_policy());
 	return dev;
 
 err_locks:

@@ -167,6 +167,7 @@ struct vrdma_listener {
 
 struct vrdma_device {
 	struct vfe_dev fe;
+	int wait_policy;		/* enum vrdma_wait_policy, never AUTO */
 	pthread_mutex_t obj_lock;
 	struct vlib_buf *bufs;
 	struct vlib_pd *pds;

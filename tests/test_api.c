@@ -202,6 +202,41 @@ START_TEST(t_live_mr)
 }
 END_TEST
 
+/* The wait policy: env VRDMA_WAIT at open, the setter, AUTO resolved. */
+START_TEST(t_live_wait_policy)
+{
+	struct vrdma_device *dev;
+	struct vrdma_cq *cq;
+
+	NEED_DAEMON();
+	ck_assert_int_eq(vrdma_set_wait_policy(NULL, VRDMA_WAIT_CPU), EINVAL);
+	ck_assert_int_eq(vrdma_get_wait_policy(NULL), -1);
+	setenv("VRDMA_WAIT", "cpu", 1);
+	dev = open_dev();
+	unsetenv("VRDMA_WAIT");
+	ck_assert_int_eq(vrdma_get_wait_policy(dev), VRDMA_WAIT_CPU);
+	ck_assert_int_eq(vrdma_set_wait_policy(dev, (enum vrdma_wait_policy)7), EINVAL);
+	ck_assert_int_eq(vrdma_get_wait_policy(dev), VRDMA_WAIT_CPU);
+	ck_assert_int_eq(vrdma_set_wait_policy(dev, VRDMA_WAIT_LATENCY), 0);
+	ck_assert_int_eq(vrdma_get_wait_policy(dev), VRDMA_WAIT_LATENCY);
+	ck_assert_int_eq(vrdma_set_wait_policy(dev, VRDMA_WAIT_AUTO), 0);
+	ck_assert_int_ne(vrdma_get_wait_policy(dev), VRDMA_WAIT_AUTO);
+	/* Waits work under every policy. */
+	cq = vrdma_create_cq(dev, 8, NULL);
+	ck_assert_ptr_nonnull(cq);
+	ck_assert_int_eq(vrdma_set_wait_policy(dev, VRDMA_WAIT_THROUGHPUT), 0);
+	ck_assert_int_eq(vrdma_wait_cq(cq, 20), ETIMEDOUT);
+	ck_assert_int_eq(vrdma_set_wait_policy(dev, VRDMA_WAIT_LATENCY), 0);
+	ck_assert_int_eq(vrdma_wait_cq(cq, 20), ETIMEDOUT);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+	setenv("VRDMA_WAIT", "bogus", 1);	/* said once, then auto */
+	dev = open_dev();
+	unsetenv("VRDMA_WAIT");
+	ck_assert_int_ne(vrdma_get_wait_policy(dev), VRDMA_WAIT_AUTO);
+	ck_assert_int_eq(vrdma_close(dev), 0);
+}
+END_TEST
+
 START_TEST(t_live_cq_qp)
 {
 	struct vrdma_qp_init_attr a = { 0 };
@@ -811,6 +846,7 @@ static Suite *api_suite(void)
 
 	tcase_add_test(live, t_live_mr);
 	tcase_add_test(live, t_live_cq_qp);
+	tcase_add_test(live, t_live_wait_policy);
 	tcase_add_test(live, t_live_names);
 	tcase_add_test(live, t_live_connect_errors);
 	tcase_add_test(live, t_live_sq_overflow);

@@ -351,9 +351,12 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
  */
 static void vvb_poll_idle(struct vvb_cq *cq)
 {
-	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) < VVB_POLL_SPIN)
+	int cpu = vrdma_get_wait_policy(cq->ctx->vdev) == VRDMA_WAIT_CPU;
+
+	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) <
+	    (cpu ? VVB_POLL_SPIN_CPU : VVB_POLL_SPIN))
 		return;
-	if (__atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0) {
+	if (!cpu && __atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0) {
 		sched_yield();
 		return;
 	}

@@ -34,6 +34,7 @@
 #define VVB_PROBE_MS		5000	/* the same, for ibv_get_device_list() */
 #define VVB_SLICE_MS		20	/* notifier wait on one armed CQ */
 #define VVB_POLL_SPIN		64	/* empty polls before yielding/sleeping */
+#define VVB_POLL_SPIN_CPU	8	/* ... with VRDMA_WAIT=cpu, then sleep */
 #define VVB_POLL_SLEEP_MS	1	/* longest sleep of an empty poll */
 
 /* enum ibv_gid_type_sysfs of rdma-core's driver.h (not installed). */

@@ -213,6 +213,15 @@ struct vrdma_device_attr {
 	uint64_t reserved[4];
 };
 
+/* How a waiter spends its CPU before it sleeps (vrdma_set_wait_policy). */
+enum vrdma_wait_policy {
+	VRDMA_WAIT_AUTO = 0,		/* LATENCY on 4 or more CPUs, else THROUGHPUT */
+	VRDMA_WAIT_LATENCY,		/* spin 50 us on the rings, then sleep */
+	VRDMA_WAIT_THROUGHPUT,		/* sleep at once: dom0 keeps the CPU */
+	VRDMA_WAIT_CPU,			/* sleep at once, and poll loops give up
+					 * the CPU sooner (the verbs library) */
+};
+
 /* Asynchronous events (vrdma_get_async_event), verbs' affiliated and
  * unaffiliated events that vrdma can raise. */
 enum vrdma_event_type {
@@ -577,6 +586,16 @@ int vrdma_accept(struct vrdma_listener *l, struct vrdma_qp *qp,
 /* vrdma_reject - refuse a request (the requester sees ECONNREFUSED).
  * Returns 0, EINVAL, ENOENT (request no longer pending), EIO. */
 int vrdma_reject(struct vrdma_listener *l, const struct vrdma_conn_req *req);
+
+/*
+ * vrdma_set_wait_policy - how the device's waiters (vrdma_wait_cq, commands,
+ * connects) spend their CPU before sleeping on the event channel.  The
+ * default is env VRDMA_WAIT ("latency", "throughput", "cpu", "auto") read
+ * at vrdma_open(), else AUTO.  Returns 0 or EINVAL.
+ */
+int vrdma_set_wait_policy(struct vrdma_device *dev, enum vrdma_wait_policy policy);
+/* vrdma_get_wait_policy - the policy in force (never AUTO), -1 if !dev. */
+int vrdma_get_wait_policy(struct vrdma_device *dev);
 
 /* ---- asynchronous events ---- */
 
