@@ -910,16 +910,17 @@ static int raw_connect(void)
 	return s;
 }
 
-/* dom0 hangs up on the raw client: read gives EOF (bounded by SO_RCVTIMEO). */
+/* dom0 hangs up on the raw client: read gives EOF, or ECONNRESET when dom0
+ * closed with requests of ours unread (bounded by SO_RCVTIMEO). */
 static void raw_expect_eof(int s)
 {
-	char buf[256];
+	char buf[2048];
 	ssize_t n;
 
 	do
 		n = recv(s, buf, sizeof(buf), 0);
 	while (n > 0);		/* a reply may come first */
-	ck_assert_int_eq(n, 0);
+	ck_assert_msg(n == 0 || errno == ECONNRESET, "no hang-up: %s", strerror(errno));
 	close(s);
 }
 
