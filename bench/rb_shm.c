@@ -3,6 +3,11 @@
  * vrdma-refbench shmlat: two processes ping-pong an 8-byte counter through
  * a MAP_SHARED page, spinning.  The floor for any shared-memory transport
  * on this machine, so vrdma-lat has something to be compared with.
+ *
+ * shmrelay: the same with a third process in the middle, the shape of the
+ * split driver (guest -> vrdmad -> guest and back): client -> relay ->
+ * server -> relay -> client, all spinning.  On two cores three spinners
+ * share two CPUs, as vrdma-lat's client, vrdmad and server do.
  */
 #include <errno.h>
 #include <sched.h>
@@ -19,10 +24,13 @@
 #define RB_WARMUP	1000u
 #define RB_STOP		UINT64_MAX
 
-/* ping and pong on separate cache lines so each has one writer. */
+/* Each word on its own cache line so each has one writer.  Two
+ * processes use ping/pong; the relay also fwd (to the server) and back. */
 struct rb_shm {
 	uint64_t ping __attribute__((aligned(64)));
 	uint64_t pong __attribute__((aligned(64)));
+	uint64_t fwd __attribute__((aligned(64)));
+	uint64_t back __attribute__((aligned(64)));
 };
 
 /*
@@ -50,27 +58,50 @@ static int rb_spin(const uint64_t *p, uint64_t want, uint64_t deadline)
 	}
 }
 
-static void rb_ponger(struct rb_shm *s, uint64_t deadline)
+/* Wait for i on `in`, write it to `out`; pass RB_STOP on, then leave. */
+static void rb_ponger(uint64_t *in, uint64_t *out, uint64_t deadline)
+{
+	uint64_t i;
+
+	for (i = 1;; i++) {
+		int ret = rb_spin(in, i, deadline);
+
+		if (ret) {
+			__atomic_store_n(out, RB_STOP, __ATOMIC_RELEASE);
+			_exit(ret == -ECANCELED ? 0 : 1);
+		}
+		__atomic_store_n(out, i, __ATOMIC_RELEASE);
+	}
+}
+
+/* The relay: ping -> fwd, back -> pong. */
+static void rb_relay(struct rb_shm *s, uint64_t deadline)
 {
 	uint64_t i;
 
 	for (i = 1;; i++) {
 		int ret = rb_spin(&s->ping, i, deadline);
 
-		if (ret)
+		if (!ret) {
+			__atomic_store_n(&s->fwd, i, __ATOMIC_RELEASE);
+			ret = rb_spin(&s->back, i, deadline);
+		}
+		if (ret) {
+			__atomic_store_n(&s->fwd, RB_STOP, __ATOMIC_RELEASE);
 			_exit(ret == -ECANCELED ? 0 : 1);
+		}
 		__atomic_store_n(&s->pong, i, __ATOMIC_RELEASE);
 	}
 }
 
-int rb_run_shmlat(const struct rb_opts *o)
+static int rb_run_shm(const struct rb_opts *o, int relay)
 {
 	uint64_t n = o->iters ? o->iters : 100000;
 	uint64_t deadline = rb_now_ns() + (uint64_t)o->timeout_s * 1000000000u;
 	uint64_t i, *d;
 	struct rb_shm *s;
 	struct ps_lat r;
-	pid_t pid;
+	pid_t pid, pid2 = -1;
 	int ret = 0, st;
 
 	d = calloc(n, sizeof(*d));
@@ -89,7 +120,22 @@ int rb_run_shmlat(const struct rb_opts *o)
 	}
 	if (pid == 0) {
 		alarm((unsigned int)o->timeout_s + 1);
-		rb_ponger(s, deadline);
+		if (relay)
+			rb_relay(s, deadline);
+		rb_ponger(&s->ping, &s->pong, deadline);
+	}
+	if (relay) {
+		pid2 = fork();
+		if (pid2 < 0) {
+			ret = -errno;
+			__atomic_store_n(&s->ping, RB_STOP, __ATOMIC_RELEASE);
+			waitpid(pid, &st, 0);
+			goto out_unmap;
+		}
+		if (pid2 == 0) {
+			alarm((unsigned int)o->timeout_s + 1);
+			rb_ponger(&s->fwd, &s->back, deadline);
+		}
 	}
 	for (i = 1; i <= RB_WARMUP + n; i++) {
 		uint64_t t0 = rb_now_ns();
@@ -102,21 +148,37 @@ int rb_run_shmlat(const struct rb_opts *o)
 			d[i - RB_WARMUP - 1] = rb_now_ns() - t0;
 	}
 	__atomic_store_n(&s->ping, RB_STOP, __ATOMIC_RELEASE);
-	if (ret)
+	if (ret) {
 		kill(pid, SIGKILL);
-	/* The ponger exits as soon as it sees RB_STOP (or its alarm fires). */
+		if (pid2 > 0)
+			kill(pid2, SIGKILL);
+	}
+	/* The others exit as soon as they see RB_STOP (or their alarm fires). */
 	if (waitpid(pid, &st, 0) == pid && !ret &&
+	    !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		ret = -EPIPE;
+	if (pid2 > 0 && waitpid(pid2, &st, 0) == pid2 && !ret &&
 	    !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		ret = -EPIPE;
 	if (!ret) {
 		ps_lat_compute(&r, sizeof(s->ping), d, n);
-		rb_print_lat(o, "shmlat", &r);
+		rb_print_lat(o, relay ? "shmrelay" : "shmlat", &r);
 	}
 out_unmap:
 	munmap(s, 4096);
 out_free:
 	free(d);
 	if (ret)
-		fprintf(stderr, "refbench shmlat: %s\n", strerror(-ret));
+		fprintf(stderr, "refbench %s: %s\n", relay ? "shmrelay" : "shmlat", strerror(-ret));
 	return ret;
+}
+
+int rb_run_shmlat(const struct rb_opts *o)
+{
+	return rb_run_shm(o, 0);
+}
+
+int rb_run_shmrelay(const struct rb_opts *o)
+{
+	return rb_run_shm(o, 1);
 }

@@ -4,6 +4,7 @@
  *   memcpy  single-thread copy between two pre-faulted buffers
  *   tcp     two processes streaming over TCP loopback
  *   shmlat  two processes ping-ponging a counter in a MAP_SHARED page
+ *   shmrelay  the same through a third process in the middle
  * Output uses the perftest columns of vrdma-bw / vrdma-lat.
  */
 #include <errno.h>
@@ -115,6 +116,7 @@ static const struct {
 	{ "memcpy", rb_run_memcpy, "single-thread memcpy between two buffers (MiB/s)" },
 	{ "tcp",    rb_run_tcp,    "two processes over TCP 127.0.0.1 (MiB/s received)" },
 	{ "shmlat", rb_run_shmlat, "ping-pong through a shared page (half round trip)" },
+	{ "shmrelay", rb_run_shmrelay, "the same through a relay process (client -> relay -> server)" },
 };
 
 static void rb_usage(FILE *f, const char *prog)
@@ -210,7 +212,7 @@ int main(int argc, char **argv)
 		if (strcmp(test, rb_tests[i].name))
 			continue;
 		if (!o.size)
-			o.size = strcmp(test, "shmlat") ? 65536 : 8;
+			o.size = strncmp(test, "shm", 3) ? 65536 : 8;
 		return rb_tests[i].run(&o) ? 1 : 0;
 	}
 bad:

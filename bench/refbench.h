@@ -41,5 +41,6 @@ void rb_print_lat(const struct rb_opts *o, const char *test, const struct ps_lat
 int rb_run_memcpy(const struct rb_opts *o);
 int rb_run_tcp(const struct rb_opts *o);
 int rb_run_shmlat(const struct rb_opts *o);
+int rb_run_shmrelay(const struct rb_opts *o);
 
 #endif /* VRDMA_REFBENCH_H */

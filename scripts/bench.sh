@@ -4,8 +4,9 @@
 # For 4 KiB, 64 KiB, 1 MiB, 4 MiB: vrdma-bw RDMA WRITE between two local
 # guests, Debian's unmodified ib_write_bw through vrdma-run between two
 # local guests (same size and count), vrdma-refbench memcpy and tcp; then
-# 8-byte vrdma-lat write beside ib_write_lat and refbench shmlat.  One
-# table at the end.
+# 8-byte vrdma-lat write beside ib_write_lat, refbench shmlat and shmrelay
+# (the split driver's shape: client -> relay -> server).  One table at the
+# end; then instructions per WR (bench-cost.sh).
 # Usage: bench.sh BUILD_DIR [--csv|--json]
 set -u
 b=${1:?usage: bench.sh BUILD_DIR [--csv|--json]}
@@ -91,13 +92,18 @@ pt_run ib_write_lat "$VR_RUN/ptlat" -s 8 -n "$LAT_ITERS" || rc=1
 # ib_write_lat: t_typical is column 5, t_avg 6, 99% 8 (half round trip)
 pt_typ=$(ptf "$VR_RUN/ptlat" 5) pt_avg=$(ptf "$VR_RUN/ptlat" 6) pt_p99=$(ptf "$VR_RUN/ptlat" 8)
 timeout "$T" "$rb" shmlat --csv >"$VR_RUN/shm" || rc=1
+# the floor of the split driver's shape: client -> relay -> server, spinning
+timeout "$T" "$rb" shmrelay --csv >"$VR_RUN/relay" || rc=1
 lat_typ=$(field lat "$VR_RUN/lat" 7) lat_avg=$(field lat "$VR_RUN/lat" 8)
 lat_p99=$(field lat "$VR_RUN/lat" 10)
 shm_typ=$(field shmlat "$VR_RUN/shm" 6) shm_avg=$(field shmlat "$VR_RUN/shm" 7)
 shm_p99=$(field shmlat "$VR_RUN/shm" 9)
+rel_typ=$(field shmrelay "$VR_RUN/relay" 6) rel_avg=$(field shmrelay "$VR_RUN/relay" 7)
+rel_p99=$(field shmrelay "$VR_RUN/relay" 9)
 
 awk -v fmt="$fmt" -v lt="$lat_typ" -v la="$lat_avg" -v lp="$lat_p99" \
     -v st="$shm_typ" -v sa="$shm_avg" -v sp="$shm_p99" \
+    -v rt="$rel_typ" -v ra="$rel_avg" -v rp="$rel_p99" \
     -v pt="$pt_typ" -v pa="$pt_avg" -v pp="$pt_p99" '
 function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.3f", a / b) }
 { sz[NR] = $1; v[NR] = $2; m[NR] = $3; t[NR] = $4; p[NR] = $5 }
@@ -108,13 +114,15 @@ END {
 			printf "%s,%s,%s,%s,%s,%s,%s,%s\n", sz[i], v[i], p[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i]), ratio(p[i], v[i])
 		print "latency,typical_us,avg_us,p99_us"
 		printf "vrdma_write_8B,%s,%s,%s\nperftest_write_8B,%s,%s,%s\nshm_pingpong_8B,%s,%s,%s\n", lt, la, lp, pt, pa, pp, st, sa, sp
+		printf "shm_relay_8B,%s,%s,%s\nvrdma_over_relay_typical,%s,,\n", rt, ra, rp, ratio(lt, rt)
 	} else if (fmt == "--json") {
 		printf "{\"bandwidth\":["
 		for (i = 1; i <= NR; i++)
 			printf "%s{\"size\":%s,\"vrdma_write_mib\":\"%s\",\"perftest_write_mib\":\"%s\",\"memcpy_mib\":\"%s\",\"tcp_mib\":\"%s\",\"vrdma_over_memcpy\":\"%s\",\"vrdma_over_tcp\":\"%s\",\"perftest_over_vrdma_bw\":\"%s\"}", (i > 1 ? "," : ""), sz[i], v[i], p[i], m[i], t[i], ratio(v[i], m[i]), ratio(v[i], t[i]), ratio(p[i], v[i])
 		printf "],\"latency\":{\"vrdma_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", lt, la, lp
 		printf "\"perftest_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", pt, pa, pp
-		printf "\"shm_pingpong_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"}}}\n", st, sa, sp
+		printf "\"shm_pingpong_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", st, sa, sp
+		printf "\"shm_relay_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},\"vrdma_over_relay_typical\":\"%s\"}}\n", rt, ra, rp, ratio(lt, rt)
 	} else {
 		print "Bandwidth (MiB/s, average; MiB = 2^20; memcpy over the same footprint as vrdma-bw;"
 		print "perftest: Debian ib_write_bw through vrdma-run, same size and count)"
@@ -127,6 +135,8 @@ END {
 		printf "%-26s | %10s | %10s | %10s\n", "vrdma-lat write", lt, la, lp
 		printf "%-26s | %10s | %10s | %10s\n", "ib_write_lat (vrdma-run)", pt, pa, pp
 		printf "%-26s | %10s | %10s | %10s\n", "shared-page ping-pong", st, sa, sp
+		printf "%-26s | %10s | %10s | %10s\n", "shared-page relay (3 proc)", rt, ra, rp
+		printf "vrdma-lat / relay floor (typical): %s\n", ratio(lt, rt)
 	}
 }' "$VR_RUN/table"
 [ $rc -eq 0 ] || echo "bench: some steps failed (see above)" >&2
