@@ -101,7 +101,7 @@ BENCH_BINS   := $(B)/bin/vrdma-refbench
 CHECK_BINS   :=
 ITEST_BINS   :=
 
-.PHONY: all clean install check check-unit demo demo-host bench bench-cost deps
+.PHONY: all clean install check check-unit demo demo-host bench bench-cost bench-scale deps
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(BENCH_BINS) $(B)/vrdma.pc
 
 $(B)/obj/%.o: %.c
@@ -167,6 +167,10 @@ bench: all
 # Instructions per WR (callgrind): deterministic, for judging a change.
 bench-cost: all
 	$(Q)scripts/bench-cost.sh $(B)
+
+# 1, 8, 64 and 128 pairs of guests on one node at once (plain host).
+bench-scale: all
+	$(Q)scripts/bench-scale.sh $(B)
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make bench-scale: N pairs of guests on one node (plain host), all at
+# once, 64 KiB RDMA WRITE with vrdma-bw; for N in 1 8 64 128 (256 guests,
+# the node's limit): aggregate bandwidth and its ratio to one pair, guests
+# that failed to connect or run, vrdmad's CPU over the run, and vrdmad's
+# memory and fds per guest (anonymous memory only: the guests' mapped
+# buffers are theirs).  Not a test: nothing is asserted.
+# Usage: bench-scale.sh BUILD_DIR [N...]
+set -u
+b=${1:?usage: bench-scale.sh BUILD_DIR [N...]}
+shift
+COUNTS=${*:-1 8 64 128}
+BYTES=${SCALE_BYTES:-268435456}		# per pair per run
+T=${BENCH_TIMEOUT:-600}
+for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw; do
+	[ -x "$b/$f" ] || { echo "bench-scale: $b/$f missing (make first)" >&2; exit 1; }
+done
+run=$(mktemp -d "${TMPDIR:-/tmp}/vrdma-scale.XXXXXX") || exit 1
+dpid=
+cleanup() {
+	jobs -p | xargs -r kill 2>/dev/null
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
+	rm -rf "$run"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export VRDMA_RUN_DIR="$run"
+ulimit -n 65536 2>/dev/null || true
+
+"$b/sbin/vrdmad" -f -S "$run" >"$run/vrdmad.log" 2>&1 &
+dpid=$!
+for _ in $(seq 100); do
+	timeout 5 "$b/sbin/vrdmactl" -S "$run" ping 2>/dev/null | grep -q pong && break
+	sleep 0.1
+done
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
+anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$dpid/status"; }
+nfds() { ls "/proc/$dpid/fd" | wc -l; }
+hz=$(getconf CLK_TCK)
+base_anon=$(anon_kb) base_fds=$(nfds)
+iters=$((BYTES / 65536))
+
+printf '%6s %8s %14s %10s %8s %10s %12s %10s\n' pairs guests "agg MiB/s" "vs 1 pair" failed "vrdmad CPU" "anon KiB/g" "fds/guest"
+one=
+for n in $COUNTS; do
+	rm -f "$run"/s.* "$run"/c.*
+	for i in $(seq "$n"); do
+		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" -T 120 >"$run/s.$i" 2>&1 &
+	done
+	for _ in $(seq 600); do
+		[ "$(grep -l "listening on service" "$run"/s.* 2>/dev/null | wc -l)" -ge "$n" ] && break
+		sleep 0.1
+	done
+	t0=$(date +%s%N) k0=$(ticks) peak_anon=0 peak_fds=0
+	for i in $(seq "$n"); do
+		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" -T 120 -s 65536 -n "$iters" --csv local \
+			>"$run/c.$i" 2>&1 &
+	done
+	# sample vrdmad while the clients run
+	while [ "$(jobs -rp | wc -l)" -gt 1 ]; do
+		a=$(anon_kb) f=$(nfds)
+		[ "$a" -gt "$peak_anon" ] && peak_anon=$a
+		[ "$f" -gt "$peak_fds" ] && peak_fds=$f
+		sleep 0.2
+	done
+	wait_pids=$(jobs -p | grep -vx "$dpid")
+	[ -n "$wait_pids" ] && wait $wait_pids 2>/dev/null
+	t1=$(date +%s%N) k1=$(ticks)
+	ok=$(grep -l '^bw,' "$run"/c.* 2>/dev/null | wc -l)
+	failed=$((n - ok))
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	agg=$(awk -v n="$ok" -v by="$BYTES" -v s="$secs" 'BEGIN { printf "%.0f", n * by / 1048576 / s }')
+	[ -z "$one" ] && one=$agg
+	cpu=$(awk -v d=$((k1 - k0)) -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.0f%%", 100 * d / hz / s }')
+	printf '%6s %8s %14s %10s %8s %10s %12s %10s\n' "$n" $((2 * n)) "$agg" \
+		"$(awk -v a="$agg" -v o="$one" 'BEGIN { printf "%.2f", o ? a / o : 0 }')" "$failed" "$cpu" \
+		"$(( (peak_anon - base_anon) / (2 * n) ))" \
+		"$(awk -v f=$((peak_fds - base_fds)) -v g=$((2 * n)) 'BEGIN { printf "%.1f", f / g }')"
+	[ "$failed" -gt 0 ] && grep -h -m1 -i "error\|fail\|refus" "$run"/c.* "$run"/s.* 2>/dev/null | sort | uniq -c | head -3
+done
+echo "(aggregate: all clients' bytes over the wall time from the first start to the last end;"
+echo " vrdmad CPU: its user+system time over that time; anon KiB and fds: vrdmad's peak during the run"
+echo " over its idle state, per guest; disconnects in vrdmad's log: $(grep -c 'disconnecting' "$run/vrdmad.log"))"
