@@ -96,10 +96,17 @@ void vcm_peer_from_msg(struct vcm_peer *p, const struct vcm_msg *m)
 	memcpy(p->pdata, m->pdata, m->pdata_len);
 }
 
-/* Ends @v's connection; the engine forgets a socket that is gone. */
+/*
+ * Ends @v's connection; the engine forgets a socket that is gone.  A
+ * listener stops listening now: close() alone leaves it listening while
+ * the engine thread's poll() still holds the file, and a program that
+ * binds the port again at once (perftest -R does) got EADDRINUSE.
+ */
 void vcm_close_locked(struct vcm_id *v, enum vcm_state state)
 {
 	if (v->fd >= 0) {
+		if (v->state == VCM_LISTEN)
+			shutdown(v->fd, SHUT_RDWR);
 		close(v->fd);
 		v->fd = -1;
 	}
