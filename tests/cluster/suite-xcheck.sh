@@ -17,7 +17,7 @@
 #   c. vrdmactl census clean on both nodes: nothing of the dead domains,
 #      vrdmad still answers
 #   v. (between a and b) Debian's unmodified ibv_rc_pingpong, rping,
-#      ucmatose and perftest (ib_{write,read,send,atomic}_bw, ib_{write,
+#      ucmatose, ibv_srq_pingpong -q 4 and perftest (ib_{write,read,send,atomic}_bw, ib_{write,
 #      send}_lat, ib_write_bw -R, ib_send_lat -R: verbs-lib.sh's
 #      vt_perftests, 100 iterations) through vrdma-run, server in domu1 on
 #      b, client in domu1 on a: QP numbers over the guest network, the QPs
@@ -301,6 +301,9 @@ if need_remote xcheck-remote-path-$NODE; then
 		"ibv_rc_pingpong -g 0 -n 50 -p @P@ @A@"
 	xc_vpair rping 19702 "rping -s -v -p @P@ -C 10" "rping -c -a @A@ -v -V -p @P@ -C 10"
 	xc_vpair ucmatose 19703 "ucmatose -p @P@" "ucmatose -s @A@ -p @P@"
+	# 4 QPs on one SRQ each side: the SRQs' device twins (verbs_srq.c)
+	xc_vpair srq_pingpong 19704 "ibv_srq_pingpong -g 0 -n 50 -q 4 -p @P@" \
+		"ibv_srq_pingpong -g 0 -n 50 -q 4 -p @P@ @A@"
 	VT_PT_N=100	# (one lat iteration is a 30 ms round trip here)
 	vt_perftests xc_pt 19710
 	vt_check verbs-clean-$NODE xleak_free 2
