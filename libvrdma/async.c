@@ -3,7 +3,8 @@
  * Asynchronous events (verbs' ibv_get_async_event): a bounded queue the
  * event consumer fills (evt_lock held, or from the frontend's "broken"
  * callback) and an eventfd that is readable while the queue is not empty,
- * so a program can poll() it beside its other fds.  An event names its
+ * so a program can poll() it beside its other fds (each push adds to its
+ * count, so an edge-triggered epoll hears every event).  An event names its
  * object; destroying the object first drops its queued events.
  *
  * Who consumes dom0's event ring: anyone who waits (commands, wait_cq,
@@ -11,6 +12,7 @@
  * program that only polls still sees its events.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -37,16 +39,17 @@ void vlib_async_fini(struct vrdma_device *dev)
 	pthread_mutex_destroy(&dev->aq_lock);
 }
 
-/* aq_lock held: the fd follows the queue's emptiness. */
+/* aq_lock held: the fd follows the queue (count +1 per push, 0 when
+ * empty; the count never nears the eventfd's limit: VLIB_AQ_SIZE). */
 static void vlib_async_signal(struct vrdma_device *dev, bool readable)
 {
 	uint64_t v = 1;
 	ssize_t n;
 
 	if (readable)
-		n = write(dev->aq_fd, &v, sizeof(v));	/* count 0 -> 1 */
+		n = write(dev->aq_fd, &v, sizeof(v));	/* count + 1 */
 	else
-		n = read(dev->aq_fd, &v, sizeof(v));	/* count 1 -> 0 */
+		n = read(dev->aq_fd, &v, sizeof(v));	/* count -> 0 */
 	if (n != sizeof(v))
 		vlog_err("vrdma: async event fd: %s", strerror(errno));
 }
@@ -70,8 +73,10 @@ void vlib_async_push(struct vrdma_device *dev, enum vrdma_event_type type, void 
 		ev->element.cq = obj;
 	else if (type != VRDMA_EVENT_DEVICE_FATAL)
 		ev->element.qp = obj;
-	if (!dev->aq_count++)
-		vlib_async_signal(dev, true);
+	dev->aq_count++;
+	vlib_async_signal(dev, true);
+	if (type == VRDMA_EVENT_DEVICE_FATAL)
+		__atomic_store_n(&dev->aq_fatal, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&dev->aq_lock);
 }
 
@@ -135,24 +140,58 @@ static bool vlib_async_ready(void *arg)
 	return __atomic_load_n(&dev->aq_count, __ATOMIC_ACQUIRE) != 0;
 }
 
+/* Until an event is queued (0), the time is up (-ETIMEDOUT) or the
+ * device broke and its DEVICE_FATAL is queued too (-EIO). */
+static int vlib_async_wait(struct vrdma_device *dev, int timeout_ms)
+{
+	int rc, spins = 0;
+
+	if (timeout_ms) {
+		rc = vfe_wait(&dev->fe, vlib_async_ready, NULL, dev, timeout_ms);
+	} else {
+		rc = vfe_poll_events(&dev->fe);
+		if (rc >= 0)
+			rc = vfe_check_backend(&dev->fe);	/* dom0 still there? */
+		if (rc >= 0)
+			rc = vlib_async_ready(dev) ? 0 : -ETIMEDOUT;
+	}
+	/* Broken: the callback queues DEVICE_FATAL right after the flag is
+	 * set; let it, so that EIO later means "taken already". */
+	while (rc == -EIO && !__atomic_load_n(&dev->aq_fatal, __ATOMIC_ACQUIRE) &&
+	       spins++ < 1000)
+		sched_yield();
+	return rc;
+}
+
 int vrdma_get_async_event(struct vrdma_device *dev, struct vrdma_async_event *ev,
 			  int timeout_ms)
 {
-	int rc = 0;
+	int rc;
 
 	if (!dev || !ev || timeout_ms < 0)
 		return EINVAL;
 	if (vlib_async_pop(dev, ev))
 		return 0;
-	if (timeout_ms)
-		rc = vfe_wait(&dev->fe, vlib_async_ready, NULL, dev, timeout_ms);
-	else
-		rc = vfe_poll_events(&dev->fe);
+	rc = vlib_async_wait(dev, timeout_ms);
 	if (vlib_async_pop(dev, ev))
 		return 0;
 	if (rc == -EIO)
 		return EIO;
 	return timeout_ms ? ETIMEDOUT : EAGAIN;
+}
+
+int vrdma_wait_async_event(struct vrdma_device *dev, int timeout_ms)
+{
+	int rc;
+
+	if (!dev || timeout_ms < 0)
+		return EINVAL;
+	if (vlib_async_ready(dev))
+		return 0;
+	rc = vlib_async_wait(dev, timeout_ms);
+	if (vlib_async_ready(dev))
+		return 0;
+	return rc == -EIO ? EIO : ETIMEDOUT;
 }
 
 int vrdma_async_fd(struct vrdma_device *dev)

@@ -56,8 +56,9 @@ static int vlib_connect(struct vlib_qp *q, struct vrdma_req *req,
 		/* The attempt may still complete in dom0: the QP is unusable,
 		 * as a verbs QP after a failed connect.  Destroy it. */
 		st = VRDMA_QPS_CONNECTING;
-		__atomic_compare_exchange_n(&q->pub.state, &st, VRDMA_QPS_ERR, false,
-					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		if (__atomic_compare_exchange_n(&q->pub.state, &st, VRDMA_QPS_ERR, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) && q->srq)
+			vlib_async_push(dev, VRDMA_EVENT_QP_LAST_WQE_REACHED, &q->pub);
 		return rc;
 	}
 	switch (__atomic_load_n(&q->pub.state, __ATOMIC_ACQUIRE)) {

@@ -313,7 +313,7 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	if (rc)
 		return rc;
 	if (e->status != VRDMA_WS_SUCCESS)	/* as RC verbs: QP to error */
-		__atomic_store_n(&q->pub.state, VRDMA_QPS_ERR, __ATOMIC_RELEASE);
+		vlib_qp_to_err(q);
 	wc->vendor_err = e->vendor_err;
 	wc->byte_len = e->byte_len;
 	if (e->flags & VRDMA_CQE_F_IMM) {

@@ -93,12 +93,12 @@ static int vlib_modify(struct vlib_qp *q, const struct vrdma_qp_attr *attr, int 
 	if (mask & VRDMA_QP_SQ_PSN)
 		q->va.sq_psn = attr->sq_psn & VLIB_PSN_MASK;
 	q->va.qp_state = to;
-	/* A QP_ERROR event may have moved it to ERR meanwhile: ERR stays
-	 * (and that event said LAST_WQE_REACHED already). */
-	if (__atomic_compare_exchange_n(&q->pub.state, &from, to, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    to == VRDMA_QPS_ERR && from != VRDMA_QPS_ERR && q->srq)
-		vlib_async_push(q->pub.device, VRDMA_EVENT_QP_LAST_WQE_REACHED, &q->pub);
+	/* A QP_ERROR event may have moved it to ERR meanwhile: ERR stays. */
+	if (to == VRDMA_QPS_ERR)
+		vlib_qp_to_err(q);
+	else
+		__atomic_compare_exchange_n(&q->pub.state, &from, to, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return 0;
 }
 

@@ -237,6 +237,18 @@ int vrdma_destroy_qp(struct vrdma_qp *qp)
 	return vlib_ret(vlib_destroy_qp(vlib_qp(qp), false));
 }
 
+/*
+ * The QP goes to ERR, from whichever thread saw why (an error completion,
+ * an event, a modify): a QP on an SRQ says LAST_WQE_REACHED once per
+ * transition, as verbs does.
+ */
+void vlib_qp_to_err(struct vlib_qp *q)
+{
+	if (__atomic_exchange_n(&q->pub.state, VRDMA_QPS_ERR, __ATOMIC_ACQ_REL) !=
+	    VRDMA_QPS_ERR && q->srq)
+		vlib_async_push(q->pub.device, VRDMA_EVENT_QP_LAST_WQE_REACHED, &q->pub);
+}
+
 /* Event for a QP (evt_lock held).  An unknown handle is a QP destroyed
  * meanwhile: dropped. */
 int vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e)
@@ -272,14 +284,12 @@ int vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e)
 		__atomic_store_n(&q->conn_done, 1, __ATOMIC_RELEASE);
 		return 0;
 	case VRDMA_EVT_QP_ERROR:
-		__atomic_store_n(&q->pub.state, VRDMA_QPS_ERR, __ATOMIC_RELEASE);
-		__atomic_store_n(&q->conn_done, 1, __ATOMIC_RELEASE);
 		/* A peer that is gone shows in completions, as on RC
 		 * hardware; anything else is the QP's fatal error. */
 		if (e->status != VRDMA_CS_UNREACH)
 			vlib_async_push(dev, VRDMA_EVENT_QP_FATAL, &q->pub);
-		if (q->srq && st != VRDMA_QPS_ERR)
-			vlib_async_push(dev, VRDMA_EVENT_QP_LAST_WQE_REACHED, &q->pub);
+		vlib_qp_to_err(q);
+		__atomic_store_n(&q->conn_done, 1, __ATOMIC_RELEASE);
 		return 0;
 	default:
 		return -EPROTO;

@@ -184,6 +184,7 @@ struct vrdma_device {
 	struct vrdma_async_event aq[VLIB_AQ_SIZE];
 	unsigned aq_head, aq_count;
 	uint64_t aq_dropped;		/* the queue was full */
+	int aq_fatal;			/* atomic: DEVICE_FATAL was queued */
 	int aq_fd;			/* eventfd: readable while aq_count */
 };
 
@@ -264,6 +265,7 @@ struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle);
 void vlib_qp_free(struct vlib_qp *q);
 int  vlib_destroy_qp(struct vlib_qp *q, bool force);
 int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+void vlib_qp_to_err(struct vlib_qp *q);
 
 /* srq.c */
 int  vlib_srq_retire(struct vlib_srq *s, const struct vrdma_cqe *e);

@@ -103,6 +103,10 @@ START_TEST(t_args)
 	ck_assert_int_eq(vrdma_get_async_event(t.dev, &ev, -1), EINVAL);
 	ck_assert_int_eq(vrdma_get_async_event(t.dev, &ev, 0), EAGAIN);
 	ck_assert_int_eq(vrdma_get_async_event(t.dev, &ev, 30), ETIMEDOUT);
+	ck_assert_int_eq(vrdma_wait_async_event(NULL, 0), EINVAL);
+	ck_assert_int_eq(vrdma_wait_async_event(t.dev, -1), EINVAL);
+	ck_assert_int_eq(vrdma_wait_async_event(t.dev, 0), ETIMEDOUT);
+	ck_assert_int_eq(vrdma_wait_async_event(t.dev, 30), ETIMEDOUT);
 	ck_assert_int_ge(vrdma_async_fd(t.dev), 0);
 	ck_assert(!fd_readable(vrdma_async_fd(t.dev)));
 	ck_assert_str_eq(vrdma_event_type_str(VRDMA_EVENT_CQ_ERR), "CQ error");
@@ -139,6 +143,8 @@ START_TEST(t_cq_overrun)
 		n += rc;
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(n, 8);
+	ck_assert(fd_readable(vrdma_async_fd(t.dev)));
+	ck_assert_int_eq(vrdma_wait_async_event(t.dev, 1000), 0);	/* not taken */
 	ck_assert(fd_readable(vrdma_async_fd(t.dev)));
 	ev = next_event(t.dev);
 	ck_assert_int_eq(ev.type, VRDMA_EVENT_CQ_ERR);
@@ -195,6 +201,7 @@ START_TEST(t_srq_last_wqe)
 
 	ck_assert_int_eq(to_err(q2), 0);
 	ck_assert(fd_readable(vrdma_async_fd(t.dev)));
+	ck_assert_int_eq(to_err(q2), 0);	/* ERR again: still one event */
 	ck_assert_int_eq(vrdma_destroy_qp(q2), 0);
 	ck_assert(!fd_readable(vrdma_async_fd(t.dev)));
 	ck_assert_int_eq(vrdma_get_async_event(t.dev, &ev, 0), EAGAIN);

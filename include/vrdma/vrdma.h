@@ -610,6 +610,13 @@ int vrdma_get_async_event(struct vrdma_device *dev, struct vrdma_async_event *ev
 			  int timeout_ms);
 
 /*
+ * vrdma_wait_async_event - wait up to @timeout_ms until an event is queued,
+ * without taking it (for a program that takes events under its own lock).
+ * Returns 0, ETIMEDOUT, EINVAL, EIO (broken, DEVICE_FATAL taken already).
+ */
+int vrdma_wait_async_event(struct vrdma_device *dev, int timeout_ms);
+
+/*
  * vrdma_async_fd - an fd that polls readable while an asynchronous event
  * is queued (read it only through vrdma_get_async_event).  Events arrive
  * while some thread calls into the device: waits, commands, and
