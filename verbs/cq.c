@@ -252,9 +252,9 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* libvrdma wants room for every WR of the QPs on a CQ; verbs programs
-	 * size CQs by completions they expect and often put a QP's send and
-	 * receive queues on one: so ask for more. */
+	/* Room to grow (ibv_resize_cq within it) and slack for programs that
+	 * size CQs by the completions they expect while putting a QP's send
+	 * and receive queues on one: an overrun is a CQ error. */
 	size = (long)cqe * VVB_CQ_FACTOR;
 	if (size < VVB_CQ_MIN)
 		size = VVB_CQ_MIN;
@@ -308,7 +308,9 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 			pthread_cond_wait(&ctx->cond, &ctx->lock);
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	rc = vrdma_destroy_cq(cq->vcq);
+	vvb_events_lock_idle(&cq->events);
+	rc = vrdma_destroy_cq(cq->vcq);	/* drops its queued events */
+	vvb_events_unlock();
 	if (ibcq->channel) {
 		pthread_mutex_lock(&ctx->lock);
 		if (rc) {			/* EBUSY: a QP still uses it */

@@ -389,11 +389,42 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pke
  * Async events are libvrdma's (vrdma_get_async_event(3)); async_fd is its
  * fd, readable while one is queued.  Blocking unless the program set
  * O_NONBLOCK on it (then EAGAIN), as with rdma-core.  Once DEVICE_FATAL
- * was taken, EIO instead of blocking for ever.  Destroying a QP or CQ
- * drops its events not taken yet, so ack has nothing to wait for.
+ * was taken, EIO instead of blocking for ever.  As in rdma-core, a QP or
+ * CQ is destroyed only after the events taken on it were acked; its
+ * events not taken yet are dropped.  vvb_ev_lock covers taking an event
+ * and turning it into verbs objects, so none names an object that a
+ * destroy is freeing.
  */
+#define VVB_ACK_WAIT_MS	10000	/* a destroy waits this long for acks */
+
+static pthread_mutex_t vvb_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t vvb_ev_cond = PTHREAD_COND_INITIALIZER;
+
+void vvb_events_lock_idle(const unsigned int *taken)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += VVB_ACK_WAIT_MS / 1000;
+	pthread_mutex_lock(&vvb_ev_lock);
+	while (*taken && pthread_cond_timedwait(&vvb_ev_cond, &vvb_ev_lock, &ts) == 0)
+		;
+	if (*taken)
+		fprintf(stderr, "vrdma verbs: destroying an object with %u async events "
+			"not acked (ibv_ack_async_event)\n", *taken);
+}
+
+void vvb_events_unlock(void)
+{
+	pthread_mutex_unlock(&vvb_ev_lock);
+}
+
+/* vvb_ev_lock held: the verbs event, counted on its object. */
 static int vvb_async_type(const struct vrdma_async_event *ev, struct ibv_async_event *out)
 {
+	struct vvb_qp *q;
+	struct vvb_cq *c;
+
 	memset(out, 0, sizeof(*out));
 	switch (ev->type) {
 	case VRDMA_EVENT_QP_FATAL:
@@ -404,7 +435,9 @@ static int vvb_async_type(const struct vrdma_async_event *ev, struct ibv_async_e
 		break;
 	case VRDMA_EVENT_CQ_ERR:
 		out->event_type = IBV_EVENT_CQ_ERR;
-		out->element.cq = &((struct vvb_cq *)ev->element.cq->cq_context)->ibcq;
+		c = ev->element.cq->cq_context;
+		c->events++;
+		out->element.cq = &c->ibcq;
 		return 0;
 	case VRDMA_EVENT_DEVICE_FATAL:
 		out->event_type = IBV_EVENT_DEVICE_FATAL;
@@ -412,7 +445,9 @@ static int vvb_async_type(const struct vrdma_async_event *ev, struct ibv_async_e
 	default:
 		return EPROTO;
 	}
-	out->element.qp = &((struct vvb_qp *)ev->element.qp->qp_context)->qpx.qp_base;
+	q = ev->element.qp->qp_context;
+	q->events++;
+	out->element.qp = &q->qpx.qp_base;
 	return 0;
 }
 
@@ -426,12 +461,19 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 		return -1;
 	}
 	fl = fcntl(context->async_fd, F_GETFL);
-	do
-		rc = vrdma_get_async_event(vvb_ctx(context)->vdev, &ev,
-					   fl >= 0 && (fl & O_NONBLOCK) ? 0 : 1000);
-	while (rc == ETIMEDOUT);
-	if (!rc)
-		rc = vvb_async_type(&ev, event);
+	for (;;) {
+		/* Take one under the lock, wait outside it. */
+		pthread_mutex_lock(&vvb_ev_lock);
+		rc = vrdma_get_async_event(vvb_ctx(context)->vdev, &ev, 0);
+		if (!rc)
+			rc = vvb_async_type(&ev, event);
+		pthread_mutex_unlock(&vvb_ev_lock);
+		if (rc != EAGAIN || (fl >= 0 && (fl & O_NONBLOCK)))
+			break;
+		rc = vrdma_wait_async_event(vvb_ctx(context)->vdev, 1000);
+		if (rc && rc != ETIMEDOUT)
+			break;
+	}
 	if (rc) {
 		errno = rc;
 		return -1;
@@ -441,7 +483,26 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	(void)event;
+	unsigned int *taken = NULL;
+
+	if (!event)
+		return;
+	switch (event->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		taken = &vvb_qp(event->element.qp)->events;
+		break;
+	case IBV_EVENT_CQ_ERR:
+		taken = &vvb_cq(event->element.cq)->events;
+		break;
+	default:
+		return;
+	}
+	pthread_mutex_lock(&vvb_ev_lock);
+	if (*taken)
+		(*taken)--;
+	pthread_cond_broadcast(&vvb_ev_cond);
+	pthread_mutex_unlock(&vvb_ev_lock);
 }
 
 /* A real file read, so programs probing sysfs get the usual answers. */

@@ -219,7 +219,9 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	if (!qp)
 		return EINVAL;
 	q = vvb_qp(qp);
-	rc = vrdma_destroy_qp(q->vqp);
+	vvb_events_lock_idle(&q->events);
+	rc = vrdma_destroy_qp(q->vqp);	/* drops its queued events */
+	vvb_events_unlock();
 	if (rc)
 		return rc;
 	vvb_qp_free(q);

@@ -68,6 +68,7 @@ struct vvb_cq {
 	 * signaled send WRs posted and not polled yet (an estimate) */
 	unsigned int empty;
 	long due;
+	unsigned int events;			/* async events taken, not acked */
 };
 
 struct vvb_mr {
@@ -114,12 +115,19 @@ struct vvb_qp {
 	int batch_err;
 
 	/* receives: the QP's own (rq_lock), or its SRQ's (srq, no rwr) */
+	unsigned int events;			/* async events taken, not acked */
 	struct vvb_srq *srq;
 	pthread_mutex_t rq_lock;
 	struct vrdma_recv_wr *rwr;
 	struct vrdma_sge *rsge;
 	uint32_t rq_depth;
 };
+
+/* device.c: a destroy waits for the async events the program took on
+ * the object and holds off ibv_get_async_event until vrdma forgot the
+ * object's queued ones (lock ... unlock around the libvrdma destroy). */
+void vvb_events_lock_idle(const unsigned int *taken);
+void vvb_events_unlock(void);
 
 static inline struct vvb_context *vvb_ctx(struct ibv_context *c)
 {
