@@ -204,16 +204,23 @@ void vbe_cq_err_run(struct vbe_guest *g)
 	for (i = 0; i < VBE_MAX_CQS && !g->dead; i++) {
 		struct vbe_cq *cq = &g->cqs[i];
 
+		bool posted;
+
 		if (!cq->s.used || !cq->err_pend)
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.type = VRDMA_EVT_CQ_ERROR;
 		e.handle = vbe_handle(&cq->s, i);
-		if (vbe_evt_post(g, &e, false)) {
-			g->cq_err = true;	/* ring full: next time */
+		posted = !vbe_evt_post(g, &e, false);
+		if (!posted)
+			g->cq_err = true;	/* ring full: the event next time */
+		else
+			cq->err_pend = false;
+		/* The QPs stop at once, told or not (their QP_ERRORs wait on
+		 * them if the ring is full): nothing moves unreported. */
+		if (cq->err_qps)
 			continue;
-		}
-		cq->err_pend = false;
+		cq->err_qps = true;
 		for (j = 0; j < VBE_MAX_QPS && g->qps; j++) {
 			struct vbe_qp *qp = &g->qps[j];
 

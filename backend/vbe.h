@@ -117,7 +117,8 @@ struct vbe_cq {
 	uint32_t size, prod, pub;
 	bool dirty;
 	bool err;		/* overran: CQEs are dropped from now on */
-	bool err_pend;		/* ... its QPs and the guest not told yet */
+	bool err_pend;		/* ... the guest not told yet */
+	bool err_qps;		/* ... its QPs failed */
 	unsigned users;		/* QPs */
 };
 

@@ -124,6 +124,8 @@ struct vbe_vsrq {
 	struct ibv_srq *srq;
 	uint16_t gen;			/* of the guest SRQ slot it is for */
 	uint32_t size, posted;		/* receives on the device */
+	uint32_t qps;			/* device QPs taking from it */
+	uint32_t next;			/* where the search for a free entry starts */
 	struct vbe_vsrq_ent *e;		/* [size] */
 };
 
@@ -156,6 +158,7 @@ enum vbe_vq_state {
 struct vbe_vqp {
 	struct vbe_slot s;
 	uint32_t domid, devid, qp;	/* the guest QP (handle) */
+	uint32_t srq1;			/* its guest SRQ's index + 1, 0 = none */
 	struct vbe_vguest *vg;
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;

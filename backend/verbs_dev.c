@@ -442,8 +442,11 @@ int vbe_vx_qp_create(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_qp *qp)
 	a.srq = srq;
 	if (rdma_create_qp(vq->id, vq->vg->pd, &a))
 		goto err_cq;
-	if (srq)
+	if (srq) {
+		vq->srq1 = qp->srq;
+		vq->vg->srqs[qp->srq - 1]->qps++;
 		vbe_vx_srq_fill(vx, vq->vg, g, qp->srq - 1);
+	}
 	return 0;
 
 err_cq:
@@ -471,6 +474,9 @@ void vbe_vx_credits_return(struct vbe_vx *vx, struct vbe_vqp *vq)
 void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
 	vbe_vx_credits_return(vx, vq);
+	if (vq->srq1 && vq->vg && vq->vg->srqs[vq->srq1 - 1] &&
+	    vq->vg->srqs[vq->srq1 - 1]->qps)
+		vq->vg->srqs[vq->srq1 - 1]->qps--;
 	if (vq->id || vq->cq)
 		vbe_reap_qp(vx, vq->id, vq->state == VBE_VQ_UP, vq->cq, vq->cq_events);
 	if (vq->vg)

@@ -8,8 +8,13 @@
  * the receive it took (target_verbs.c, vbe_vx_srq_cqe).
  *
  * A QP of the same SRQ bound inside the node takes its receives from the
- * FIFO: once one has (srq->local), the twin holds at most half of the
+ * FIFO: while the SRQ has QPs that are not on the device, or one in the
+ * node took a receive (srq->local), the twin holds at most half of the
  * SRQ, so neither path can take every receive from the other.
+ *
+ * Twin entries are any free ones (each keeps its srq_idx): a receive the
+ * device consumed for a QP destroyed before its completion was polled is
+ * lost with its entry, which costs the twin one entry, never the SRQ.
  *
  * A receive with a bad SGE is posted without SGEs and remembers its
  * status: it fails (LOC_PROT_ERR) on the QP that consumes it, as verbs
@@ -90,19 +95,22 @@ void vbe_vx_srq_fill(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_guest 
 	struct ibv_recv_wr wr, *bad;
 	struct vbe_vsrq_ent *ent;
 	const struct vbe_wqe *w;
-	uint32_t cap, slot;
+	uint32_t cap, slot, k;
 	uint64_t total;
 	int st, nsg;
 
 	if (!vs || vs->gen != srq->s.gen || !srq->s.used)
 		return;
 	vbe_vx_guest_sync(vx, vg, g);
-	cap = srq->local ? (vs->size + 1) / 2 : vs->size;
+	cap = srq->local || vs->qps < srq->users ? (vs->size + 1) / 2 : vs->size;
 	while (vs->posted < cap && (w = vbe_wq_head(&srq->rq))) {
-		slot = srq->consumed % vs->size;
+		for (k = 0; k < vs->size && vs->e[(vs->next + k) % vs->size].used; k++)
+			;
+		if (k == vs->size)
+			break;		/* every entry lost: the twin is full */
+		slot = (vs->next + k) % vs->size;
+		vs->next = slot + 1;
 		ent = &vs->e[slot];
-		if (ent->used)
-			break;		/* an older receive is still out there */
 		st = vbe_vx_sges(g, vg, srq->pd, w, VRDMA_ACC_LOCAL_WRITE, sg, &nsg, &total);
 		if (st)
 			nsg = 0;
