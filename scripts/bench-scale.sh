@@ -42,7 +42,8 @@ hz=$(getconf CLK_TCK)
 base_anon=$(anon_kb) base_fds=$(nfds)
 iters=$((BYTES / 65536))
 
-printf '%6s %8s %14s %10s %8s %10s %12s %10s\n' pairs guests "agg MiB/s" "vs 1 pair" failed "vrdmad CPU" "anon KiB/g" "fds/guest"
+printf '%6s %8s %12s %10s %12s %8s %10s %12s %10s\n' pairs guests "sum MiB/s" "vs 1 pair" "wall MiB/s" failed \
+	"vrdmad CPU" "anon KiB/g" "fds/guest"
 one=
 for n in $COUNTS; do
 	rm -f "$run"/s.* "$run"/c.*
@@ -72,14 +73,18 @@ for n in $COUNTS; do
 	failed=$((n - ok))
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
 	agg=$(awk -v n="$ok" -v by="$BYTES" -v s="$secs" 'BEGIN { printf "%.0f", n * by / 1048576 / s }')
-	[ -z "$one" ] && one=$agg
+	# each client's own clock (perftest's): their sum is the aggregate
+	# while they run together, without the processes' start-up
+	sum=$(cat "$run"/c.* 2>/dev/null | awk -F, '$1 == "bw" { s += $6 } END { printf "%.0f", s }')
+	[ -z "$one" ] && one=$sum
 	cpu=$(awk -v d=$((k1 - k0)) -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.0f%%", 100 * d / hz / s }')
-	printf '%6s %8s %14s %10s %8s %10s %12s %10s\n' "$n" $((2 * n)) "$agg" \
-		"$(awk -v a="$agg" -v o="$one" 'BEGIN { printf "%.2f", o ? a / o : 0 }')" "$failed" "$cpu" \
+	printf '%6s %8s %12s %10s %12s %8s %10s %12s %10s\n' "$n" $((2 * n)) "$sum" \
+		"$(awk -v a="$sum" -v o="$one" 'BEGIN { printf "%.2f", o ? a / o : 0 }')" "$agg" "$failed" "$cpu" \
 		"$(( (peak_anon - base_anon) / (2 * n) ))" \
 		"$(awk -v f=$((peak_fds - base_fds)) -v g=$((2 * n)) 'BEGIN { printf "%.1f", f / g }')"
 	[ "$failed" -gt 0 ] && grep -h -m1 -i "error\|fail\|refus" "$run"/c.* "$run"/s.* 2>/dev/null | sort | uniq -c | head -3
 done
-echo "(aggregate: all clients' bytes over the wall time from the first start to the last end;"
+echo "(sum: of each client's average, its clock from its first measured post; wall: all clients'"
+echo " bytes over the wall time from the first start to the last end, start-up included;"
 echo " vrdmad CPU: its user+system time over that time; anon KiB and fds: vrdmad's peak during the run"
 echo " over its idle state, per guest; disconnects in vrdmad's log: $(grep -c 'disconnecting' "$run/vrdmad.log"))"
