@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "log.h"
 #include "vring.h"
@@ -51,14 +52,35 @@ struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
 	return s;
 }
 
+/*
+ * A guest's object tables (~700 KiB) are mapped, not calloc'ed: a page
+ * costs memory only once a slot in it is used, so an idle guest costs
+ * dom0 a few pages (calloc may clear heap memory, touching all of it).
+ */
+#define VBE_TABLE(p, n) ((p) = vbe_table_alloc((n) * sizeof(*(p))))
+#define VBE_UNTABLE(p, n) vbe_table_free((p), (n) * sizeof(*(p)))
+
+static void *vbe_table_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void vbe_table_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
 int vbe_obj_init(struct vbe_guest *g)
 {
-	g->bufs = calloc(VBE_MAX_BUFS, sizeof(*g->bufs));
+	VBE_TABLE(g->bufs, VBE_MAX_BUFS);
 	g->pds = calloc(VBE_MAX_PDS, sizeof(*g->pds));
-	g->mrs = calloc(VBE_MAX_MRS, sizeof(*g->mrs));
-	g->cqs = calloc(VBE_MAX_CQS, sizeof(*g->cqs));
-	g->qps = calloc(VBE_MAX_QPS, sizeof(*g->qps));
-	g->srqs = calloc(VBE_MAX_SRQS, sizeof(*g->srqs));
+	VBE_TABLE(g->mrs, VBE_MAX_MRS);
+	VBE_TABLE(g->cqs, VBE_MAX_CQS);
+	VBE_TABLE(g->qps, VBE_MAX_QPS);
+	VBE_TABLE(g->srqs, VBE_MAX_SRQS);
 	g->dirty = calloc(VBE_MAX_CQS, sizeof(*g->dirty));
 	if (!g->bufs || !g->pds || !g->mrs || !g->cqs || !g->qps || !g->srqs || !g->dirty ||
 	    vbe_qfifo_init(&g->evq) || vbe_qfifo_init(&g->runq)) {
@@ -70,12 +92,12 @@ int vbe_obj_init(struct vbe_guest *g)
 
 void vbe_obj_fini(struct vbe_guest *g)
 {
-	free(g->bufs);
+	VBE_UNTABLE(g->bufs, VBE_MAX_BUFS);
 	free(g->pds);
-	free(g->mrs);
-	free(g->cqs);
-	free(g->qps);
-	free(g->srqs);
+	VBE_UNTABLE(g->mrs, VBE_MAX_MRS);
+	VBE_UNTABLE(g->cqs, VBE_MAX_CQS);
+	VBE_UNTABLE(g->qps, VBE_MAX_QPS);
+	VBE_UNTABLE(g->srqs, VBE_MAX_SRQS);
 	free(g->dirty);
 	vbe_qfifo_fini(&g->evq);
 	vbe_qfifo_fini(&g->runq);
