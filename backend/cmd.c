@@ -169,6 +169,7 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	mr->key = idx << 8 | gen8;
 	pd->users++;
 	b->users++;
+	g->mr_bytes += mr->length;
 	out[0] = vbe_handle(&mr->s, idx);
 	out[1] = mr->key;
 	out[2] = mr->key;
@@ -183,6 +184,7 @@ static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
 		return VRDMA_CS_NOENT;
 	g->pds[mr->pd].users--;
 	g->bufs[mr->buf].users--;
+	g->mr_bytes -= mr->length;
 	memset((char *)mr + sizeof(mr->s), 0, sizeof(*mr) - sizeof(mr->s));
 	vbe_slot_free(&mr->s);
 	return VRDMA_CS_OK;
@@ -288,6 +290,7 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 		return VRDMA_CS_NOMEM;
 	}
 	g->wr_slots += slots;
+	g->nqps++;
 	qp->sq.size = c->max_send_wr;
 	qp->rq.size = c->max_recv_wr;
 	qp->handle = vbe_handle(&qp->s, idx);

@@ -131,6 +131,7 @@ void vbe_obj_release(struct vbe_guest *g)
 	for (i = 0; i < VBE_MAX_MRS; i++)
 		if (g->mrs[i].s.used)
 			vbe_slot_free(&g->mrs[i].s);
+	g->mr_bytes = 0;
 	for (i = 0; i < VBE_MAX_CQS; i++)
 		if (g->cqs[i].s.used)
 			vbe_cq_forget(g, &g->cqs[i]);
@@ -444,6 +445,7 @@ void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
 	vbe_qpn_del(g, qp);
 	vbe_node_qpn_free(g->node, qp->qpn);
 	g->wr_slots -= qp->sq.size + qp->rq.size;
+	g->nqps--;
 	g->pds[qp->pd].users--;
 	g->cqs[qp->send_cq].users--;
 	g->cqs[qp->recv_cq].users--;

@@ -269,6 +269,8 @@ struct vbe_guest {
 	uint16_t *dirty;		/* CQ indexes with unpublished CQEs */
 	unsigned ndirty;
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
+	uint32_t nqps;			/* live QPs, for the quota */
+	uint64_t mr_bytes;		/* bytes of its live MRs, for the quota */
 	struct vbe_prio prio;		/* issue 5 */
 	char vm[VBE_VM_NAME];		/* its domain's name, "" = none */
 	struct vbe_sched sch;
