@@ -88,49 +88,94 @@ pair srq_pingpong "iters in" ibv_srq_pingpong -g 0 -n 100
 pair srq_pingpong_q4 "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 4
 pair srq_pingpong_events "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 16 -r 4000 -e
 
-# build NAME: compile $RUN/NAME.c against the installed <infiniband/verbs.h>.
+# build NAME: compile $RUN/NAME.c (with vp.h) against the installed
+# <infiniband/verbs.h>.
 build() {
-	LD_PRELOAD= ${CC:-cc} -o "$RUN/$1" "$RUN/$1.c" -libverbs >"$RUN/$1.out" 2>&1 ||
+	LD_PRELOAD= ${CC:-cc} -I"$RUN" -o "$RUN/$1" "$RUN/$1.c" -libverbs >"$RUN/$1.out" 2>&1 ||
 		{ report "$1" 0 "$RUN/$1.out"; return 1; }
 }
 
+# The setup of the small programs below: the first device, a PD, a
+# 64-byte registered buffer, a CQ; RC QPs on it moved by vp_to().
+cat >"$RUN/vp.h" <<'EOF_C'
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct vp {
+	struct ibv_device **l;
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_sge sge;
+	char buf[64];
+};
+
+static int vp_open(struct vp *v, int cqe)
+{
+	v->l = ibv_get_device_list(NULL);
+	v->c = v->l && v->l[0] ? ibv_open_device(v->l[0]) : NULL;
+	v->pd = v->c ? ibv_alloc_pd(v->c) : NULL;
+	v->mr = v->pd ? ibv_reg_mr(v->pd, v->buf, sizeof(v->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	v->cq = v->mr ? ibv_create_cq(v->c, cqe, NULL, NULL, 0) : NULL;
+	v->sge = (struct ibv_sge){ (uintptr_t)v->buf, sizeof(v->buf), v->mr ? v->mr->lkey : 0 };
+	if (!v->cq)
+		perror("setup");
+	return v->cq ? 0 : -1;
+}
+
+static struct ibv_qp *vp_qp(struct vp *v, uint32_t nsend, uint32_t nrecv)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = v->cq, .recv_cq = v->cq,
+				       .qp_type = IBV_QPT_RC, .cap = { nsend, nrecv, 1, 1, 0 } };
+
+	return ibv_create_qp(v->pd, &ia);
+}
+
+static int vp_to(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a = { .qp_state = st, .port_num = 1 };
+
+	return ibv_modify_qp(qp, &a, st == IBV_QPS_INIT ? IBV_QP_STATE | IBV_QP_PORT |
+			     IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS : IBV_QP_STATE);
+}
+
+static void vp_close(struct vp *v)
+{
+	ibv_destroy_cq(v->cq);
+	ibv_dereg_mr(v->mr);
+	ibv_dealloc_pd(v->pd);
+	ibv_close_device(v->c);
+	ibv_free_device_list(v->l);
+}
+EOF_C
+
 # Posting to a QP in ERR succeeds and the WRs flush (as mlx5); no Debian
-# program does it, so a small one built here against <infiniband/verbs.h>.
+# program does it, so a small one built here.
 if want post_err; then
 	cat >"$RUN/post_err.c" <<'EOF_C'
 /* Posting to a QP in ERR: both calls succeed, both WRs complete
  * IBV_WC_WR_FLUSH_ERR (as mlx5).  Prints "flushed 2" on success. */
-#include <infiniband/verbs.h>
-#include <stdio.h>
 #include <time.h>
+#include "vp.h"
 
 int main(void)
 {
-	static char buf[64];
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
-	struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
-	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	struct ibv_cq *cq = c ? ibv_create_cq(c, 8, NULL, NULL, 0) : NULL;
-	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-				       .cap = { 4, 4, 1, 1, 0 } };
-	struct ibv_qp *qp = mr && cq ? ibv_create_qp(pd, &ia) : NULL;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr ? mr->lkey : 0 };
-	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *br;
-	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+	static struct vp v;
+	struct ibv_qp *qp = vp_open(&v, 8) ? NULL : vp_qp(&v, 4, 4);
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &v.sge, .num_sge = 1 }, *br;
+	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &v.sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bs;
 	struct ibv_wc wc[8];
 	int got = 0, n, i, rc;
 	time_t end;
 
-	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
-				 IBV_QP_ACCESS_FLAGS)) {
+	if (!qp || vp_to(qp, IBV_QPS_INIT)) {
 		perror("setup");
 		return 1;
 	}
-	a.qp_state = IBV_QPS_ERR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) {
+	if (vp_to(qp, IBV_QPS_ERR)) {
 		perror("modify to ERR");
 		return 1;
 	}
@@ -142,7 +187,7 @@ int main(void)
 		return 1;
 	}
 	for (end = time(NULL) + 5; got < 2 && time(NULL) < end; got += n) {
-		n = ibv_poll_cq(cq, 4, wc + got);
+		n = ibv_poll_cq(v.cq, 4, wc + got);
 		if (n < 0 || got + n > 2)
 			return 1;
 		for (i = got; i < got + n; i++)
@@ -151,11 +196,7 @@ int main(void)
 	}
 	printf("flushed %d\n", got);
 	ibv_destroy_qp(qp);
-	ibv_destroy_cq(cq);
-	ibv_dereg_mr(mr);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(c);
-	ibv_free_device_list(l);
+	vp_close(&v);
 	return got == 2 ? 0 : 1;
 }
 EOF_C
@@ -169,45 +210,28 @@ if want async_cq_err; then
 	cat >"$RUN/async_cq_err.c" <<'EOF_C'
 #include <errno.h>
 #include <fcntl.h>
-#include <infiniband/verbs.h>
 #include <poll.h>
-#include <stdio.h>
+#include "vp.h"
 
 #define NR 1200		/* receives flushed: more than the CQ holds */
 
-static int to(struct ibv_qp *qp, enum ibv_qp_state st)
-{
-	struct ibv_qp_attr a = { .qp_state = st, .port_num = 1 };
-
-	return ibv_modify_qp(qp, &a, st == IBV_QPS_INIT ? IBV_QP_STATE | IBV_QP_PORT |
-			     IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS : IBV_QP_STATE);
-}
-
 int main(void)
 {
-	static char buf[64];
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
-	struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
-	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	struct ibv_cq *cq = c ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
-	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-				       .cap = { 1, NR, 1, 1, 0 } };
-	struct ibv_qp *qa = mr && cq ? ibv_create_qp(pd, &ia) : NULL, *qb;
-	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr ? mr->lkey : 0 };
-	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *br;
+	static struct vp v;
+	struct ibv_qp *qa = vp_open(&v, 16) ? NULL : vp_qp(&v, 1, NR);
+	struct ibv_qp *qb = qa ? vp_qp(&v, 1, 4) : NULL;
+	struct ibv_recv_wr rw = { .sg_list = &v.sge, .num_sge = 1 }, *br;
+	struct ibv_context *c = v.c;
 	struct ibv_async_event ev;
 	struct pollfd p;
 	struct ibv_wc wc[64];
 	int i, n, fl, polled = 0;
 
-	ia.cap.max_recv_wr = 4;
-	qb = qa ? ibv_create_qp(pd, &ia) : NULL;
-	if (!qb || to(qa, IBV_QPS_INIT) || to(qb, IBV_QPS_INIT)) {
+	if (!qb || vp_to(qa, IBV_QPS_INIT) || vp_to(qb, IBV_QPS_INIT)) {
 		perror("setup");
 		return 1;
 	}
-	printf("cq of %d, QP with %d receives\n", cq->cqe, NR);
+	printf("cq of %d, QP with %d receives\n", v.cq->cqe, NR);
 	fl = fcntl(c->async_fd, F_GETFL);
 	fcntl(c->async_fd, F_SETFL, fl | O_NONBLOCK);
 	if (ibv_get_async_event(c, &ev) != -1 || errno != EAGAIN) {
@@ -220,10 +244,10 @@ int main(void)
 			perror("post_recv");
 			return 1;
 		}
-	if (to(qa, IBV_QPS_ERR))
+	if (vp_to(qa, IBV_QPS_ERR))
 		return 1;
 	/* Polling consumes what dom0 sent, events included. */
-	while ((n = ibv_poll_cq(cq, 64, wc)) > 0)
+	while ((n = ibv_poll_cq(v.cq, 64, wc)) > 0)
 		polled += n;
 	p = (struct pollfd){ .fd = c->async_fd, .events = POLLIN };
 	if (poll(&p, 1, 5000) != 1) {
@@ -237,7 +261,7 @@ int main(void)
 		}
 		printf("event %s", ibv_event_type_str(ev.event_type));
 		if (ev.event_type == IBV_EVENT_CQ_ERR)
-			printf(" cq %s", ev.element.cq == cq ? "ours" : "WRONG");
+			printf(" cq %s", ev.element.cq == v.cq ? "ours" : "WRONG");
 		if (ev.event_type == IBV_EVENT_QP_FATAL)
 			printf(" qp %s", ev.element.qp == qb ? "ours" : "WRONG");
 		printf("\n");
@@ -246,11 +270,7 @@ int main(void)
 	printf("polled %d of %d\n", polled, NR);
 	ibv_destroy_qp(qa);
 	ibv_destroy_qp(qb);
-	ibv_destroy_cq(cq);
-	ibv_dereg_mr(mr);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(c);
-	ibv_free_device_list(l);
+	vp_close(&v);
 	return 0;
 }
 EOF_C
