@@ -252,10 +252,7 @@ void vbe_cq_err_run(struct vbe_guest *g)
 			    (qp->state == VBE_QPS_CONNECTING && !qp->vwait))
 				continue;
 			vbe_qp_fail(g, qp);
-			e.type = VRDMA_EVT_QP_ERROR;
-			e.status = VRDMA_CS_NOMEM;
-			e.handle = qp->handle;
-			vbe_evt_qp(g, qp, &e);
+			vbe_evt_qp_error(g, qp, VRDMA_CS_NOMEM);
 		}
 	}
 }
@@ -393,18 +390,13 @@ void vbe_qp_error(struct vbe_guest *g, struct vbe_qp *qp)
 void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp)
 {
 	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
-	struct vrdma_evt e;
 
 	if (qp->state == VBE_QPS_ERR)
 		return;
 	if (w)
 		vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), VRDMA_WS_RETRY_EXC_ERR, 0);
 	vbe_qp_error(g, qp);
-	memset(&e, 0, sizeof(e));
-	e.type = VRDMA_EVT_QP_ERROR;
-	e.status = VRDMA_CS_UNREACH;
-	e.handle = qp->handle;
-	vbe_evt_qp(g, qp, &e);
+	vbe_evt_qp_error(g, qp, VRDMA_CS_UNREACH);
 }
 
 /* Peer QP of qp if it is still connected to qp, else NULL. */

@@ -113,6 +113,18 @@ void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *
 	}
 }
 
+/* QP_ERROR with status (UNREACH: peer gone; NOMEM: its CQ overran). */
+void vbe_evt_qp_error(struct vbe_guest *g, struct vbe_qp *qp, uint16_t status)
+{
+	struct vrdma_evt e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = VRDMA_EVT_QP_ERROR;
+	e.status = status;
+	e.handle = qp->handle;
+	vbe_evt_qp(g, qp, &e);
+}
+
 /* Ring space came back: waiting QP events, then connection requests. */
 void vbe_evt_drain(struct vbe_guest *g)
 {

@@ -418,6 +418,7 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp);
 int  vbe_qfifo_init(struct vbe_qfifo *q);
 void vbe_qfifo_fini(struct vbe_qfifo *q);
 void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *e);
+void vbe_evt_qp_error(struct vbe_guest *g, struct vbe_qp *qp, uint16_t status);
 void vbe_evt_drain(struct vbe_guest *g);
 bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
