@@ -138,6 +138,8 @@ cl_vpair() {
 		vt_pass verbs-$_n-$NODE
 		grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' $T/v-$_n.out | tail -n 1
 	else
+		# stderr lands before stdout's buffered header: show its errors
+		grep -iE "error|fail|couldn|unable|correlation" $T/v-$_n.out | head -n 5
 		tail -n 12 $T/v-$_n.out
 		vt_fail verbs-$_n-$NODE "exit $_rc"
 	fi
