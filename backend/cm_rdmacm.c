@@ -248,6 +248,9 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	memcpy(e.u.conn.pdata, h.pdata, h.pdata_len);
 	vbe_evt_qp(g, qp, &e);
 	vq->conn_id = 0;
+	/* RECVs that came after route_ok were held (CONNECTING): the peer's
+	 * first SEND must find them on the device QP, not RNR until it fails. */
+	qp->tgt->rq_posted(g, qp);
 	qp->tgt->sq_run(g, qp);
 }
 

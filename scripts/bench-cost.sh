@@ -10,6 +10,7 @@
 #            vrdma_post_send and vrdma_poll_cq (one post and one poll per
 #            WR, as vrdma-bw reaps after every post), N1 and N2 the same way.
 # Usage: bench-cost.sh BUILD_DIR [--csv]
+#   COST_KEEP=DIR keeps the callgrind files there (callgrind_annotate them).
 set -u
 b=${1:?usage: bench-cost.sh BUILD_DIR [--csv]}
 fmt=${2:-text}
@@ -25,6 +26,9 @@ dpid= spid=
 cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
+	if [ -n "${COST_KEEP:-}" ]; then
+		mkdir -p "$COST_KEEP" && cp "$run"/be.* "$run"/fe.* "$COST_KEEP"/ 2>/dev/null
+	fi
 	rm -rf "$run"
 }
 trap cleanup EXIT

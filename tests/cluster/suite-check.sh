@@ -141,6 +141,8 @@ cl_vpair() {
 		# stderr lands before stdout's buffered header: show its errors
 		grep -iE "error|fail|couldn|unable|correlation" $T/v-$_n.out | head -n 5
 		tail -n 12 $T/v-$_n.out
+		echo "----- vrdmad on $NODE (last 10 lines)"
+		tail -n 10 $VLOG
 		vt_fail verbs-$_n-$NODE "exit $_rc"
 	fi
 	# meet: the next pair starts once both are done
