@@ -15,7 +15,14 @@
  * with nothing in between.  One notification per batch, no spinning, every
  * wait has a limit.  Both sides print MiB/s; the server's line is
  *   rawcopy,SIZE,ITERS,MIB_PER_S
- * The server trusts nothing the client writes except cons, which it bounds.
+ * The server trusts nothing the client writes except prod, which it bounds.
+ *
+ * -P (ping-pong, for make bench-cluster's latency budget): one 8-byte
+ * message at a time; the client bumps prod and notifies, the server answers
+ * with cons and a notification; both sleep on the event channel (poll()),
+ * as vrdmad and a guest do on a 1-vCPU domain.  The client prints
+ *   rawping,ITERS,RTT_TYPICAL_US,RTT_AVG_US,RTT_P99_US
+ * where one way (domU -> dom0 or back) is half the round trip.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,7 +51,8 @@ struct rc_hdr {
 	uint32_t nslots;
 	uint32_t slot_size;
 	uint64_t iters;
-	uint8_t  pad0[40];
+	uint32_t ping;		/* -P: ping-pong, one message at a time */
+	uint8_t  pad0[36];
 	_Atomic uint64_t prod;	/* client: chunks written */
 	uint8_t  pad1[56];
 	_Atomic uint64_t cons;	/* server: chunks consumed */
@@ -59,6 +67,7 @@ struct rc_opts {
 	uint32_t npages;
 	int timeout_s;
 	int verify;
+	int ping;
 	const char *tag;
 	int server;
 	unsigned peer;
@@ -197,6 +206,7 @@ static int rc_server(struct rc_ctx *c)
 	c->hdr->nslots = nslots;
 	c->hdr->slot_size = (uint32_t)c->o.size;
 	c->hdr->iters = c->o.iters;
+	c->hdr->ping = (uint32_t)c->o.ping;
 	c->hdr->magic = RC_MAGIC;
 
 	c->port = xenevtchn_bind_unbound_port(c->xce, c->o.peer);
@@ -220,7 +230,7 @@ static int rc_server(struct rc_ctx *c)
 	for (i = 0; i < c->o.iters; ) {
 		uint64_t prod = atomic_load_explicit(&c->hdr->prod, memory_order_acquire);
 
-		if (prod - i > nslots) {
+		if (prod - i > (c->o.ping ? 1u : nslots)) {
 			fprintf(stderr, "rawcopy: impossible producer index %" PRIu64 "\n", prod);
 			r = -EPROTO;
 			goto out_keys;
@@ -273,6 +283,57 @@ out_refs:
 	return r;
 }
 
+static int rc_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* -P, client side: one message out, wait for its answer, iters times. */
+static int rc_ping(struct rc_ctx *c, struct rc_hdr *hdr, uint32_t nslots)
+{
+	double *rtt = calloc(c->o.iters, sizeof(*rtt)), deadline, t, sum = 0;
+	uint64_t i, cons;
+	int r = 0;
+
+	if (!rtt)
+		return -ENOMEM;
+	deadline = rc_now() + c->o.timeout_s;
+	for (i = 0; i < c->o.iters && !r; i++) {
+		rc_fill(c->buf, c->o.size, i);
+		t = rc_now();
+		memcpy(c->data + (i % nslots) * c->o.size, c->buf, c->o.size);
+		atomic_store_explicit(&hdr->prod, i + 1, memory_order_release);
+		xenevtchn_notify(c->xce, c->port);
+		while ((cons = atomic_load_explicit(&hdr->cons, memory_order_acquire)) != i + 1) {
+			if (cons > i + 1) {
+				fprintf(stderr, "rawcopy: impossible consumer index %" PRIu64 "\n", cons);
+				r = -EPROTO;
+				break;
+			}
+			r = rc_wait(c, deadline);
+			if (r) {
+				fprintf(stderr, "rawcopy: dom%u did not answer ping %" PRIu64
+					" within %d s\n", c->o.peer, i, c->o.timeout_s);
+				break;
+			}
+		}
+		rtt[i] = (rc_now() - t) * 1e6;
+		sum += rtt[i];
+	}
+	if (!r) {
+		qsort(rtt, c->o.iters, sizeof(*rtt), rc_cmp_double);
+		printf("client: %" PRIu64 " round trips over the event channel: typical %.1f us,"
+		       " average %.1f us (one way: half)\n", c->o.iters, rtt[c->o.iters / 2],
+		       sum / (double)c->o.iters);
+		printf("rawping,%" PRIu64 ",%.2f,%.2f,%.2f\n", c->o.iters, rtt[c->o.iters / 2],
+		       sum / (double)c->o.iters, rtt[(c->o.iters * 99) / 100]);
+	}
+	free(rtt);
+	return r;
+}
+
 static int rc_client(struct rc_ctx *c)
 {
 	double deadline = rc_now() + c->o.timeout_s, t0;
@@ -307,6 +368,7 @@ static int rc_client(struct rc_ctx *c)
 	nslots = hdr->nslots;
 	c->o.size = hdr->slot_size;
 	c->o.iters = hdr->iters;
+	c->o.ping = hdr->ping == 1;
 	if (hdr->magic != RC_MAGIC || ndata == 0 || ndata > RC_MAX_REFS || nslots < 2 ||
 	    c->o.size < 16 || (uint64_t)nslots * c->o.size > (uint64_t)ndata * RC_PAGE) {
 		fprintf(stderr, "rawcopy: bad ring header\n");
@@ -329,6 +391,10 @@ static int rc_client(struct rc_ctx *c)
 		goto out_data;
 	}
 	memset(c->buf, 0xa5, c->o.size);
+	if (c->o.ping) {
+		r = rc_ping(c, hdr, nslots);
+		goto out_port;
+	}
 
 	t0 = rc_now();
 	deadline = t0 + c->o.timeout_s;
@@ -390,6 +456,8 @@ static void rc_usage(FILE *f)
 		"  -p PAGES   ring pages incl. the header page (default 769; server)\n"
 		"  -k TAG     xenstore directory under data/ (default rawcopy)\n"
 		"  -V         check an iteration stamp in every chunk\n"
+		"  -P         ping-pong: one 16-byte message at a time, round trips timed\n"
+		"             by the client (rawping,ITERS,TYPICAL_US,AVG_US,P99_US; server)\n"
 		"  -T SEC     limit for every wait (default 30)\n");
 }
 
@@ -412,13 +480,14 @@ int main(int argc, char **argv)
 	char *dom;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "s:n:p:k:VT:h")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:p:k:VPT:h")) != -1) {
 		switch (opt) {
 		case 's': c.o.size = rc_size(optarg); break;
 		case 'n': c.o.iters = strtoull(optarg, NULL, 0); break;
 		case 'p': c.o.npages = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'k': c.o.tag = optarg; break;
 		case 'V': c.o.verify = 1; break;
+		case 'P': c.o.ping = 1; c.o.size = 16; c.o.npages = 2; break;
 		case 'T': c.o.timeout_s = atoi(optarg); break;
 		case 'h': rc_usage(stdout); return 0;
 		default: rc_usage(stderr); return 2;

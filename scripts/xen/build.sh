@@ -30,7 +30,8 @@ L=$R/usr/lib/x86_64-linux-gnu
 XB=$R/usr/lib/xen-$XEN_VER/bin
 MOD=$R/lib/modules/$KVER/kernel/drivers/xen
 
-DOM0_BINS="sbin/vrdmad sbin/vrdmactl"
+# rawcopy in dom0 too: the raw event-channel ping against a domU (bench-cluster)
+DOM0_BINS="sbin/vrdmad sbin/vrdmactl bin/vrdma-xen-rawcopy"
 DOMU_BINS="bin/vrdma-bw bin/vrdma-lat bin/vrdma-xen-rawcopy tests/itest_guest tests/itest_hostile"
 # Debian's own verbs programs, unmodified, run through vrdma-run (issue 10).
 DOMU_VERBS="/usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw

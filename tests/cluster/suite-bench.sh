@@ -38,7 +38,13 @@ bench_one() {
 		echo "bench $1 $2 $3: perftest could not calibrate its clock (try $_try), again"
 		_v=-
 	done
-	[ $_ok = 1 ] && vt_pass bench-$1-$2-$3-$NODE || vt_fail bench-$1-$2-$3-$NODE
+	if [ $_ok = 1 ]; then
+		vt_pass bench-$1-$2-$3-$NODE
+	else
+		echo "----- vrdmad on $NODE (last 12 lines)"
+		tail -n 12 $VLOG
+		vt_fail bench-$1-$2-$3-$NODE
+	fi
 	echo "$PT_OUT" | grep -q 'Correlation coefficient' && _v=-
 	echo "$2 $3 $1 ${_v:--}" >>$res
 }

@@ -27,7 +27,48 @@ for spec in 65536:3000 1048576:200; do
 	fi
 	echo "$size $n $bw $raw" >>$res
 done
+
+# Latency (issue 11): vrdma-lat 8 B SEND domu2 <-> domu1 through vrdmad,
+# beside raw event-channel round trips over one grant-shared page between
+# domu1 and dom0 (the hop vrdma takes twice per message) and between the
+# two domUs (no dom0 on the path).  Typical figures, microseconds.
+lat=- rawd0=- rawdu=-
+_ns=$(du_run $D1 "timeout 150 vrdma-lat -p bench-lat -m send -s 8 -n 200 -T 60 --csv" \
+	"listening on service")
+if du_ready $D1 $_ns 60; then
+	_nc=$(du_run $D2 "timeout 150 vrdma-lat -p bench-lat -m send -s 8 -n 200 -T 60 --csv local")
+	du_wait $D2 $_nc 170
+	_crc=$DU_RC
+	du_wait $D1 $_ns 60
+	_o=$(du_out $D2 $_nc)
+	lat=$(echo "$_o" | grep '^lat,' | tail -n 1 | cut -d, -f7)
+	[ "$_crc" = 0 ] && [ "$DU_RC" = 0 ] && [ -n "$lat" ] || { lat=-; echo "$_o" | tail -n 5; }
+fi
+[ "$lat" != - ] && vt_pass bench-lat-8 || vt_fail bench-lat-8
+_ns=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k rawping server 0" sharing)
+if du_ready $D1 $_ns 60 && _o=$(timeout 90 vrdma-xen-rawcopy -T 60 -k rawping client $D1) &&
+   du_wait $D1 $_ns 60 && [ "$DU_RC" = 0 ]; then
+	rawd0=$(echo "$_o" | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
+fi
+[ -n "$rawd0" ] && [ "$rawd0" != - ] && vt_pass bench-rawping-dom0 || { rawd0=-; vt_fail bench-rawping-dom0; }
+_ns=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k rawping2 server $D2" sharing)
+if du_ready $D1 $_ns 60; then
+	_nc=$(du_run $D2 "vrdma-xen-rawcopy -T 60 -k rawping2 client $D1")
+	du_wait $D2 $_nc 90
+	rawdu=$(du_out $D2 $_nc | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
+	du_wait $D1 $_ns 60
+fi
+[ -n "$rawdu" ] && [ "$rawdu" != - ] && vt_pass bench-rawping-domu || { rawdu=-; vt_fail bench-rawping-domu; }
+
 echo "VRDMA-SHOW-BEGIN"
+echo "== 8-byte SEND one-way latency, domu2 -> dom0 vrdmad -> domu1 (us, typical; TCG)"
+awk -v l="$lat" -v d0="$rawd0" -v du="$rawdu" 'BEGIN {
+	printf " %-60s %10s\n", "vrdma-lat -m send -s 8", l
+	printf " %-60s %10s\n", "raw event-channel round trip domu1 <-> dom0 (one way: half)", d0
+	printf " %-60s %10s\n", "raw event-channel round trip domu1 <-> domu2 (one way: half)", du
+	if (l != "-" && d0 != "-")
+		printf " %-60s %10.1f\n", "vrdma one way minus two raw guest<->dom0 hops (vrdmad, libvrdma)", l - d0
+}'
 echo "== domu2 -> domu1, MiB/s (Xen 4.17 PV under QEMU TCG: compare ratios, not absolutes)"
 echo " #bytes     #iters   vrdma-bw (dom0 copy)   raw grant ring (2 copies)   vrdma/raw"
 awk '{ r = ($3 != "-" && $4 != "-" && $4 > 0) ? sprintf("%.2f", $3 / $4) : "-";
