@@ -25,6 +25,7 @@
 
 #include "vrdma/wire.h"
 #include "vplat.h"
+#include "vlock.h"
 
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
@@ -68,7 +69,7 @@ struct vfe_dev {
 	uint8_t evt_order;
 
 	pthread_mutex_t cmd_lock;
-	pthread_mutex_t ring_lock;
+	struct vlock ring_lock;		/* data path: vlock.h */
 	pthread_mutex_t evt_lock;
 	pthread_mutex_t plat_lock;
 	pthread_mutex_t wait_lock;	/* one sleeper on the channel at a time */
@@ -132,7 +133,10 @@ void vfe_unshare(struct vfe_dev *d, struct vplat_share *s);
  * space) and unlock publishes them with at most one notification.
  * vfe_ring_slot() is the next entry, to fill in place (no copy) and
  * vfe_ring_commit(); NULL with *err (-EIO, -EAGAIN) if none came. */
-void vfe_ring_lock(struct vfe_dev *d);
+static inline void vfe_ring_lock(struct vfe_dev *d)
+{
+	vlock_lock(&d->ring_lock);
+}
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
 struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err);
 static inline void vfe_ring_commit(struct vfe_dev *d)

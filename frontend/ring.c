@@ -12,11 +12,6 @@
 #include "log.h"
 #include "vring.h"
 
-void vfe_ring_lock(struct vfe_dev *d)
-{
-	pthread_mutex_lock(&d->ring_lock);
-}
-
 /* Publish what was put so far; notify only if the backend armed. */
 static void vfe_ring_flush(struct vfe_dev *d)
 {
@@ -100,7 +95,7 @@ int vfe_ring_unlock(struct vfe_dev *d)
 
 	if (!rc)
 		vfe_ring_flush(d);
-	pthread_mutex_unlock(&d->ring_lock);
+	vlock_unlock(&d->ring_lock);
 	return rc;
 }
 

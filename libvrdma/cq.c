@@ -50,7 +50,7 @@ struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_con
 	if (rc)
 		goto err_buf;
 
-	pthread_mutex_init(&c->lock, NULL);
+	vlock_init(&c->lock);
 	c->pub.device = dev;
 	c->pub.cq_context = cq_context;
 	c->pub.cqe = (int)c->size;
@@ -87,7 +87,6 @@ int vlib_destroy_cq(struct vlib_cq *c, bool force)
 	/* Unlinked: vlib_cq_event (obj_lock) queues nothing more for it. */
 	vlib_async_forget(dev, &c->pub);
 	vlib_buf_free(dev, c->buf, true);
-	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
 	free(c);
 	return 0;
@@ -133,7 +132,7 @@ int vlib_cq_gone_prepare(struct vlib_cq *c)
 	struct vlib_gone *g;
 	int rc = 0;
 
-	pthread_mutex_lock(&c->lock);
+	vlock_lock(&c->lock);
 	vlib_cq_prune(c);
 	if (c->ngone == c->gone_cap) {
 		g = realloc(c->gone, (c->gone_cap + 4) * sizeof(*g));
@@ -144,7 +143,7 @@ int vlib_cq_gone_prepare(struct vlib_cq *c)
 			rc = -ENOMEM;
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	vlock_unlock(&c->lock);
 	return rc;
 }
 
@@ -154,7 +153,7 @@ void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q)
 {
 	struct vlib_gone *g;
 
-	pthread_mutex_lock(&c->lock);
+	vlock_lock(&c->lock);
 	if (c->last_qp == q)
 		c->last_qp = NULL;
 	vlib_cq_prune(c);
@@ -166,7 +165,7 @@ void vlib_cq_forget_qp(struct vlib_cq *c, struct vlib_qp *q)
 		g->qp = q->pub.handle;
 		g->until = vring_load_acq(&c->hdr->ring.prod);
 	}
-	pthread_mutex_unlock(&c->lock);
+	vlock_unlock(&c->lock);
 }
 
 static bool vlib_cq_gone(const struct vlib_cq *c, uint32_t qp)
@@ -341,7 +340,7 @@ int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 		return -1;
 	}
 	c = vlib_cq(cq);
-	pthread_mutex_lock(&c->lock);
+	vlock_lock(&c->lock);
 	if (vfe_is_broken(&cq->device->fe))
 		goto err_io;
 	prod = vring_load_acq(&c->hdr->ring.prod);
@@ -367,13 +366,13 @@ int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 		vring_consumed(&c->hdr->ring, c->cons);
 	if (!n && vfe_is_broken(&cq->device->fe))
 		goto err_io;
-	pthread_mutex_unlock(&c->lock);
+	vlock_unlock(&c->lock);
 	if (!n)
 		vlib_async_pump(cq->device);	/* no lock of ours held */
 	return n;
 
 err_io:
-	pthread_mutex_unlock(&c->lock);
+	vlock_unlock(&c->lock);
 	errno = EIO;
 	return -1;
 }

@@ -213,10 +213,10 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	pthread_mutex_unlock(&dev->obj_lock);
 	/* Pollers and the event consumer found q under their own lock or
 	 * obj_lock and use it under their own lock: wait for them to let go. */
-	pthread_mutex_lock(&scq->lock);
-	pthread_mutex_unlock(&scq->lock);
-	pthread_mutex_lock(&rcq->lock);
-	pthread_mutex_unlock(&rcq->lock);
+	vlock_lock(&scq->lock);
+	vlock_unlock(&scq->lock);
+	vlock_lock(&rcq->lock);
+	vlock_unlock(&rcq->lock);
 	pthread_mutex_lock(&dev->fe.evt_lock);
 	pthread_mutex_unlock(&dev->fe.evt_lock);
 	vlib_async_forget(dev, &q->pub);

@@ -98,7 +98,7 @@ struct vlib_gone {
 struct vlib_cq {
 	struct vrdma_cq pub;
 	struct vlib_cq *next;
-	pthread_mutex_t lock;
+	struct vlock lock;		/* polling (vlock.h: the data path) */
 	struct vlib_buf *buf;		/* the shared CQ area */
 	struct vrdma_cq_hdr *hdr;
 	struct vrdma_cqe *ring;
