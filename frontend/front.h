@@ -19,6 +19,7 @@
 #ifndef VRDMA_FRONT_H
 #define VRDMA_FRONT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include "vrdma/wire.h"
 #include "vplat.h"
 #include "vlock.h"
+#include "vring.h"
 
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
@@ -85,6 +87,7 @@ struct vfe_dev {
 
 	uint32_t req_prod;		/* private producer index (ring_lock) */
 	uint32_t req_pushed;		/* last published prod (ring_lock) */
+	uint32_t req_room;		/* free entries at the last look (ring_lock) */
 	uint32_t evt_cons;		/* private consumer index (evt_lock) */
 
 	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
@@ -138,12 +141,41 @@ static inline void vfe_ring_lock(struct vfe_dev *d)
 	vlock_lock(&d->ring_lock);
 }
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
-struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err);
+struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err);
+static inline struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
+{
+	/* The room seen at the last look at the backend's consumer index
+	 * only grows meanwhile: no shared read per entry until it is used. */
+	if (d->req_room && !vfe_is_broken(d))
+		return &d->req[d->req_prod & (d->req_size - 1)];
+	return vfe_ring_slot_wait(d, err);
+}
 static inline void vfe_ring_commit(struct vfe_dev *d)
 {
 	d->req_prod++;		/* published by vfe_ring_unlock() */
+	d->req_room--;
 }
-int  vfe_ring_unlock(struct vfe_dev *d);
+
+/* Publish what was put so far; notify only if the backend armed. */
+static inline void vfe_ring_flush(struct vfe_dev *d)
+{
+	if (d->req_prod == d->req_pushed)
+		return;
+	if (vring_push(&d->sring->req, d->req_pushed, d->req_prod))
+		vplat_notify(d->chan);
+	d->req_pushed = d->req_prod;
+}
+
+/* Inline with the above: once per post, a call costs as much as it. */
+static inline int vfe_ring_unlock(struct vfe_dev *d)
+{
+	int rc = vfe_is_broken(d) ? -EIO : 0;
+
+	if (!rc)
+		vfe_ring_flush(d);
+	vlock_unlock(&d->ring_lock);
+	return rc;
+}
 
 /* ring.c: event consumer and waiting. */
 int  vfe_poll_events(struct vfe_dev *d);

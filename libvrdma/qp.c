@@ -86,7 +86,7 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr,
 		q->cap.max_recv_wr = q->cap.max_recv_sge = 0;
 		nr = 1;
 	}
-	q->sq_sig_all = attr->sq_sig_all;
+	q->sq_sig_all = attr->sq_sig_all ? VRDMA_WR_F_SIGNALED : 0;
 	q->sq_slot = calloc(ns, sizeof(*q->sq_slot));
 	q->rq_slot = calloc(nr, sizeof(*q->rq_slot));
 	q->sq_mask = ns - 1;

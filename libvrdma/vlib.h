@@ -138,7 +138,7 @@ struct vlib_qp {
 	pthread_mutex_t sq_lock;	/* modify / query */
 	struct vrdma_qp_cap cap;	/* recv fields 0 on an SRQ */
 	struct vlib_srq *srq;
-	int sq_sig_all;
+	uint16_t sq_sig_all;		/* VRDMA_WR_F_SIGNALED or 0: or-ed into each send */
 	/* Counters: posted by the poster, retired by the CQ poller; each
 	 * side reads the other's with acquire loads. */
 	uint32_t sq_posted, sq_retired;

@@ -833,6 +833,53 @@ START_TEST(t_live_many_waiters)
 }
 END_TEST
 
+/* A send's ring entry is written whole: what the opcode does not use, the
+ * reserved bytes and unused SGEs are zero, whatever the slot held before
+ * and whatever the WR's unused fields say (nothing stale reaches dom0). */
+START_TEST(t_live_send_entry_clean)
+{
+	struct vrdma_send_wr swr, *sbad;
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_sge ssge, rsge;
+	struct side srv, cli;
+	struct vrdma_wc wc;
+	struct vfe_dev *fe;
+	struct vrdma_req *e, want;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	rsge = (struct vrdma_sge){ (uintptr_t)srv.buf, 64, srv.mr->lkey };
+	rwr.wr_id = 1;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(srv.qp, &rwr, &rbad), 0);
+	fe = &cli.dev->fe;
+	e = &fe->req[fe->req_prod & (fe->req_size - 1)];
+	memset(e, 0xa5, sizeof(*e));	/* not yet published: ours to scribble */
+	memset(&swr, 0x5a, sizeof(swr));
+	ssge = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	swr.wr_id = 2;
+	swr.next = NULL;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = VRDMA_WR_SEND;
+	swr.send_flags = VRDMA_SEND_SIGNALED;
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), 0);
+	memset(&want, 0, sizeof(want));
+	want.opcode = VRDMA_OP_SEND;
+	want.num_sge = 1;
+	want.flags = VRDMA_WR_F_SIGNALED;
+	want.handle = cli.qp->handle;
+	want.id = 2;
+	want.u.wr.sge[0] = (struct vrdma_wire_sge){ ssge.addr, ssge.length, ssge.lkey };
+	ck_assert_mem_eq(e, &want, sizeof(want));
+	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
+	ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
 /* Several threads post to one QP and several poll its CQ (as verbs
  * allows): every signaled WR completes exactly once, none is lost. */
 #define MT_POSTERS	4
@@ -979,6 +1026,7 @@ static Suite *api_suite(void)
 	tcase_add_test(live, t_live_bad_cqe);
 	tcase_add_test(live, t_live_bad_cqe_first);
 	tcase_add_test(live, t_live_many_waiters);
+	tcase_add_test(live, t_live_send_entry_clean);
 	tcase_add_test(live, t_live_threads_post_poll);
 	suite_add_tcase(s, live);
 	return s;
