@@ -29,6 +29,11 @@
 #include "vlock.h"
 #include "vring.h"
 
+/* Branch hints for the data path (post, poll): the layout, and so the
+ * instruction count, follows the common case. */
+#define vfe_likely(x)	__builtin_expect(!!(x), 1)
+#define vfe_unlikely(x)	__builtin_expect(!!(x), 0)
+
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
 #define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
@@ -87,7 +92,8 @@ struct vfe_dev {
 
 	uint32_t req_prod;		/* private producer index (ring_lock) */
 	uint32_t req_pushed;		/* last published prod (ring_lock) */
-	uint32_t req_room;		/* free entries at the last look (ring_lock) */
+	uint32_t req_end;		/* prod may go up to it: cons at the last look
+				 * + size (ring_lock) */
 	uint32_t evt_cons;		/* private consumer index (evt_lock) */
 
 	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
@@ -146,14 +152,13 @@ static inline struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
 {
 	/* The room seen at the last look at the backend's consumer index
 	 * only grows meanwhile: no shared read per entry until it is used. */
-	if (d->req_room && !vfe_is_broken(d))
+	if (vfe_likely(d->req_prod != d->req_end && !vfe_is_broken(d)))
 		return &d->req[d->req_prod & (d->req_size - 1)];
 	return vfe_ring_slot_wait(d, err);
 }
 static inline void vfe_ring_commit(struct vfe_dev *d)
 {
 	d->req_prod++;		/* published by vfe_ring_unlock() */
-	d->req_room--;
 }
 
 /* Publish what was put so far; notify only if the backend armed. */

@@ -62,7 +62,7 @@ struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
 			nanosleep(&ts, NULL);
 		}
 	}
-	d->req_room = space;
+	d->req_end = d->req_prod + space;
 	return &d->req[d->req_prod & (d->req_size - 1)];
 fail:
 	*err = rc;
