@@ -332,7 +332,7 @@ static int vfe_init_locks(struct vfe_dev *d)
 	pthread_condattr_t ca;
 
 	pthread_mutex_init(&d->cmd_lock, NULL);
-	pthread_mutex_init(&d->ring_lock, NULL);
+	vlock_init(&d->ring_lock);
 	pthread_mutex_init(&d->evt_lock, NULL);
 	pthread_mutex_init(&d->plat_lock, NULL);
 	pthread_mutex_init(&d->wait_lock, NULL);
@@ -347,7 +347,6 @@ static int vfe_init_locks(struct vfe_dev *d)
 static void vfe_destroy_locks(struct vfe_dev *d)
 {
 	pthread_mutex_destroy(&d->cmd_lock);
-	pthread_mutex_destroy(&d->ring_lock);
 	pthread_mutex_destroy(&d->evt_lock);
 	pthread_mutex_destroy(&d->plat_lock);
 	pthread_mutex_destroy(&d->wait_lock);

@@ -19,12 +19,20 @@
 #ifndef VRDMA_FRONT_H
 #define VRDMA_FRONT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "vrdma/wire.h"
 #include "vplat.h"
+#include "vlock.h"
+#include "vring.h"
+
+/* Branch hints for the data path (post, poll): the layout, and so the
+ * instruction count, follows the common case. */
+#define vfe_likely(x)	__builtin_expect(!!(x), 1)
+#define vfe_unlikely(x)	__builtin_expect(!!(x), 0)
 
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
@@ -68,7 +76,7 @@ struct vfe_dev {
 	uint8_t evt_order;
 
 	pthread_mutex_t cmd_lock;
-	pthread_mutex_t ring_lock;
+	struct vlock ring_lock;		/* data path: vlock.h */
 	pthread_mutex_t evt_lock;
 	pthread_mutex_t plat_lock;
 	pthread_mutex_t wait_lock;	/* one sleeper on the channel at a time */
@@ -84,6 +92,8 @@ struct vfe_dev {
 
 	uint32_t req_prod;		/* private producer index (ring_lock) */
 	uint32_t req_pushed;		/* last published prod (ring_lock) */
+	uint32_t req_end;		/* prod may go up to it: cons at the last look
+				 * + size (ring_lock) */
 	uint32_t evt_cons;		/* private consumer index (evt_lock) */
 
 	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
@@ -132,14 +142,45 @@ void vfe_unshare(struct vfe_dev *d, struct vplat_share *s);
  * space) and unlock publishes them with at most one notification.
  * vfe_ring_slot() is the next entry, to fill in place (no copy) and
  * vfe_ring_commit(); NULL with *err (-EIO, -EAGAIN) if none came. */
-void vfe_ring_lock(struct vfe_dev *d);
+static inline void vfe_ring_lock(struct vfe_dev *d)
+{
+	vlock_lock(&d->ring_lock);
+}
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
-struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err);
+struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err);
+static inline struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
+{
+	/* The room seen at the last look at the backend's consumer index
+	 * only grows meanwhile: no shared read per entry until it is used. */
+	if (vfe_likely(d->req_prod != d->req_end && !vfe_is_broken(d)))
+		return &d->req[d->req_prod & (d->req_size - 1)];
+	return vfe_ring_slot_wait(d, err);
+}
 static inline void vfe_ring_commit(struct vfe_dev *d)
 {
 	d->req_prod++;		/* published by vfe_ring_unlock() */
 }
-int  vfe_ring_unlock(struct vfe_dev *d);
+
+/* Publish what was put so far; notify only if the backend armed. */
+static inline void vfe_ring_flush(struct vfe_dev *d)
+{
+	if (d->req_prod == d->req_pushed)
+		return;
+	if (vring_push(&d->sring->req, d->req_pushed, d->req_prod))
+		vplat_notify(d->chan);
+	d->req_pushed = d->req_prod;
+}
+
+/* Inline with the above: once per post, a call costs as much as it. */
+static inline int vfe_ring_unlock(struct vfe_dev *d)
+{
+	int rc = vfe_is_broken(d) ? -EIO : 0;
+
+	if (!rc)
+		vfe_ring_flush(d);
+	vlock_unlock(&d->ring_lock);
+	return rc;
+}
 
 /* ring.c: event consumer and waiting. */
 int  vfe_poll_events(struct vfe_dev *d);

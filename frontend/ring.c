@@ -12,21 +12,6 @@
 #include "log.h"
 #include "vring.h"
 
-void vfe_ring_lock(struct vfe_dev *d)
-{
-	pthread_mutex_lock(&d->ring_lock);
-}
-
-/* Publish what was put so far; notify only if the backend armed. */
-static void vfe_ring_flush(struct vfe_dev *d)
-{
-	if (d->req_prod == d->req_pushed)
-		return;
-	if (vring_push(&d->sring->req, d->req_pushed, d->req_prod))
-		vplat_notify(d->chan);
-	d->req_pushed = d->req_prod;
-}
-
 /* Free slots, from the backend's (untrusted) consumer index. */
 static int vfe_ring_space(struct vfe_dev *d, uint32_t *space)
 {
@@ -40,7 +25,9 @@ static int vfe_ring_space(struct vfe_dev *d, uint32_t *space)
 	return 0;
 }
 
-struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
+/* vfe_ring_slot() once the room it knew of is used up: look at the
+ * consumer index again, wait (bounded) while the ring is full. */
+struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
 {
 	int64_t deadline = 0;
 	uint32_t space;
@@ -75,6 +62,7 @@ struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
 			nanosleep(&ts, NULL);
 		}
 	}
+	d->req_end = d->req_prod + space;
 	return &d->req[d->req_prod & (d->req_size - 1)];
 fail:
 	*err = rc;
@@ -92,16 +80,6 @@ int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)
 	memcpy(slot, r, sizeof(*r));
 	vfe_ring_commit(d);
 	return 0;
-}
-
-int vfe_ring_unlock(struct vfe_dev *d)
-{
-	int rc = vfe_is_broken(d) ? -EIO : 0;
-
-	if (!rc)
-		vfe_ring_flush(d);
-	pthread_mutex_unlock(&d->ring_lock);
-	return rc;
 }
 
 /* Copy each event out of shared memory, check it, dispatch it. */

@@ -128,15 +128,6 @@ void vlib_async_broken(void *arg)
 	vlib_async_push(arg, VRDMA_EVENT_DEVICE_FATAL, NULL);
 }
 
-/* Cheap enough for an empty poll: consume dom0's events if it posted some. */
-void vlib_async_pump(struct vrdma_device *dev)
-{
-	const struct vrdma_ring_ctl *r = &dev->fe.sring->evt;
-
-	if (vring_load_acq(&r->prod) != vring_load_acq(&r->cons))
-		vfe_poll_events(&dev->fe);
-}
-
 static bool vlib_async_ready(void *arg)
 {
 	struct vrdma_device *dev = arg;

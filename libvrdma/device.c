@@ -173,7 +173,6 @@ static void vlib_free_listener(struct vrdma_listener *l)
 
 static void vlib_free_cq(struct vlib_cq *c)
 {
-	pthread_mutex_destroy(&c->lock);
 	free(c->gone);
 	free(c);	/* its area is on the buffer list */
 }

@@ -86,7 +86,7 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr,
 		q->cap.max_recv_wr = q->cap.max_recv_sge = 0;
 		nr = 1;
 	}
-	q->sq_sig_all = attr->sq_sig_all;
+	q->sq_sig_all = attr->sq_sig_all ? VRDMA_WR_F_SIGNALED : 0;
 	q->sq_slot = calloc(ns, sizeof(*q->sq_slot));
 	q->rq_slot = calloc(nr, sizeof(*q->rq_slot));
 	q->sq_mask = ns - 1;
@@ -213,10 +213,10 @@ int vlib_destroy_qp(struct vlib_qp *q, bool force)
 	pthread_mutex_unlock(&dev->obj_lock);
 	/* Pollers and the event consumer found q under their own lock or
 	 * obj_lock and use it under their own lock: wait for them to let go. */
-	pthread_mutex_lock(&scq->lock);
-	pthread_mutex_unlock(&scq->lock);
-	pthread_mutex_lock(&rcq->lock);
-	pthread_mutex_unlock(&rcq->lock);
+	vlock_lock(&scq->lock);
+	vlock_unlock(&scq->lock);
+	vlock_lock(&rcq->lock);
+	vlock_unlock(&rcq->lock);
 	pthread_mutex_lock(&dev->fe.evt_lock);
 	pthread_mutex_unlock(&dev->fe.evt_lock);
 	vlib_async_forget(dev, &q->pub);

@@ -20,6 +20,7 @@
 
 #include "vrdma/vrdma.h"
 #include "../frontend/front.h"
+#include "vring.h"
 
 #define vlib_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -98,7 +99,7 @@ struct vlib_gone {
 struct vlib_cq {
 	struct vrdma_cq pub;
 	struct vlib_cq *next;
-	pthread_mutex_t lock;
+	struct vlock lock;		/* polling (vlock.h: the data path) */
 	struct vlib_buf *buf;		/* the shared CQ area */
 	struct vrdma_cq_hdr *hdr;
 	struct vrdma_cqe *ring;
@@ -137,7 +138,7 @@ struct vlib_qp {
 	pthread_mutex_t sq_lock;	/* modify / query */
 	struct vrdma_qp_cap cap;	/* recv fields 0 on an SRQ */
 	struct vlib_srq *srq;
-	int sq_sig_all;
+	uint16_t sq_sig_all;		/* VRDMA_WR_F_SIGNALED or 0: or-ed into each send */
 	/* Counters: posted by the poster, retired by the CQ poller; each
 	 * side reads the other's with acquire loads. */
 	uint32_t sq_posted, sq_retired;
@@ -252,7 +253,15 @@ void vlib_async_fini(struct vrdma_device *dev);
 void vlib_async_push(struct vrdma_device *dev, enum vrdma_event_type type, void *obj);
 void vlib_async_forget(struct vrdma_device *dev, const void *obj);
 void vlib_async_broken(void *arg);
-void vlib_async_pump(struct vrdma_device *dev);
+/* Cheap enough for an empty poll (inline: it is most of one): consume
+ * dom0's events if it posted some. */
+static inline void vlib_async_pump(struct vrdma_device *dev)
+{
+	const struct vrdma_ring_ctl *r = &dev->fe.sring->evt;
+
+	if (vring_load_acq(&r->prod) != vring_load_acq(&r->cons))
+		vfe_poll_events(&dev->fe);
+}
 
 /* cq.c */
 int  vlib_destroy_cq(struct vlib_cq *c, bool force);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,6 +833,174 @@ START_TEST(t_live_many_waiters)
 }
 END_TEST
 
+/* A send's ring entry is written whole: what the opcode does not use, the
+ * reserved bytes and unused SGEs are zero, whatever the slot held before
+ * and whatever the WR's unused fields say (nothing stale reaches dom0). */
+START_TEST(t_live_send_entry_clean)
+{
+	struct vrdma_send_wr swr, *sbad;
+	struct vrdma_recv_wr rwr = { 0 }, *rbad;
+	struct vrdma_sge ssge, rsge;
+	struct side srv, cli;
+	struct vrdma_wc wc;
+	struct vfe_dev *fe;
+	struct vrdma_req *e, want;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	rsge = (struct vrdma_sge){ (uintptr_t)srv.buf, 64, srv.mr->lkey };
+	rwr.wr_id = 1;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(srv.qp, &rwr, &rbad), 0);
+	fe = &cli.dev->fe;
+	e = &fe->req[fe->req_prod & (fe->req_size - 1)];
+	memset(e, 0xa5, sizeof(*e));	/* not yet published: ours to scribble */
+	memset(&swr, 0x5a, sizeof(swr));
+	ssge = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	swr.wr_id = 2;
+	swr.next = NULL;
+	swr.sg_list = &ssge;
+	swr.num_sge = 1;
+	swr.opcode = VRDMA_WR_SEND;
+	swr.send_flags = VRDMA_SEND_SIGNALED;
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), 0);
+	memset(&want, 0, sizeof(want));
+	want.opcode = VRDMA_OP_SEND;
+	want.num_sge = 1;
+	want.flags = VRDMA_WR_F_SIGNALED;
+	want.handle = cli.qp->handle;
+	want.id = 2;
+	want.u.wr.sge[0] = (struct vrdma_wire_sge){ ssge.addr, ssge.length, ssge.lkey };
+	ck_assert_mem_eq(e, &want, sizeof(want));
+	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
+	ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+/* Several threads post to one QP and several poll its CQ (as verbs
+ * allows): every signaled WR completes exactly once, none is lost. */
+#define MT_POSTERS	4
+#define MT_POLLERS	2
+#define MT_WRS		20001	/* per poster; every third one unsignaled */
+
+struct mt {
+	struct side *cli, *srv;
+	uint8_t seen[MT_POSTERS * MT_WRS];
+	int done;		/* signaled completions seen (atomic) */
+	int want;
+	int err;		/* atomic: first failure, as a line number */
+};
+
+struct mt_arg {
+	struct mt *m;
+	int id;
+};
+
+static void mt_fail(struct mt *m, int line)
+{
+	int z = 0;
+
+	__atomic_compare_exchange_n(&m->err, &z, line, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+}
+
+static void *mt_post(void *arg)
+{
+	struct mt_arg *a = arg;
+	struct mt *m = a->m;
+	struct vrdma_send_wr wr = { 0 }, *bad;
+	struct vrdma_sge sge;
+	int64_t end = now_ms() + LOOSE_MS;
+	int i, rc;
+
+	sge = (struct vrdma_sge){ (uintptr_t)m->cli->buf + 8 * a->id, 8, m->cli->mr->lkey };
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = VRDMA_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)m->srv->buf + 8 * a->id;
+	wr.wr.rdma.rkey = m->srv->mr->rkey;
+	for (i = 0; i < MT_WRS && !__atomic_load_n(&m->err, __ATOMIC_ACQUIRE); i++) {
+		wr.wr_id = (uint64_t)a->id * MT_WRS + i;
+		wr.send_flags = i % 3 == 1 ? 0 : VRDMA_SEND_SIGNALED;
+		while ((rc = vrdma_post_send(m->cli->qp, &wr, &bad)) == ENOMEM &&
+		       now_ms() < end)
+			sched_yield();	/* queue full: the pollers retire */
+		if (rc) {
+			mt_fail(m, __LINE__);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *mt_poll(void *arg)
+{
+	struct mt *m = ((struct mt_arg *)arg)->m;
+	int64_t end = now_ms() + LOOSE_MS;
+	struct vrdma_wc wc[4];
+	int i, n;
+
+	while (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE) < m->want &&
+	       !__atomic_load_n(&m->err, __ATOMIC_ACQUIRE)) {
+		if (now_ms() > end) {
+			mt_fail(m, __LINE__);
+			break;
+		}
+		n = vrdma_poll_cq(m->cli->cq, 4, wc);
+		if (n < 0) {
+			mt_fail(m, __LINE__);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != VRDMA_WC_SUCCESS ||
+			    wc[i].opcode != VRDMA_WC_RDMA_WRITE_OP ||
+			    wc[i].wr_id >= MT_POSTERS * MT_WRS ||
+			    wc[i].wr_id % MT_WRS % 3 == 1 ||
+			    __atomic_exchange_n(&m->seen[wc[i].wr_id], 1, __ATOMIC_RELAXED))
+				mt_fail(m, __LINE__);
+			__atomic_add_fetch(&m->done, 1, __ATOMIC_RELEASE);
+		}
+		if (!n)
+			sched_yield();
+	}
+	return NULL;
+}
+
+START_TEST(t_live_threads_post_poll)
+{
+	struct mt_arg a[MT_POSTERS + MT_POLLERS];
+	pthread_t th[MT_POSTERS + MT_POLLERS];
+	struct side srv, cli;
+	struct vrdma_wc wc;
+	struct mt *m;
+	int i;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 16);
+	m = calloc(1, sizeof(*m));
+	ck_assert_ptr_nonnull(m);
+	m->cli = &cli;
+	m->srv = &srv;
+	m->want = MT_POSTERS * (MT_WRS - MT_WRS / 3);
+	for (i = 0; i < MT_POSTERS + MT_POLLERS; i++) {
+		a[i] = (struct mt_arg){ m, i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL,
+						i < MT_POSTERS ? mt_post : mt_poll, &a[i]), 0);
+	}
+	for (i = 0; i < MT_POSTERS + MT_POLLERS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_msg(m->err == 0, "failed at test_api.c:%d", m->err);
+	ck_assert_int_eq(m->done, m->want);
+	ck_assert_int_eq(vrdma_poll_cq(cli.cq, 1, &wc), 0);
+	free(m);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
 static Suite *api_suite(void)
 {
 	Suite *s = suite_create("api");
@@ -857,6 +1026,8 @@ static Suite *api_suite(void)
 	tcase_add_test(live, t_live_bad_cqe);
 	tcase_add_test(live, t_live_bad_cqe_first);
 	tcase_add_test(live, t_live_many_waiters);
+	tcase_add_test(live, t_live_send_entry_clean);
+	tcase_add_test(live, t_live_threads_post_poll);
 	suite_add_tcase(s, live);
 	return s;
 }
