@@ -295,8 +295,7 @@ void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		c.sq_retired = qp->sq_retired;
 		vbe_cq_push(g, qp->send_cq, &c);
 	}
-	qp->sq.head = (qp->sq.head + 1) % qp->sq.size;
-	qp->sq.count--;
+	vbe_wq_pop(&qp->sq);
 	qp->wr_off = 0;		/* the next WR starts from its first byte */
 }
 
@@ -328,8 +327,7 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		qp->srq_held = false;
 		return;
 	}
-	qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
-	qp->rq.count--;
+	vbe_wq_pop(&qp->rq);
 }
 
 struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
@@ -349,8 +347,7 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 	qp->srq_wqe = *w;
 	qp->srq_idx = srq->consumed++;
 	qp->srq_held = true;
-	srq->rq.head = (srq->rq.head + 1) % srq->rq.size;
-	srq->rq.count--;
+	vbe_wq_pop(&srq->rq);
 	return &qp->srq_wqe;
 }
 

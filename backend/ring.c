@@ -143,11 +143,13 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
 	if (q->count >= q->size)
 		return vbe_guest_fatal(g, "more WRs than QP %#x depth %u",
 				       r->handle, q->size);
-	w = &q->e[(q->head + q->count) % q->size];
+	w = vbe_wq_tail(q);
 	w->opcode = r->opcode;
 	w->num_sge = r->num_sge;
 	w->flags = r->flags;
 	w->id = r->id;
+	/* Queue delay from here (vbe_sched_start_wr): the round's clock. */
+	w->t_q = qp->state == VBE_QPS_RTS ? g->node->round_us : 0;
 	w->wr = r->u.wr;
 	q->count++;
 	g->ctr.wrs++;

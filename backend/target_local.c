@@ -302,7 +302,6 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	bool first;
 	int st;
 
-	vbe_sched_stamp(g, qp);		/* queue delay counters (issue 5) */
 	while (!g->dead && (w = vbe_wq_head(&qp->sq))) {
 		if (qp->state == VBE_QPS_ERR) {
 			vbe_qp_error(g, qp);

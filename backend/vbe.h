@@ -128,7 +128,8 @@ struct vbe_wqe {
 	uint8_t  num_sge;
 	uint16_t flags;
 	uint64_t id;
-	int64_t t_q;		/* us when queued (queue delay), 0 = unknown */
+	int64_t t_q;		/* round clock (us) when queued, or when its QP
+				 * went to RTS (queue delay); 0 = unknown */
 	struct vrdma_wr wr;
 };
 
@@ -175,7 +176,6 @@ struct vbe_qp {
 	bool runq;			/* on the run list: WRs left over (C3) */
 	uint64_t wr_off;		/* bytes of the head send WR already moved */
 	uint32_t vx_qp;			/* its device QP's handle (verbs target) */
-	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
 	bool by_qpn;			/* bound by MODIFY_QP (verbs), not CONNECT */
 	int64_t lost_ms;		/* by_qpn, peer gone: sends fail then (ms) */
@@ -409,6 +409,20 @@ static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
 {
 	return q->count ? &q->e[q->head] : NULL;
 }
+/* Sizes are the guest's, not powers of two: wrap by a compare, not a
+ * division (head < size, count <= size). */
+static inline struct vbe_wqe *vbe_wq_tail(struct vbe_wq *q)
+{
+	uint32_t i = q->head + q->count;
+
+	return &q->e[i >= q->size ? i - q->size : i];
+}
+static inline void vbe_wq_pop(struct vbe_wq *q)
+{
+	if (++q->head == q->size)
+		q->head = 0;
+	q->count--;
+}
 /* The receive qp's next incoming message lands in, or NULL (RNR): the
  * head of its own queue, or one it took from its SRQ and holds until the
  * message completes (a message may arrive in several pieces). */
@@ -430,8 +444,24 @@ bool vbe_sched_ready(struct vbe_guest *g);	/* run list work, not throttled */
 bool vbe_sched_spin(struct vbe_guest *g);	/* ... that a poll can move now */
 void vbe_sched_tick(struct vbe_node *n, int64_t now_ms);
 int64_t vbe_sched_now(struct vbe_node *n);	/* us */
-void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w);
+void vbe_sched_held(struct vbe_node *n, struct vbe_qp *qp);	/* qp now RTS */
+/* w starts to move: its queue delay into the counters (issue 5).  Both
+ * ends read the round clock: no clock read, nothing sampled, per WR. */
+static inline void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w)
+{
+	int64_t now = g->node->round_us, d;
+
+	if (!w->t_q)
+		return;
+	d = (now ? now : vbe_sched_now(g->node)) - w->t_q;
+	w->t_q = 0;
+	if (d < 0)
+		return;
+	g->ctr.qdelay_n++;
+	g->ctr.qdelay_sum_us += (uint64_t)d;
+	if ((uint64_t)d > g->ctr.qdelay_max_us)
+		g->ctr.qdelay_max_us = (uint64_t)d;
+}
 
 /* prio.c */
 void vbe_prio_init(struct vbe_guest *g);	/* defaults, then the keys */
