@@ -107,6 +107,7 @@ struct vbe_mr {
 	uint32_t pd, buf;	/* table indexes */
 	uint64_t offset, length, iova;
 	uint32_t access, key;
+	uint8_t *base;		/* bufs[buf].addr + offset: its mapped start */
 };
 
 struct vbe_cq {
@@ -355,8 +356,20 @@ static inline uint32_t vbe_handle(const struct vbe_slot *s, uint32_t idx)
 }
 uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n);
 void vbe_slot_free(struct vbe_slot *s);
-struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
-			      uint32_t handle);
+/* Inline: a handle is looked up once or twice per WR. */
+static inline struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride,
+					    uint32_t n, uint32_t handle)
+{
+	uint32_t idx = handle & 0xffff;
+	struct vbe_slot *s;
+
+	if (idx >= n)
+		return NULL;
+	s = (struct vbe_slot *)((char *)tab + idx * stride);
+	if (!s->used || s->gen != handle >> 16)
+		return NULL;
+	return s;
+}
 
 #define VBE_GET(arr, n, h) \
 	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
@@ -398,13 +411,34 @@ void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp);
 /* cm_qpn.c: to error as MODIFY_QP(ERR) does: off its peer, flushed. */
 void vbe_qp_fail(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
-		     uint8_t status, uint32_t byte_len);
+void vbe_sq_cqe(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+		uint8_t wc, uint8_t status, uint32_t byte_len);
 void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		     uint8_t status, uint32_t byte_len, uint32_t imm,
 		     bool has_imm, uint32_t src_qpn);
-struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
-			   struct vbe_guest **pg);
+struct vbe_guest *vbe_qp_peer_guest(struct vbe_guest *g, struct vbe_qp *qp);
+/* qp's peer QP on this node (and its guest in *pg), or NULL.  Inline: it
+ * runs per WR; the node's guest list is walked only when the cache
+ * (peer_g, valid while no guest struct was freed) misses. */
+static inline struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
+					 struct vbe_guest **pg)
+{
+	struct vbe_guest *p = qp->peer_g;
+	struct vbe_qp *q;
+
+	if (qp->state != VBE_QPS_RTS && qp->state != VBE_QPS_ERR)
+		return NULL;
+	if (!p || qp->peer_epoch != g->node->guest_epoch || p->domid != qp->peer_domid ||
+	    p->devid != qp->peer_devid)
+		p = vbe_qp_peer_guest(g, qp);
+	if (!p || p->dead || !p->qps)
+		return NULL;
+	q = VBE_GET(p->qps, VBE_MAX_QPS, qp->peer_handle);
+	if (!q || q->qpn != qp->peer_qpn || q->peer_qpn != qp->qpn)
+		return NULL;
+	*pg = p;
+	return q;
+}
 static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
 {
 	return q->count ? &q->e[q->head] : NULL;
@@ -423,6 +457,20 @@ static inline void vbe_wq_pop(struct vbe_wq *q)
 		q->head = 0;
 	q->count--;
 }
+/* The head send WR is done: its CQE if signaled or failed, then off. */
+static inline void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+				   uint8_t status, uint32_t byte_len)
+{
+	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
+
+	if (!w)
+		return;
+	qp->sq_retired++;
+	if (status || (w->flags & VRDMA_WR_F_SIGNALED))
+		vbe_sq_cqe(g, qp, w, wc, status, byte_len);
+	vbe_wq_pop(&qp->sq);
+	qp->wr_off = 0;		/* the next WR starts from its first byte */
+}
 /* The receive qp's next incoming message lands in, or NULL (RNR): the
  * head of its own queue, or one it took from its SRQ and holds until the
  * message completes (a message may arrive in several pieces). */
@@ -434,8 +482,18 @@ void vbe_qfifo_fini(struct vbe_qfifo *q);
 void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *e);
 void vbe_evt_qp_error(struct vbe_guest *g, struct vbe_qp *qp, uint16_t status);
 void vbe_evt_drain(struct vbe_guest *g);
-bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
+bool vbe_budget_out(struct vbe_guest *g, struct vbe_qp *qp);
+/* Budget left for another WR of g?  If not, qp waits on the run list. */
+static inline bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	return (g->budget_wrs && g->budget_bytes) || vbe_budget_out(g, qp);
+}
+static inline void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes)
+{
+	if (g->budget_wrs)
+		g->budget_wrs--;
+	g->budget_bytes = bytes < g->budget_bytes ? g->budget_bytes - bytes : 0;
+}
 void vbe_dev_turn_end(struct vbe_guest *g, bool allow);
 void vbe_run_start(struct vbe_guest *g);
 void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
