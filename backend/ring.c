@@ -146,10 +146,11 @@ vbe_wr_bad(struct vbe_guest *g, const struct vrdma_req *h, const struct vrdma_wr
  * Queue a SEND..RECV.  h is a private copy of the entry's header; body is
  * the entry's WR body, maybe still in the shared ring: it is read once,
  * straight into the dom0-private queue slot, and checked there (the slot
- * counts only once it passed), so a WR is copied once, not twice.
+ * counts only once it passed), so a WR is copied once, not twice.  A send
+ * WR's QP is left in *run: vbe_ring_poll runs it.
  */
 static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
-			const struct vrdma_wr *body)
+			const struct vrdma_wr *body, struct vbe_qp **run)
 {
 	struct vbe_qp *qp;
 	struct vbe_wq *q;
@@ -187,17 +188,34 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
 		if (recv)
 			qp->tgt->rq_posted(g, qp);
 		else
-			qp->tgt->sq_run(g, qp);
+			*run = qp;
 	}
 	/* RESET/CONNECTING: held until the connection is established. */
 	return 0;
 }
 
+/* Run the send queue of a QP vbe_wr_queue left in *run. */
+static void vbe_wr_run(struct vbe_guest *g, struct vbe_qp **run)
+{
+	struct vbe_qp *qp = *run;
+
+	*run = NULL;
+	if (!g->dead && qp->state == VBE_QPS_RTS && qp->tgt)
+		qp->tgt->sq_run(g, qp);
+}
+
 /* r: a private copy of a whole entry. */
 static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 {
-	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV)
-		return vbe_wr_queue(g, r, &r->u.wr);
+	struct vbe_qp *run = NULL;
+	int err;
+
+	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV) {
+		err = vbe_wr_queue(g, r, &r->u.wr, &run);
+		if (run)
+			vbe_wr_run(g, &run);
+		return err;
+	}
 	if (r->opcode == VRDMA_OP_SRQ_RECV) {
 		if (vbe_wr_check(g, r, &r->u.wr, true))
 			return -EPROTO;
@@ -217,6 +235,7 @@ static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 int vbe_ring_poll(struct vbe_guest *g)
 {
 	const struct vrdma_req *e;
+	struct vbe_qp *run = NULL;
 	struct vrdma_req r;
 	uint32_t prod;
 	int n = 0;
@@ -237,8 +256,14 @@ int vbe_ring_poll(struct vbe_guest *g)
 		/* The header first: a WR's body goes straight to its queue. */
 		memcpy(&r, e, offsetof(struct vrdma_req, u));
 		__asm__ __volatile__("" ::: "memory");
+		/* Send WRs to one QP in a row run together: one sq_run, one
+		 * peer lookup for the lot.  Any other entry runs them first,
+		 * so effects keep the ring's order. */
+		if (run && (r.handle != run->handle || r.opcode < VRDMA_OP_SEND ||
+			    r.opcode >= VRDMA_OP_RECV))
+			vbe_wr_run(g, &run);
 		if (r.opcode >= VRDMA_OP_SEND && r.opcode <= VRDMA_OP_RECV) {
-			vbe_wr_queue(g, &r, &e->u.wr);
+			vbe_wr_queue(g, &r, &e->u.wr, &run);
 			continue;
 		}
 		/* Anything else: a copy of the whole entry (header again). */
@@ -246,6 +271,8 @@ int vbe_ring_poll(struct vbe_guest *g)
 		__asm__ __volatile__("" ::: "memory");
 		vbe_req_handle(g, &r);
 	}
+	if (run)
+		vbe_wr_run(g, &run);
 	if (!g->dead)
 		vring_consumed(&g->sring->req, g->req_cons);
 	g->ctr.requests += n;

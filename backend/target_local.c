@@ -389,8 +389,8 @@ vbe_local_step(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_wqe *w,
 
 static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 {
-	struct vbe_guest *pg;
-	struct vbe_qp *pqp;
+	struct vbe_guest *pg = NULL;
+	struct vbe_qp *pqp = NULL;
 	struct vbe_wqe *w;
 
 	while (!g->dead && qp->sq.count) {
@@ -400,7 +400,11 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 				vbe_qp_error(g, qp);
 			return;
 		}
-		pqp = vbe_qp_peer(g, qp, &pg);
+		/* One lookup per run: within it the peer QP cannot be freed
+		 * (that takes its guest's commands or a reap), only go to
+		 * error or its guest be disabled, which are looked at. */
+		if (!pqp || pg->dead || pqp->state != VBE_QPS_RTS)
+			pqp = vbe_qp_peer(g, qp, &pg);
 		if (!pqp || pqp->state != VBE_QPS_RTS) {
 			if (qp->by_qpn && pqp != qp)
 				vbe_qpn_lost(g, qp);	/* fails after the retry time */
