@@ -161,9 +161,13 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
 	if (!qp)
 		return vbe_guest_fatal(g, "WR for unknown QP handle %#x", h->handle);
 	q = recv ? &qp->rq : &qp->sq;
-	if (q->count >= q->size)
+	if (q->count >= q->size) {
+		if (recv && qp->srq)	/* its rq is empty: say why */
+			return vbe_guest_fatal(g, "receive posted to QP %#x of an SRQ",
+					       h->handle);
 		return vbe_guest_fatal(g, "more WRs than QP %#x depth %u",
 				       h->handle, q->size);
+	}
 	w = vbe_wq_tail(q);
 	memcpy(&w->wr, body, sizeof(w->wr));
 	/* From here on only the copy counts, whatever the guest writes. */
