@@ -344,12 +344,14 @@ int vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	cqp->peer_qpn = qp->qpn;
 	cqp->tgt = &vbe_target_local;
 	cqp->state = VBE_QPS_RTS;
+	vbe_sched_held(g->node, cqp);
 	qp->peer_domid = cg->domid;
 	qp->peer_devid = cg->devid;
 	qp->peer_handle = cqp->handle;
 	qp->peer_qpn = cqp->qpn;
 	qp->tgt = &vbe_target_local;
 	qp->state = VBE_QPS_RTS;
+	vbe_sched_held(g->node, qp);
 
 	memset(&e, 0, sizeof(e));
 	e.type = VRDMA_EVT_CONNECTED;

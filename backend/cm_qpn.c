@@ -126,6 +126,7 @@ static void vbe_qpn_bind_one(struct vbe_qp *qp, const struct vbe_guest *pg,
 	qp->peer_qpn = pqp->qpn;
 	qp->tgt = &vbe_target_local;
 	qp->state = VBE_QPS_RTS;
+	vbe_sched_held(pg->node, qp);
 }
 
 /* qp named its peer: bind both if the peer named qp too. */

@@ -161,6 +161,7 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	mr->length = m->length;
 	mr->iova = m->iova;
 	mr->access = m->access;
+	mr->base = b->addr + m->offset;
 	/* Keys carry 8 bits of the slot generation (never 0 in a key) so a
 	 * stale key does not alias the next MR in the slot. */
 	gen8 = mr->s.gen & 0xff;

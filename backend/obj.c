@@ -38,20 +38,6 @@ void vbe_slot_free(struct vbe_slot *s)
 		s->gen = 1;
 }
 
-struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
-			      uint32_t handle)
-{
-	uint32_t idx = handle & 0xffff;
-	struct vbe_slot *s;
-
-	if (idx >= n)
-		return NULL;
-	s = (struct vbe_slot *)((char *)tab + idx * stride);
-	if (!s->used || s->gen != handle >> 16)
-		return NULL;
-	return s;
-}
-
 /*
  * A guest's object tables (~700 KiB) are mapped, not calloc'ed: a page
  * costs memory only once a slot in it is used, so an idle guest costs
@@ -275,29 +261,21 @@ void vbe_cq_forget(struct vbe_guest *g, struct vbe_cq *cq)
 
 /* ---- work queues ---- */
 
-void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
-		     uint8_t status, uint32_t byte_len)
+/* The CQE of the head send WR w (vbe_sq_complete, vbe.h). */
+void vbe_sq_cqe(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+		uint8_t wc, uint8_t status, uint32_t byte_len)
 {
-	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
 	struct vrdma_cqe c;
 
-	if (!w)
-		return;
-	qp->sq_retired++;
-	if (status || (w->flags & VRDMA_WR_F_SIGNALED)) {
-		memset(&c, 0, sizeof(c));
-		c.wr_id = w->id;
-		c.qp = qp->handle;
-		c.opcode = wc;
-		c.status = status;
-		c.byte_len = byte_len;
-		c.src_qpn = qp->peer_qpn;
-		c.sq_retired = qp->sq_retired;
-		vbe_cq_push(g, qp->send_cq, &c);
-	}
-	qp->sq.head = (qp->sq.head + 1) % qp->sq.size;
-	qp->sq.count--;
-	qp->wr_off = 0;		/* the next WR starts from its first byte */
+	memset(&c, 0, sizeof(c));
+	c.wr_id = w->id;
+	c.qp = qp->handle;
+	c.opcode = wc;
+	c.status = status;
+	c.byte_len = byte_len;
+	c.src_qpn = qp->peer_qpn;
+	c.sq_retired = qp->sq_retired;
+	vbe_cq_push(g, qp->send_cq, &c);
 }
 
 void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
@@ -328,8 +306,7 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		qp->srq_held = false;
 		return;
 	}
-	qp->rq.head = (qp->rq.head + 1) % qp->rq.size;
-	qp->rq.count--;
+	vbe_wq_pop(&qp->rq);
 }
 
 struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
@@ -349,8 +326,7 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 	qp->srq_wqe = *w;
 	qp->srq_idx = srq->consumed++;
 	qp->srq_held = true;
-	srq->rq.head = (srq->rq.head + 1) % srq->rq.size;
-	srq->rq.count--;
+	vbe_wq_pop(&srq->rq);
 	return &qp->srq_wqe;
 }
 
@@ -400,29 +376,12 @@ void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp)
 }
 
 /* Peer QP of qp if it is still connected to qp, else NULL. */
-struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
-			   struct vbe_guest **pg)
+/* vbe_qp_peer's cache missed: the node's guest list, once. */
+struct vbe_guest *vbe_qp_peer_guest(struct vbe_guest *g, struct vbe_qp *qp)
 {
-	struct vbe_guest *p;
-	struct vbe_qp *q;
-
-	if (qp->state != VBE_QPS_RTS && qp->state != VBE_QPS_ERR)
-		return NULL;
-	/* Per WR: no walk of the node's guest list while the cache holds. */
-	p = qp->peer_g;
-	if (!p || qp->peer_epoch != g->node->guest_epoch || p->domid != qp->peer_domid ||
-	    p->devid != qp->peer_devid) {
-		p = vbe_node_guest(g->node, qp->peer_domid, qp->peer_devid);
-		qp->peer_g = p;
-		qp->peer_epoch = g->node->guest_epoch;
-	}
-	if (!p || p->dead || !p->qps)
-		return NULL;
-	q = VBE_GET(p->qps, VBE_MAX_QPS, qp->peer_handle);
-	if (!q || q->qpn != qp->peer_qpn || q->peer_qpn != qp->qpn)
-		return NULL;
-	*pg = p;
-	return q;
+	qp->peer_g = vbe_node_guest(g->node, qp->peer_domid, qp->peer_devid);
+	qp->peer_epoch = g->node->guest_epoch;
+	return qp->peer_g;
 }
 
 /* Destroy: the peer learns the connection is gone (QP_ERROR there), our

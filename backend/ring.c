@@ -115,40 +115,74 @@ static bool vbe_zero16(const uint8_t *p)
 	return !(a | b);
 }
 
-static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
+/* num_sge, flags and the reserved bytes of a WR (a private copy). */
+static int vbe_wr_check(struct vbe_guest *g, const struct vrdma_req *h,
+			const struct vrdma_wr *wr, bool recv)
+{
+	if (h->num_sge > VRDMA_MAX_SGE)
+		return vbe_guest_fatal(g, "WR with num_sge %u", h->num_sge);
+	if (h->flags & ~(recv ? 0u : VRDMA_WR_F_ALL))
+		return vbe_guest_fatal(g, "WR with reserved flags %#x", h->flags);
+	_Static_assert(sizeof(wr->reserved) == 16, "reserved bytes");
+	if (!vbe_zero16(wr->reserved))
+		return vbe_guest_fatal(g, "WR with reserved bytes set");
+	return 0;
+}
+
+/* A WR for qp failed vbe_wr_queue's checks: say which one. */
+static __attribute__((noinline, cold)) int
+vbe_wr_bad(struct vbe_guest *g, const struct vrdma_req *h, const struct vrdma_wr *wr,
+	   const struct vbe_qp *qp, bool recv)
+{
+	if (vbe_wr_check(g, h, wr, recv))
+		return -EPROTO;
+	if (h->num_sge > qp->max_sge)
+		return vbe_guest_fatal(g, "WR num_sge %u > QP max_sge %u",
+				       h->num_sge, qp->max_sge);
+	return vbe_guest_fatal(g, "receive posted to QP %#x of an SRQ", h->handle);
+}
+
+/*
+ * Queue a SEND..RECV.  h is a private copy of the entry's header; body is
+ * the entry's WR body, maybe still in the shared ring: it is read once,
+ * straight into the dom0-private queue slot, and checked there (the slot
+ * counts only once it passed), so a WR is copied once, not twice.  A send
+ * WR's QP is left in *run: vbe_ring_poll runs it.
+ */
+static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
+			const struct vrdma_wr *body, struct vbe_qp **run)
 {
 	struct vbe_qp *qp;
 	struct vbe_wq *q;
 	struct vbe_wqe *w;
-	bool recv = r->opcode == VRDMA_OP_RECV || r->opcode == VRDMA_OP_SRQ_RECV;
+	bool recv = h->opcode == VRDMA_OP_RECV;
 
-	if (r->num_sge > VRDMA_MAX_SGE)
-		return vbe_guest_fatal(g, "WR with num_sge %u", r->num_sge);
-	if (r->flags & ~(recv ? 0u : VRDMA_WR_F_ALL))
-		return vbe_guest_fatal(g, "WR with reserved flags %#x", r->flags);
-	_Static_assert(sizeof(r->u.wr.reserved) == 16, "reserved bytes");
-	if (!vbe_zero16(r->u.wr.reserved))
-		return vbe_guest_fatal(g, "WR with reserved bytes set");
-	if (r->opcode == VRDMA_OP_SRQ_RECV)
-		return vbe_srq_recv(g, r);
-	qp = VBE_GET(g->qps, VBE_MAX_QPS, r->handle);
+	qp = VBE_GET(g->qps, VBE_MAX_QPS, h->handle);
 	if (!qp)
-		return vbe_guest_fatal(g, "WR for unknown QP handle %#x", r->handle);
-	if (r->num_sge > qp->max_sge)
-		return vbe_guest_fatal(g, "WR num_sge %u > QP max_sge %u",
-				       r->num_sge, qp->max_sge);
-	if (recv && qp->srq)
-		return vbe_guest_fatal(g, "receive posted to QP %#x of an SRQ", r->handle);
+		return vbe_guest_fatal(g, "WR for unknown QP handle %#x", h->handle);
 	q = recv ? &qp->rq : &qp->sq;
-	if (q->count >= q->size)
+	if (q->count >= q->size) {
+		if (recv && qp->srq)	/* its rq is empty: say why */
+			return vbe_guest_fatal(g, "receive posted to QP %#x of an SRQ",
+					       h->handle);
 		return vbe_guest_fatal(g, "more WRs than QP %#x depth %u",
-				       r->handle, q->size);
-	w = &q->e[(q->head + q->count) % q->size];
-	w->opcode = r->opcode;
-	w->num_sge = r->num_sge;
-	w->flags = r->flags;
-	w->id = r->id;
-	w->wr = r->u.wr;
+				       h->handle, q->size);
+	}
+	w = vbe_wq_tail(q);
+	memcpy(&w->wr, body, sizeof(w->wr));
+	/* From here on only the copy counts, whatever the guest writes. */
+	__asm__ __volatile__("" ::: "memory");
+	/* Every check in one test (qp->max_sge <= VRDMA_MAX_SGE, cmd.c);
+	 * vbe_wr_bad finds which failed. */
+	if (h->num_sge > qp->max_sge || (h->flags & ~(recv ? 0u : VRDMA_WR_F_ALL)) ||
+	    !vbe_zero16(w->wr.reserved) || (recv && qp->srq))
+		return vbe_wr_bad(g, h, &w->wr, qp, recv);
+	w->opcode = h->opcode;
+	w->num_sge = h->num_sge;
+	w->flags = h->flags;
+	w->id = h->id;
+	/* Queue delay from here (vbe_sched_start_wr): the round's clock. */
+	w->t_q = qp->state == VBE_QPS_RTS ? g->node->round_us : 0;
 	q->count++;
 	g->ctr.wrs++;
 
@@ -158,16 +192,39 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *r)
 		if (recv)
 			qp->tgt->rq_posted(g, qp);
 		else
-			qp->tgt->sq_run(g, qp);
+			*run = qp;
 	}
 	/* RESET/CONNECTING: held until the connection is established. */
 	return 0;
 }
 
+/* Run the send queue of a QP vbe_wr_queue left in *run. */
+static void vbe_wr_run(struct vbe_guest *g, struct vbe_qp **run)
+{
+	struct vbe_qp *qp = *run;
+
+	*run = NULL;
+	if (!g->dead && qp->state == VBE_QPS_RTS && qp->tgt)
+		qp->tgt->sq_run(g, qp);
+}
+
+/* r: a private copy of a whole entry. */
 static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 {
-	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_SRQ_RECV)
-		return vbe_wr_queue(g, r);
+	struct vbe_qp *run = NULL;
+	int err;
+
+	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV) {
+		err = vbe_wr_queue(g, r, &r->u.wr, &run);
+		if (run)
+			vbe_wr_run(g, &run);
+		return err;
+	}
+	if (r->opcode == VRDMA_OP_SRQ_RECV) {
+		if (vbe_wr_check(g, r, &r->u.wr, true))
+			return -EPROTO;
+		return vbe_srq_recv(g, r);
+	}
 	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_LAST) {
 		if (r->num_sge || r->flags)
 			return vbe_guest_fatal(g, "command %#x with num_sge/flags set",
@@ -181,6 +238,8 @@ static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 
 int vbe_ring_poll(struct vbe_guest *g)
 {
+	const struct vrdma_req *e;
+	struct vbe_qp *run = NULL;
 	struct vrdma_req r;
 	uint32_t prod;
 	int n = 0;
@@ -195,13 +254,29 @@ int vbe_ring_poll(struct vbe_guest *g)
 	}
 	/* A bounded batch per poll: the rest waits for the next round. */
 	while (g->req_cons != prod && !g->dead && (unsigned)n < g->node->poll_reqs) {
-		memcpy(&r, &g->req[g->req_cons & (g->req_size - 1)], sizeof(r));
-		/* From here on only the copy counts, whatever the guest writes. */
-		__asm__ __volatile__("" ::: "memory");
+		e = &g->req[g->req_cons & (g->req_size - 1)];
 		g->req_cons++;
 		n++;
+		/* The header first: a WR's body goes straight to its queue. */
+		memcpy(&r, e, offsetof(struct vrdma_req, u));
+		__asm__ __volatile__("" ::: "memory");
+		/* Send WRs to one QP in a row run together: one sq_run, one
+		 * peer lookup for the lot.  Any other entry runs them first,
+		 * so effects keep the ring's order. */
+		if (run && (r.handle != run->handle || r.opcode < VRDMA_OP_SEND ||
+			    r.opcode >= VRDMA_OP_RECV))
+			vbe_wr_run(g, &run);
+		if (r.opcode >= VRDMA_OP_SEND && r.opcode <= VRDMA_OP_RECV) {
+			vbe_wr_queue(g, &r, &e->u.wr, &run);
+			continue;
+		}
+		/* Anything else: a copy of the whole entry (header again). */
+		memcpy(&r, e, sizeof(r));
+		__asm__ __volatile__("" ::: "memory");
 		vbe_req_handle(g, &r);
 	}
+	if (run)
+		vbe_wr_run(g, &run);
 	if (!g->dead)
 		vring_consumed(&g->sring->req, g->req_cons);
 	g->ctr.requests += n;

@@ -144,23 +144,14 @@ void vbe_evt_drain(struct vbe_guest *g)
 
 /* ---- run list and budgets ---- */
 
-/* Budget left for another WR of g?  If not, qp waits on the run list. */
-bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp)
+/* g's budget ran out (vbe_budget_left, vbe.h): qp waits on the run list. */
+bool vbe_budget_out(struct vbe_guest *g, struct vbe_qp *qp)
 {
-	if (g->budget_wrs && g->budget_bytes)
-		return true;
 	if (!qp->runq) {
 		qp->runq = true;
 		vbe_qfifo_push(&g->runq, qp->handle);
 	}
 	return false;
-}
-
-void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes)
-{
-	if (g->budget_wrs)
-		g->budget_wrs--;
-	g->budget_bytes = bytes < g->budget_bytes ? g->budget_bytes - bytes : 0;
 }
 
 /* g's turn in vbe_sched_round (budget already set): leftover work first. */

@@ -31,12 +31,6 @@
 #include "vring.h"
 #include "vbe.h"
 
-/* The WR clock: read once per round, not per WR (issue 11). */
-static int64_t vbe_sched_wr_now(struct vbe_node *n)
-{
-	return n->round_us ? n->round_us : vbe_sched_now(n);
-}
-
 int64_t vbe_sched_now(struct vbe_node *n)
 {
 	struct timespec ts;
@@ -264,35 +258,17 @@ void vbe_sched_tick(struct vbe_node *n, int64_t now_ms)
 	n->rate_mark_ms = now_ms;
 }
 
-/* New send WRs of qp (past sq_stamped) get their queue time. */
-void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp)
+/* qp went to RTS: send WRs posted while it connected wait from now on (the
+ * connection's time is not queue delay); later ones are stamped as
+ * queued (ring.c). */
+void vbe_sched_held(struct vbe_node *n, struct vbe_qp *qp)
 {
-	uint32_t done = qp->sq_stamped - qp->sq_retired, i;
-	int64_t now;
+	int64_t now = n->round_us ? n->round_us : vbe_sched_now(n);
+	uint32_t i, j = qp->sq.head;
 
-	if (done > qp->sq.count)
-		done = 0;		/* a new QP in an old slot: resync */
-	if (done == qp->sq.count || !qp->sq.size)
-		return;
-	now = vbe_sched_wr_now(g->node);
-	for (i = done; i < qp->sq.count; i++)
-		qp->sq.e[(qp->sq.head + i) % qp->sq.size].t_q = now;
-	qp->sq_stamped = qp->sq_retired + qp->sq.count;
-}
-
-/* w starts to move: its queue delay goes into the counters. */
-void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w)
-{
-	int64_t d;
-
-	if (!w->t_q)
-		return;
-	d = vbe_sched_wr_now(g->node) - w->t_q;
-	w->t_q = 0;
-	if (d < 0)
-		return;
-	g->ctr.qdelay_n++;
-	g->ctr.qdelay_sum_us += (uint64_t)d;
-	if ((uint64_t)d > g->ctr.qdelay_max_us)
-		g->ctr.qdelay_max_us = (uint64_t)d;
+	for (i = 0; i < qp->sq.count; i++) {
+		qp->sq.e[j].t_q = now;
+		if (++j == qp->sq.size)
+			j = 0;
+	}
 }

@@ -92,7 +92,7 @@ int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
 	if (srq->rq.count >= srq->rq.size)
 		return vbe_guest_fatal(g, "more receives than SRQ %#x depth %u", r->handle,
 				       srq->rq.size);
-	w = &srq->rq.e[(srq->rq.head + srq->rq.count) % srq->rq.size];
+	w = vbe_wq_tail(&srq->rq);
 	w->opcode = r->opcode;
 	w->num_sge = r->num_sge;
 	w->flags = r->flags;

@@ -36,8 +36,8 @@ extern const struct vbe_target vbe_target_local;
  * the guest is at its limit, qp now waits on the run list -- leave the WR
  * queued and return) and puts it back when the WR completes or is
  * flushed.  The local target executes synchronously: its credits are
- * the per-poll budget.  vbe_sched_stamp / vbe_sched_start_wr (vbe.h)
- * feed the queue-delay counters.
+ * the per-poll budget.  vbe_sched_start_wr (vbe.h) feeds the queue-delay
+ * counters (ring.c stamps a WR's t_q when it is queued).
  */
 bool vbe_credit_take(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_credit_put(struct vbe_guest *g);

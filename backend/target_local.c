@@ -25,9 +25,11 @@ struct vbe_piece {
 };
 
 /* key names an MR of g in PD pd with `acc` rights that holds
- * [addr, addr + len): its mapped address, else NULL. */
-static uint8_t *vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key,
-			   uint64_t addr, uint64_t len, uint32_t acc)
+ * [addr, addr + len): its mapped address, else NULL.  Inline: twice per
+ * WR, and acc is mostly a constant. */
+static inline __attribute__((always_inline)) uint8_t *
+vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
+	   uint32_t acc)
 {
 	uint32_t idx = key >> 8;
 	struct vbe_mr *mr;
@@ -45,7 +47,31 @@ static uint8_t *vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key,
 	off = addr - mr->iova;
 	if (off > mr->length || len > mr->length - off)
 		return NULL;
-	return g->bufs[mr->buf].addr + mr->offset + off;
+	return mr->base + off;
+}
+
+/*
+ * memmove, with small moves (an 8-byte WRITE) done in place of a libc
+ * call: every load before any store, so overlap is fine as in memmove.
+ */
+static inline void vbe_move(uint8_t *d, const uint8_t *s, size_t n)
+{
+	uint64_t a, b;
+	uint32_t c, e;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(&c, s, 4);
+		memcpy(&e, s + n - 4, 4);
+		memcpy(d, &c, 4);
+		memcpy(d + n - 4, &e, 4);
+	} else {
+		memmove(d, s, n);
+	}
 }
 
 /* Local SGEs -> mapped pieces: lkey valid, in PD pd, in bounds, rights. */
@@ -291,26 +317,94 @@ static int vbe_exec(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe
 	return st;
 }
 
-static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
+/*
+ * The common case in one pass (issue 11): a WRITE of one SGE that fits
+ * the budget (vbe_budget_left said it is not empty), none of it moved
+ * yet: executed and completed.  It only ever succeeds: when a check
+ * fails it returns false having changed nothing, and vbe_exec goes over
+ * the WR again and reports what is wrong.
+ */
+static bool vbe_fast_write(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_wqe *w,
+			   struct vbe_guest *pg, struct vbe_qp *pqp)
 {
-	struct vbe_guest *pg;
-	struct vbe_qp *pqp;
-	struct vbe_wqe *w;
-	uint64_t moved;
-	uint32_t len;
-	uint8_t wc;
-	bool first;
+	const struct vrdma_wire_sge *s = &w->wr.sge[0];
+	uint32_t len = s->length;
+	uint8_t *src, *dst;
+
+	if (w->opcode != VRDMA_OP_WRITE || w->num_sge != 1 || qp->wr_off ||
+	    !len || len > g->budget_bytes)
+		return false;
+	src = vbe_mr_ptr(g, qp->pd, s->lkey, s->addr, len, 0);
+	if (!src)
+		return false;
+	dst = vbe_mr_ptr(pg, pqp->pd, w->wr.rkey, w->wr.remote_addr, len,
+			 VRDMA_ACC_REMOTE_WRITE);
+	if (!dst)
+		return false;
+	vbe_move(dst, src, len);
+	g->ctr.tx_bytes += len;
+	pg->ctr.rx_bytes += len;
+	g->ctr.tx_ops++;
+	pg->ctr.rx_ops++;
+	vbe_sched_start_wr(g, w);
+	g->budget_wrs--;
+	g->budget_bytes -= len;
+	/* vbe_sq_complete, knowing the WR is the head and succeeded */
+	qp->sq_retired++;
+	if (w->flags & VRDMA_WR_F_SIGNALED)
+		vbe_sq_cqe(g, qp, w, VRDMA_WC_WRITE, VRDMA_WS_SUCCESS, len);
+	vbe_wq_pop(&qp->sq);
+	return true;
+}
+
+/* A turn of the head WR, the general way; false: the run stops.  Out of
+ * line: its piece lists would make every run pay for a big frame. */
+static __attribute__((noinline)) bool
+vbe_local_step(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_wqe *w,
+	       struct vbe_guest *pg, struct vbe_qp *pqp)
+{
+	uint64_t moved = 0;
+	uint32_t len = 0;
+	uint8_t wc = VRDMA_WC_SEND;
+	bool first = !qp->wr_off;
 	int st;
 
-	vbe_sched_stamp(g, qp);		/* queue delay counters (issue 5) */
-	while (!g->dead && (w = vbe_wq_head(&qp->sq))) {
-		if (qp->state == VBE_QPS_ERR) {
-			vbe_qp_error(g, qp);
+	st = vbe_exec(g, qp, w, pg, pqp, &wc, &len, &moved);
+	if (st == VBE_WAIT)
+		return false;
+	if (first)
+		vbe_sched_start_wr(g, w);
+	vbe_budget_charge(g, moved);
+	if (st == VBE_PART) {
+		qp->wr_off += moved;
+		return true;
+	}
+	vbe_sq_complete(g, qp, wc, (uint8_t)st, st ? 0 : len);
+	if (st) {
+		vbe_qp_error(g, qp);
+		return false;
+	}
+	return true;
+}
+
+static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_guest *pg = NULL;
+	struct vbe_qp *pqp = NULL;
+	struct vbe_wqe *w;
+
+	while (!g->dead && qp->sq.count) {
+		w = &qp->sq.e[qp->sq.head];
+		if (qp->state != VBE_QPS_RTS) {
+			if (qp->state == VBE_QPS_ERR)
+				vbe_qp_error(g, qp);
 			return;
 		}
-		if (qp->state != VBE_QPS_RTS)
-			return;
-		pqp = vbe_qp_peer(g, qp, &pg);
+		/* One lookup per run: within it the peer QP cannot be freed
+		 * (that takes its guest's commands or a reap), only go to
+		 * error or its guest be disabled, which are looked at. */
+		if (!pqp || pg->dead || pqp->state != VBE_QPS_RTS)
+			pqp = vbe_qp_peer(g, qp, &pg);
 		if (!pqp || pqp->state != VBE_QPS_RTS) {
 			if (qp->by_qpn && pqp != qp)
 				vbe_qpn_lost(g, qp);	/* fails after the retry time */
@@ -320,25 +414,9 @@ static void vbe_local_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 		}
 		if (!vbe_budget_left(g, qp))
 			return;
-		wc = VRDMA_WC_SEND;
-		len = 0;
-		moved = 0;
-		first = !qp->wr_off;
-		st = vbe_exec(g, qp, w, pg, pqp, &wc, &len, &moved);
-		if (st == VBE_WAIT)
+		if (!vbe_fast_write(g, qp, w, pg, pqp) &&
+		    !vbe_local_step(g, qp, w, pg, pqp))
 			return;
-		if (first)
-			vbe_sched_start_wr(g, w);
-		vbe_budget_charge(g, moved);
-		if (st == VBE_PART) {
-			qp->wr_off += moved;
-			continue;
-		}
-		vbe_sq_complete(g, qp, wc, (uint8_t)st, st ? 0 : len);
-		if (st) {
-			vbe_qp_error(g, qp);
-			return;
-		}
 	}
 }
 

@@ -107,6 +107,7 @@ struct vbe_mr {
 	uint32_t pd, buf;	/* table indexes */
 	uint64_t offset, length, iova;
 	uint32_t access, key;
+	uint8_t *base;		/* bufs[buf].addr + offset: its mapped start */
 };
 
 struct vbe_cq {
@@ -128,7 +129,8 @@ struct vbe_wqe {
 	uint8_t  num_sge;
 	uint16_t flags;
 	uint64_t id;
-	int64_t t_q;		/* us when queued (queue delay), 0 = unknown */
+	int64_t t_q;		/* round clock (us) when queued, or when its QP
+				 * went to RTS (queue delay); 0 = unknown */
 	struct vrdma_wr wr;
 };
 
@@ -175,7 +177,6 @@ struct vbe_qp {
 	bool runq;			/* on the run list: WRs left over (C3) */
 	uint64_t wr_off;		/* bytes of the head send WR already moved */
 	uint32_t vx_qp;			/* its device QP's handle (verbs target) */
-	uint32_t sq_stamped;		/* send WRs given a t_q (vs sq_retired) */
 	bool vwait;			/* MODIFY_QP RTR: waiting for peer_qpn */
 	bool by_qpn;			/* bound by MODIFY_QP (verbs), not CONNECT */
 	int64_t lost_ms;		/* by_qpn, peer gone: sends fail then (ms) */
@@ -355,8 +356,20 @@ static inline uint32_t vbe_handle(const struct vbe_slot *s, uint32_t idx)
 }
 uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n);
 void vbe_slot_free(struct vbe_slot *s);
-struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride, uint32_t n,
-			      uint32_t handle);
+/* Inline: a handle is looked up once or twice per WR. */
+static inline struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride,
+					    uint32_t n, uint32_t handle)
+{
+	uint32_t idx = handle & 0xffff;
+	struct vbe_slot *s;
+
+	if (idx >= n)
+		return NULL;
+	s = (struct vbe_slot *)((char *)tab + idx * stride);
+	if (!s->used || s->gen != handle >> 16)
+		return NULL;
+	return s;
+}
 
 #define VBE_GET(arr, n, h) \
 	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
@@ -398,16 +411,65 @@ void vbe_qp_peer_lost(struct vbe_guest *g, struct vbe_qp *qp);
 /* cm_qpn.c: to error as MODIFY_QP(ERR) does: off its peer, flushed. */
 void vbe_qp_fail(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
-		     uint8_t status, uint32_t byte_len);
+void vbe_sq_cqe(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+		uint8_t wc, uint8_t status, uint32_t byte_len);
 void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		     uint8_t status, uint32_t byte_len, uint32_t imm,
 		     bool has_imm, uint32_t src_qpn);
-struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
-			   struct vbe_guest **pg);
+struct vbe_guest *vbe_qp_peer_guest(struct vbe_guest *g, struct vbe_qp *qp);
+/* qp's peer QP on this node (and its guest in *pg), or NULL.  Inline: it
+ * runs per WR; the node's guest list is walked only when the cache
+ * (peer_g, valid while no guest struct was freed) misses. */
+static inline struct vbe_qp *vbe_qp_peer(struct vbe_guest *g, struct vbe_qp *qp,
+					 struct vbe_guest **pg)
+{
+	struct vbe_guest *p = qp->peer_g;
+	struct vbe_qp *q;
+
+	if (qp->state != VBE_QPS_RTS && qp->state != VBE_QPS_ERR)
+		return NULL;
+	if (!p || qp->peer_epoch != g->node->guest_epoch || p->domid != qp->peer_domid ||
+	    p->devid != qp->peer_devid)
+		p = vbe_qp_peer_guest(g, qp);
+	if (!p || p->dead || !p->qps)
+		return NULL;
+	q = VBE_GET(p->qps, VBE_MAX_QPS, qp->peer_handle);
+	if (!q || q->qpn != qp->peer_qpn || q->peer_qpn != qp->qpn)
+		return NULL;
+	*pg = p;
+	return q;
+}
 static inline struct vbe_wqe *vbe_wq_head(struct vbe_wq *q)
 {
 	return q->count ? &q->e[q->head] : NULL;
+}
+/* Sizes are the guest's, not powers of two: wrap by a compare, not a
+ * division (head < size, count <= size). */
+static inline struct vbe_wqe *vbe_wq_tail(struct vbe_wq *q)
+{
+	uint32_t i = q->head + q->count;
+
+	return &q->e[i >= q->size ? i - q->size : i];
+}
+static inline void vbe_wq_pop(struct vbe_wq *q)
+{
+	if (++q->head == q->size)
+		q->head = 0;
+	q->count--;
+}
+/* The head send WR is done: its CQE if signaled or failed, then off. */
+static inline void vbe_sq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
+				   uint8_t status, uint32_t byte_len)
+{
+	struct vbe_wqe *w = vbe_wq_head(&qp->sq);
+
+	if (!w)
+		return;
+	qp->sq_retired++;
+	if (status || (w->flags & VRDMA_WR_F_SIGNALED))
+		vbe_sq_cqe(g, qp, w, wc, status, byte_len);
+	vbe_wq_pop(&qp->sq);
+	qp->wr_off = 0;		/* the next WR starts from its first byte */
 }
 /* The receive qp's next incoming message lands in, or NULL (RNR): the
  * head of its own queue, or one it took from its SRQ and holds until the
@@ -420,8 +482,18 @@ void vbe_qfifo_fini(struct vbe_qfifo *q);
 void vbe_evt_qp(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_evt *e);
 void vbe_evt_qp_error(struct vbe_guest *g, struct vbe_qp *qp, uint16_t status);
 void vbe_evt_drain(struct vbe_guest *g);
-bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes);
+bool vbe_budget_out(struct vbe_guest *g, struct vbe_qp *qp);
+/* Budget left for another WR of g?  If not, qp waits on the run list. */
+static inline bool vbe_budget_left(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	return (g->budget_wrs && g->budget_bytes) || vbe_budget_out(g, qp);
+}
+static inline void vbe_budget_charge(struct vbe_guest *g, uint64_t bytes)
+{
+	if (g->budget_wrs)
+		g->budget_wrs--;
+	g->budget_bytes = bytes < g->budget_bytes ? g->budget_bytes - bytes : 0;
+}
 void vbe_dev_turn_end(struct vbe_guest *g, bool allow);
 void vbe_run_start(struct vbe_guest *g);
 void vbe_sched_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
@@ -430,8 +502,24 @@ bool vbe_sched_ready(struct vbe_guest *g);	/* run list work, not throttled */
 bool vbe_sched_spin(struct vbe_guest *g);	/* ... that a poll can move now */
 void vbe_sched_tick(struct vbe_node *n, int64_t now_ms);
 int64_t vbe_sched_now(struct vbe_node *n);	/* us */
-void vbe_sched_stamp(struct vbe_guest *g, struct vbe_qp *qp);
-void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w);
+void vbe_sched_held(struct vbe_node *n, struct vbe_qp *qp);	/* qp now RTS */
+/* w starts to move: its queue delay into the counters (issue 5).  Both
+ * ends read the round clock: no clock read, nothing sampled, per WR. */
+static inline void vbe_sched_start_wr(struct vbe_guest *g, struct vbe_wqe *w)
+{
+	int64_t now = g->node->round_us, d;
+
+	if (!w->t_q)
+		return;
+	d = (now ? now : vbe_sched_now(g->node)) - w->t_q;
+	w->t_q = 0;
+	if (d < 0)
+		return;
+	g->ctr.qdelay_n++;
+	g->ctr.qdelay_sum_us += (uint64_t)d;
+	if ((uint64_t)d > g->ctr.qdelay_max_us)
+		g->ctr.qdelay_max_us = (uint64_t)d;
+}
 
 /* prio.c */
 void vbe_prio_init(struct vbe_guest *g);	/* defaults, then the keys */

@@ -474,6 +474,35 @@ START_TEST(unsignaled_and_sq_retired)
 }
 END_TEST
 
+/* WRs and then a command in one poll: send WRs to one QP run together
+ * (issue 11), still before the entry after them -- here the DEREG_MR of
+ * the MR they read. */
+START_TEST(batch_keeps_ring_order)
+{
+	struct tg a, b;
+	struct vrdma_req r;
+	int i;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	tg_connect(&a, &b);
+	fill(a.mem + DATA_OFF, 64, 3);
+	for (i = 0; i < 4; i++) {
+		r = mkwr(&a, VRDMA_OP_WRITE, i == 3 ? VRDMA_WR_F_SIGNALED : 0, 200 + i);
+		add_sge(&r, DATA_OFF + 16 * i, 16, a.key);
+		r.u.wr.remote_addr = IOVA + DATA_OFF + 16 * i;
+		r.u.wr.rkey = b.key;
+		tg_push(&a, &r);
+	}
+	r = mkreq(VRDMA_CMD_DEREG_MR, a.mr);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_uint_eq(expect_cqe(&a, 203, VRDMA_WS_SUCCESS).sq_retired, 4);
+	ck_assert_mem_eq(b.mem + DATA_OFF, a.mem + DATA_OFF, 64);
+	tg_stop(&a);
+	tg_stop(&b);
+}
+END_TEST
+
 START_TEST(send_waits_for_recv)
 {
 	struct tg a, b;
@@ -815,6 +844,7 @@ static Suite *backend_suite(void)
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_add_test(t, opcodes_move_data);
 	tcase_add_test(t, unsignaled_and_sq_retired);
+	tcase_add_test(t, batch_keeps_ring_order);
 	tcase_add_test(t, send_waits_for_recv);
 	tcase_add_test(t, notifications);
 	tcase_add_test(t, err_bad_lkey);

@@ -249,6 +249,41 @@ START_TEST(high_class_small_write_first)
 }
 END_TEST
 
+/* Queue delay (vrdmactl stats): every WR that starts is counted once; a
+ * WR run in the round that queued it waited 0, one behind a flood's
+ * earlier WRs waited the rounds in between (1000 us each here). */
+START_TEST(queue_delay_counted)
+{
+	struct vbe_guest *a, *c;
+	struct tg t[4];
+	struct flood f[2];
+	struct vrdma_req r;
+
+	two_floods(t, f);
+	c = vbe_node_guest(node, t[2].domid, 0);
+	r = mkwr(&t[2], VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 42);
+	add_sge(&r, DATA_OFF, 64, t[2].key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF;
+	r.u.wr.rkey = t[3].key;
+	tg_push(&t[2], &r);
+	vbe_node_poll(node);
+	expect_cqe(&t[2], 42, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(c->ctr.qdelay_n, 1);
+	ck_assert_uint_eq(c->ctr.qdelay_sum_us, 0);
+
+	a = vbe_node_guest(node, t[0].domid, 0);
+	rounds(f, 1, 40, 1000);		/* 16 KiB WRs, 4 KiB a round */
+	ck_assert_uint_ge(a->ctr.tx_ops, 5);
+	/* the head WR may be in flight: counted, not done */
+	ck_assert_uint_ge(a->ctr.qdelay_n, a->ctr.tx_ops);
+	ck_assert_uint_le(a->ctr.qdelay_n, a->ctr.tx_ops + 1);
+	ck_assert_uint_ge(a->ctr.qdelay_max_us, 4 * 1000);
+	ck_assert_uint_le(a->ctr.qdelay_max_us, 40 * 1000);
+	ck_assert_uint_ge(a->ctr.qdelay_sum_us, a->ctr.qdelay_max_us);
+	stop_all(t);
+}
+END_TEST
+
 START_TEST(quotas_refuse_nomem)
 {
 	struct vbe_guest *bg;
@@ -463,6 +498,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, rate_limit_holds);
 	tcase_add_test(t, high_class_first_guard_serves_low);
 	tcase_add_test(t, high_class_small_write_first);
+	tcase_add_test(t, queue_delay_counted);
 	tcase_add_test(t, quotas_refuse_nomem);
 	tcase_add_test(t, device_room_held_in_turn);
 	tcase_add_test(t, bad_values_refused);
