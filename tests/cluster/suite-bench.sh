@@ -8,6 +8,11 @@
 # little; the ratios within one boot do.
 
 res=$T/bench.res
+# vd_ticks: vrdmad's user + system CPU so far, in clock ticks.
+vd_ticks() {
+	_p=$(pidof vrdmad | cut -d' ' -f1)
+	[ -n "$_p" ] && awk '{ print $14 + $15 }' /proc/$_p/stat 2>/dev/null
+}
 : >$res
 # SIZE:ITERS; suite-xbench.sh (Xen nodes, slower) sets its own.
 BW_SPECS=${BW_SPECS:-"8:2000 4096:2000 65536:1000 1048576:100"}
@@ -74,6 +79,9 @@ if need_remote bench-remote-path-$NODE; then
 	done
 	size=${LAT_SPEC%:*}
 	v=-
+	# vrdmad's share of this node's CPU during the latency run: a daemon
+	# that spins takes a 1-vCPU node from the guest it waits for.
+	_t0=$(vd_ticks) _w0=$(cut -d' ' -f1 /proc/uptime)
 	if vr_pair vrdma-lat bench-lat -m send -s $size -n ${LAT_SPEC#*:} -T 60 --csv; then
 		vt_pass bench-vrdma-lat-$size-$NODE
 		[ "$NODE" = a ] && v=$(echo "$VR_OUT" | grep '^lat,' | tail -n 1 | cut -d, -f7)
@@ -81,6 +89,11 @@ if need_remote bench-remote-path-$NODE; then
 		vt_fail bench-vrdma-lat-$size-$NODE
 	fi
 	echo "send_lat $size vrdmabw ${v:--}" >>$res
+	awk -v t0="$_t0" -v t1="$(vd_ticks)" -v w0="$_w0" -v w1="$(cut -d' ' -f1 /proc/uptime)" \
+	    -v hz=100 -v node="$NODE" 'BEGIN {	# USER_HZ on x86
+		if (t0 == "" || t1 == "" || w1 <= w0) exit
+		printf "vrdmad on %s during vrdma-lat: %.2f s CPU in %.2f s (%.0f%%)\n",
+		       node, (t1 - t0) / hz, w1 - w0, 100 * (t1 - t0) / hz / (w1 - w0) }'
 fi
 
 if [ "$NODE" = a ]; then
