@@ -23,8 +23,27 @@ vr_start_daemon() {
 	export VRDMA_RUN_DIR="$VR_RUN"
 }
 
-vr_cleanup() {
-	if [ -n "${VR_SPID:-}" ]; then kill "$VR_SPID" 2>/dev/null; fi
+# vr_restart_daemon BUILD_DIR ARGS...: the same run dir, vrdmad again with
+# ARGS; 1 (and no daemon) if it did not come up, e.g. not permitted.
+vr_restart_daemon() {
+	_b=$1
+	shift
+	vr_stop_daemon
+	"$_b/sbin/vrdmad" -S "$VR_RUN" "$@" >"$VR_RUN/vrdmad.log" 2>&1 &
+	VR_DPID=$!
+	i=0
+	until timeout 2 "$_b/sbin/vrdmactl" -S "$VR_RUN" ping 2>/dev/null | grep -q pong; do
+		i=$((i + 1))
+		if [ $i -ge 50 ] || ! kill -0 "$VR_DPID" 2>/dev/null; then
+			tail -n 2 "$VR_RUN/vrdmad.log" >&2
+			vr_stop_daemon
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+vr_stop_daemon() {
 	if [ -n "${VR_DPID:-}" ]; then
 		kill "$VR_DPID" 2>/dev/null
 		# Give it 5 s to leave, then insist.
@@ -36,6 +55,12 @@ vr_cleanup() {
 		kill -9 "$VR_DPID" 2>/dev/null
 		wait "$VR_DPID" 2>/dev/null
 	fi
+	VR_DPID=
+}
+
+vr_cleanup() {
+	if [ -n "${VR_SPID:-}" ]; then kill "$VR_SPID" 2>/dev/null; fi
+	vr_stop_daemon
 	if [ -n "${VR_RUN:-}" ]; then rm -rf "$VR_RUN"; fi
 }
 

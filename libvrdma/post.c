@@ -61,32 +61,39 @@ static const struct vlib_sop {
 _Static_assert(VRDMA_SEND_SIGNALED == VRDMA_WR_F_SIGNALED &&
 	       VRDMA_SEND_FENCE == VRDMA_WR_F_FENCE, "send flags are wire flags");
 
-/* Check a send WR: its opcode's entry and its total length, or -EINVAL. */
+/*
+ * Check a send WR: its opcode's entry, its SGE count and list (read once:
+ * the fill uses these, so another thread rewriting the WR cannot make it
+ * write past the entry) and its total length, or -EINVAL.
+ */
 static int vlib_send_check(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-			   const struct vlib_sop **sop, uint32_t *total)
+			   const struct vlib_sop **sop, uint32_t *total, int *nsge,
+			   const struct vrdma_sge **sgl)
 {
 	const struct vrdma_sge *sg = wr->sg_list;
+	int i, num_sge = wr->num_sge;
 	uint64_t sum = 0;
-	int i;
 
 	if ((unsigned)wr->opcode >= sizeof(vlib_sops) / sizeof(vlib_sops[0]) ||
 	    (wr->send_flags & ~(unsigned)VRDMA_WR_F_ALL))
 		return -EINVAL;
 	*sop = &vlib_sops[wr->opcode];
 	/* Negative counts wrap to large ones. */
-	if ((uint32_t)wr->num_sge > q->cap.max_send_sge || (wr->num_sge && !sg))
+	if ((uint32_t)num_sge > q->cap.max_send_sge || (num_sge && !sg))
 		return -EINVAL;
-	if (wr->num_sge == 1) {			/* the common case */
+	*nsge = num_sge;
+	*sgl = sg;
+	if (num_sge == 1) {			/* the common case */
 		*total = sg->length;
 	} else {
-		for (i = 0; i < wr->num_sge; i++)
+		for (i = 0; i < num_sge; i++)
 			sum += sg[i].length;
 		if (sum > UINT32_MAX)
 			return -EINVAL;
 		*total = (uint32_t)sum;
 	}
 	/* One 8-byte local buffer, as verbs atomics. */
-	if (((*sop)->has & VLIB_SOP_ATOMIC) && (wr->num_sge != 1 || *total != 8))
+	if (((*sop)->has & VLIB_SOP_ATOMIC) && (num_sge != 1 || *total != 8))
 		return -EINVAL;
 	return 0;
 }
@@ -97,7 +104,8 @@ static int vlib_send_check(const struct vlib_qp *q, const struct vrdma_send_wr *
  * SGEs as zero): nothing stale or of ours leaks to dom0.
  */
 static void vlib_send_fill(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-			   const struct vlib_sop *sop, struct vrdma_req *r)
+			   const struct vlib_sop *sop, int nsge, const struct vrdma_sge *sg,
+			   struct vrdma_req *r)
 {
 	struct vrdma_wr *w = &r->u.wr;
 	int i;
@@ -110,7 +118,7 @@ static void vlib_send_fill(const struct vlib_qp *q, const struct vrdma_send_wr *
 	_Static_assert(sizeof(struct vrdma_sge) == sizeof(struct vrdma_wire_sge),
 		       "SGEs copy as they are");
 	r->opcode = sop->op;
-	r->num_sge = (uint8_t)wr->num_sge;
+	r->num_sge = (uint8_t)nsge;
 	r->flags = (uint16_t)wr->send_flags | q->sq_sig_all;
 	r->handle = q->pub.handle;
 	r->id = wr->wr_id;
@@ -129,22 +137,23 @@ static void vlib_send_fill(const struct vlib_qp *q, const struct vrdma_send_wr *
 	/* reserved and the SGEs zero (fixed-size stores), then the WR's. */
 	memset((char *)w + offsetof(struct vrdma_wr, reserved), 0,
 	       sizeof(*w) - offsetof(struct vrdma_wr, reserved));
-	if (wr->num_sge == 1)
-		memcpy(&w->sge[0], wr->sg_list, sizeof(w->sge[0]));
+	if (nsge == 1)
+		memcpy(&w->sge[0], sg, sizeof(w->sge[0]));
 	else
-		for (i = 0; i < wr->num_sge; i++)
-			memcpy(&w->sge[i], &wr->sg_list[i], sizeof(w->sge[i]));
+		for (i = 0; i < nsge; i++)
+			memcpy(&w->sge[i], &sg[i], sizeof(w->sge[i]));
 }
 
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr)
 {
+	const struct vrdma_sge *sg = NULL;
 	const struct vlib_sop *sop;
 	struct vrdma_device *dev;
 	struct vrdma_req *r;
 	struct vlib_qp *q;
 	uint32_t total;
-	int rc = 0;
+	int rc = 0, nsge = 0;
 
 	if (bad_wr)
 		*bad_wr = wr;
@@ -166,7 +175,7 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 			break;
 		}
 		/* A bad WR says EINVAL even when the queue is full. */
-		rc = vlib_send_check(q, wr, &sop, &total);
+		rc = vlib_send_check(q, wr, &sop, &total, &nsge, &sg);
 		if (rc)
 			break;
 		if (q->sq_posted - retired >= q->cap.max_send_wr) {
@@ -179,7 +188,7 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 			rc = err;
 			break;
 		}
-		vlib_send_fill(q, wr, sop, r);
+		vlib_send_fill(q, wr, sop, nsge, sg, r);
 		vfe_ring_commit(&dev->fe);
 		vlib_slot_set(&q->sq_slot[q->sq_posted & q->sq_mask], wr->wr_id, total,
 			      sop->wc);

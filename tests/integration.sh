@@ -131,6 +131,24 @@ wait "$DPID"; drc=$?
 DPID=
 check "vrdmad exits 0 on SIGTERM" [ $drc -eq 0 ]
 check "sockets removed" [ ! -e "$RUN/vrdmad.ctl" ]
+# ---- vrdmad's options: bad values are refused with a message, before anything starts ----
+rt_bad() { ! "$B/sbin/vrdmad" -S "$RUN/rt" --rt-prio "$1" 2>"$RUN/rt.err" && grep -q "bad --rt-prio" "$RUN/rt.err"; }
+check "vrdmad --rt-prio 0 refused" rt_bad 0
+check "vrdmad --rt-prio 100 refused" rt_bad 100
+check "vrdmad --rt-prio x refused" rt_bad x
+# SCHED_RR where permitted (root here, usually): the daemon comes up and says so.
+if [ "$(id -u)" = 0 ]; then
+	"$B/sbin/vrdmad" -f -S "$RUN/rt" -n rt-node --rt-prio 1 >"$RUN/rt.log" 2>&1 &
+	RTP=$!
+	i=0
+	until grep -q "SCHED_RR priority 1" "$RUN/rt.log" || [ $i -ge 50 ] || ! kill -0 $RTP 2>/dev/null; do
+		sleep 0.1; i=$((i + 1))
+	done
+	check "vrdmad --rt-prio 1: data path at SCHED_RR" grep -q "SCHED_RR priority 1" "$RUN/rt.log"
+	kill $RTP 2>/dev/null; wait $RTP
+	check "vrdmad --rt-prio 1 exits 0 on SIGTERM" [ $? -eq 0 ]
+fi
+
 # ---- 4. operator controls (issue 5), with a daemon of their own ----
 check "prio: set/get/stats/top (tests/prio.sh)" "$(dirname "$0")/prio.sh" "$B"
 
