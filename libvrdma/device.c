@@ -246,7 +246,5 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	attr->max_pd = 256;
 	attr->max_qp_rd_atom = 16;
 	attr->max_mr_size = (uint64_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE;
-	if (strcmp(vplat_kind(dev->fe.plat), "host"))
-		attr->flags |= VRDMA_DEV_DOM0_ELSEWHERE;
 	return 0;
 }

@@ -347,17 +347,9 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
  * lets go leaves it what preemption takes (perftest's ib_write_bw: ~100
  * MB/s instead of GB/s, docs/verbs.md).  So after a short spin: if a
  * completion is due (a signaled send WR of this CQ not polled yet), sleep
- * until dom0 writes it, as libvrdma's own waiters do, at most
- * VVB_POLL_SLEEP_MS; else yield, which costs a system call when nothing
- * else wants this CPU.  A yield never gives the CPU to another domain
- * (VRDMA_DEV_DOM0_ELSEWHERE): a 1-vCPU domU spinning for a receive keeps
- * dom0, who would deliver it, off the core until Xen's scheduler takes it
- * away (ib_send_lat between domUs of two nodes: 16.8 ms one way), so there
- * a receive posted to one of the CQ's QPs is due too.  On the plain host
- * the yield is better (ib_send_lat 24 us, sleeping 38-49; ib_send_bw
- * 64 KiB 35-38 GB/s, sleeping 17-19).  A send due count that was wrong
- * (the QP destroyed, say) costs one timed-out sleep; receives stay due
- * until they complete or flush.
+ * until dom0 writes it, as libvrdma's own waiters do; else yield, which
+ * costs a system call when nothing else wants this CPU.  A due count that
+ * was wrong (the QP destroyed, say) costs one timed-out sleep.
  */
 static void vvb_poll_idle(struct vvb_cq *cq)
 {
@@ -366,9 +358,7 @@ static void vvb_poll_idle(struct vvb_cq *cq)
 	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) <
 	    (cpu ? VVB_POLL_SPIN_CPU : VVB_POLL_SPIN))
 		return;
-	if (!cpu && __atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0 &&
-	    (!(cq->ctx->dattr.flags & VRDMA_DEV_DOM0_ELSEWHERE) ||
-	     __atomic_load_n(&cq->rdue, __ATOMIC_RELAXED) <= 0)) {
+	if (!cpu && __atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0) {
 		sched_yield();
 		return;
 	}
@@ -381,13 +371,6 @@ void vvb_cq_due(struct vvb_cq *cq, long n)
 {
 	if (n)
 		__atomic_add_fetch(&cq->due, n, __ATOMIC_RELAXED);
-}
-
-/* Receives just posted on a QP whose recv CQ is cq. */
-void vvb_cq_rdue(struct vvb_cq *cq, long n)
-{
-	if (n)
-		__atomic_add_fetch(&cq->rdue, n, __ATOMIC_RELAXED);
 }
 
 static enum ibv_wc_status vvb_status(enum vrdma_wc_status s)
@@ -459,13 +442,9 @@ int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 				w->wc_flags |= IBV_WC_WITH_IMM;
 			sends += !(w->opcode & IBV_WC_RECV);
 		}
-		/* Flushed unsignaled WRs complete too: never below zero.
-		 * (SRQ receives were never counted: the same floor.) */
+		/* Flushed unsignaled WRs complete too: never below zero. */
 		if (sends && __atomic_sub_fetch(&cq->due, sends, __ATOMIC_RELAXED) < 0)
 			__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
-		if (got - sends &&
-		    __atomic_sub_fetch(&cq->rdue, got - sends, __ATOMIC_RELAXED) < 0)
-			__atomic_store_n(&cq->rdue, 0, __ATOMIC_RELAXED);
 		done += got;
 		if (got < want)
 			break;

@@ -201,18 +201,9 @@ int vvb_recv_chain(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
 	return rc;
 }
 
-/* A QP's receives, counted as due on its recv CQ (vvb_poll_idle). */
 static int vvb_qp_post_recv(void *obj, struct vrdma_recv_wr *wr, struct vrdma_recv_wr **bad)
 {
-	struct vvb_qp *q = obj;
-	const struct vrdma_recv_wr *w;
-	long n = 0;
-	int rc = vrdma_post_recv(q->vqp, wr, bad);
-
-	for (w = wr; w && (!rc || (*bad && w != *bad)); w = w->next)
-		n++;
-	vvb_cq_rdue(vvb_cq(q->qpx.qp_base.recv_cq), n);
-	return rc;
+	return vrdma_post_recv(obj, wr, bad);
 }
 
 int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -227,7 +218,7 @@ int vvb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	}
 	pthread_mutex_lock(&q->rq_lock);
 	rc = vvb_recv_chain(wr, bad, q->rwr, q->rsge, q->rq_depth, q->cap.max_recv_sge,
-			    vvb_qp_post_recv, q);
+			    vvb_qp_post_recv, q->vqp);
 	pthread_mutex_unlock(&q->rq_lock);
 	return rc;
 }

@@ -64,12 +64,10 @@ struct vvb_cq {
 	struct vrdma_cq *vcq;
 	struct vvb_cq *next;			/* ctx->cqs (ctx->lock) */
 	int armed;				/* ctx->lock */
-	/* ibv_poll_cq's idle rule (atomics): empty polls in a row,
-	 * signaled send WRs posted and not polled yet, and receives posted
-	 * to QPs of this recv CQ and not polled yet (estimates) */
+	/* ibv_poll_cq's idle rule (atomics): empty polls in a row, and
+	 * signaled send WRs posted and not polled yet (an estimate) */
 	unsigned int empty;
 	long due;
-	long rdue;
 	unsigned int events;			/* async events taken, not acked */
 };
 
@@ -184,7 +182,6 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 int vvb_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int vvb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void vvb_cq_due(struct vvb_cq *cq, long n);
-void vvb_cq_rdue(struct vvb_cq *cq, long n);
 void vvb_notifier_stop(struct vvb_context *ctx);
 
 /* qp.c */

@@ -210,15 +210,7 @@ struct vrdma_device_attr {
 	uint32_t max_pd;
 	uint32_t max_qp_rd_atom;	/* READs/atomics outstanding per QP */
 	uint64_t max_mr_size;
-	uint64_t flags;			/* VRDMA_DEV_* */
-	uint64_t reserved[3];
-};
-
-/* vrdma_device_attr.flags */
-enum {
-	/* dom0 runs on another kernel (a Xen domU's): sched_yield() never
-	 * hands it this CPU; only blocking does. */
-	VRDMA_DEV_DOM0_ELSEWHERE = 1u << 0,
+	uint64_t reserved[4];
 };
 
 /* How a waiter spends its CPU before it sleeps (vrdma_set_wait_policy). */
