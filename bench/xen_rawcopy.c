@@ -17,7 +17,7 @@
  *   rawcopy,SIZE,ITERS,MIB_PER_S
  * The server trusts nothing the client writes except prod, which it bounds.
  *
- * -P (ping-pong, for make bench-cluster's latency budget): one 8-byte
+ * -P (ping-pong, for make bench-cluster's latency budget): one 16-byte
  * message at a time; the client bumps prod and notifies, the server answers
  * with cons and a notification; both sleep on the event channel (poll()),
  * as vrdmad and a guest do on a 1-vCPU domain.  The client prints
@@ -369,6 +369,12 @@ static int rc_client(struct rc_ctx *c)
 	c->o.size = hdr->slot_size;
 	c->o.iters = hdr->iters;
 	c->o.ping = hdr->ping == 1;
+	if (!c->o.iters || c->o.iters > (1u << 24)) {
+		fprintf(stderr, "rawcopy: bad iteration count %" PRIu64 " in the ring header\n",
+			c->o.iters);
+		r = -EPROTO;
+		goto out_hdr;
+	}
 	if (hdr->magic != RC_MAGIC || ndata == 0 || ndata > RC_MAX_REFS || nslots < 2 ||
 	    c->o.size < 16 || (uint64_t)nslots * c->o.size > (uint64_t)ndata * RC_PAGE) {
 		fprintf(stderr, "rawcopy: bad ring header\n");

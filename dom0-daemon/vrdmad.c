@@ -51,7 +51,8 @@ static void vd_usage(FILE *f)
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
-		"                     CAP_SYS_NICE): guests that busy-poll then never delay it\n"
+		"                     CAP_SYS_NICE; no spin window): guests that busy-poll\n"
+		"                     then never delay it\n"
 		"  -h, --help         this text\n",
 		VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VEV_SPIN_US_DEF);
 }
@@ -315,9 +316,10 @@ static int vd_parse_port(const char *s)
  * SCHED_RR.  On a small host a guest that busy-polls (perftest does) holds
  * a core until the kernel preempts it, and a normal vrdmad woken by that
  * guest's doorbell waits its turn: ib_write_lat 8 B through vrdma on two
- * cores, 2 ms typical; at --rt-prio 1, 34 us.  vrdmad sleeps once its
- * spin window (--spin-us) is over, and the kernel's RT throttling bounds
- * it anyway.  Not inherited by children.
+ * cores, 2 ms typical; at --rt-prio 1, 34 us.  No spin window then
+ * (main): it sleeps as soon as a poll finds nothing, so it holds a core
+ * only while guests give it work; the kernel's RT throttling bounds even
+ * that.  Not inherited by children.
  */
 static int vd_rt(unsigned prio)
 {
@@ -351,6 +353,7 @@ int main(int argc, char **argv)
 	};
 	struct vd_daemon d = { .sig_fd = -1 };
 	unsigned spin_us = VEV_SPIN_US_DEF, rt_prio = 0;
+	int spin_set = 0;
 	char host[HOST_NAME_MAX + 1] = "";
 	unsigned long v;
 	char *end;
@@ -396,6 +399,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			spin_us = (unsigned)v;
+			spin_set = 1;
 			break;
 		case 'r':
 			errno = 0;
@@ -419,6 +423,15 @@ int main(int argc, char **argv)
 		vd_usage(stderr);
 		return 1;
 	}
+	/* Under SCHED_RR the spin window's yield hands the core to no normal
+	 * task: a guest sharing it would wait out every window, and one that
+	 * posts inside each window would keep us on the core for good. */
+	if (rt_prio && spin_set && spin_us) {
+		fprintf(stderr, "vrdmad: --rt-prio takes no spin window (--spin-us 0)\n");
+		return 1;
+	}
+	if (rt_prio)
+		spin_us = 0;
 	if (!d.run_dir)
 		d.run_dir = getenv("VRDMA_RUN_DIR");
 	if (!d.run_dir || !*d.run_dir)

@@ -36,6 +36,9 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
+kill -0 "$dpid" 2>/dev/null && timeout 5 "$b/sbin/vrdmactl" -S "$run" ping 2>/dev/null | grep -q pong ||
+	{ echo "bench-scale: vrdmad did not start:" >&2; tail -n 5 "$run/vrdmad.log" >&2; exit 1; }
+
 ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
 anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$dpid/status"; }
 nfds() { ls "/proc/$dpid/fd" | wc -l; }

@@ -98,7 +98,8 @@ if command -v ib_write_lat >/dev/null && vr_restart_daemon "$b" --rt-prio 1; the
 	pt_run ib_write_lat "$VR_RUN/ptrt" -s 8 -n "$LAT_ITERS" || rc=1
 	vr_restart_daemon "$b" || vr_die "vrdmad did not come back"
 else
-	echo "bench: vrdmad --rt-prio 1 not permitted here: that row is '-'" >&2
+	command -v ib_write_lat >/dev/null &&
+		echo "bench: vrdmad --rt-prio 1 not permitted here: that row is '-'" >&2
 	vr_restart_daemon "$b" || vr_die "vrdmad did not come back"
 fi
 rt_typ=$(ptf "$VR_RUN/ptrt" 5) rt_avg=$(ptf "$VR_RUN/ptrt" 6) rt_p99=$(ptf "$VR_RUN/ptrt" 8)

@@ -136,14 +136,22 @@ rt_bad() { ! "$B/sbin/vrdmad" -S "$RUN/rt" --rt-prio "$1" 2>"$RUN/rt.err" && gre
 check "vrdmad --rt-prio 0 refused" rt_bad 0
 check "vrdmad --rt-prio 100 refused" rt_bad 100
 check "vrdmad --rt-prio x refused" rt_bad x
-# SCHED_RR where permitted (root here, usually): the daemon comes up and says so.
-if [ "$(id -u)" = 0 ]; then
-	"$B/sbin/vrdmad" -f -S "$RUN/rt" -n rt-node --rt-prio 1 >"$RUN/rt.log" 2>&1 &
-	RTP=$!
-	i=0
-	until grep -q "SCHED_RR priority 1" "$RUN/rt.log" || [ $i -ge 50 ] || ! kill -0 $RTP 2>/dev/null; do
-		sleep 0.1; i=$((i + 1))
-	done
+rt_spin() { ! "$B/sbin/vrdmad" -S "$RUN/rt" --rt-prio 1 --spin-us 5 2>"$RUN/rt.err" &&
+	    grep -q "no spin window" "$RUN/rt.err"; }
+check "vrdmad --rt-prio with a spin window refused" rt_spin
+# SCHED_RR where permitted: the daemon comes up and says so; where not
+# (no CAP_SYS_NICE, no RT runtime in this cgroup) it exits 1 with the reason.
+"$B/sbin/vrdmad" -f -S "$RUN/rt" -n rt-node --rt-prio 1 >"$RUN/rt.log" 2>&1 &
+RTP=$!
+i=0
+until grep -q "SCHED_RR priority 1\|cannot use SCHED_RR" "$RUN/rt.log" || [ $i -ge 50 ] ||
+      ! kill -0 $RTP 2>/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
+if grep -q "cannot use SCHED_RR" "$RUN/rt.log"; then
+	wait $RTP
+	check "vrdmad --rt-prio 1 not permitted here: exits 1 with the reason" [ $? -eq 1 ]
+else
 	check "vrdmad --rt-prio 1: data path at SCHED_RR" grep -q "SCHED_RR priority 1" "$RUN/rt.log"
 	kill $RTP 2>/dev/null; wait $RTP
 	check "vrdmad --rt-prio 1 exits 0 on SIGTERM" [ $? -eq 0 ]

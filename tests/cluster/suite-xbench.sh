@@ -28,15 +28,19 @@ if du_ready $D1 $_n 60 &&
    du_wait $D1 $_n 60 && [ "$DU_RC" = 0 ]; then
 	RAWPING=$(echo "$_o" | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
 	echo "$_o" | grep '^client'
+fi
+if [ -n "$RAWPING" ] && [ "$RAWPING" != - ]; then
 	vt_pass bench-rawping-$NODE
 else
+	RAWPING=-
 	du_out $D1 $_n | tail -n 3
 	vt_fail bench-rawping-$NODE
 fi
+# (each side's ping may take up to 210 s: wait as long)
 if [ "$NODE" = b ]; then
-	cl_tell "rawping ${RAWPING:--}" 60
+	cl_tell "rawping ${RAWPING:--}" 240
 else
-	cl_await rawping 120 && RAWPING_B=${CL_MSG#rawping } || RAWPING_B=-
+	cl_await rawping 240 && RAWPING_B=${CL_MSG#rawping } || RAWPING_B=-
 fi
 
 . /vrdma/suite-bench.sh
