@@ -284,7 +284,7 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 {
 	struct vbe_vx *vx = g->node->vx;
 	struct vbe_vqp *vq = vbe_vx_of(g, qp);
-	const struct vbe_wqe *w;
+	struct vbe_wqe *w;
 	int st;
 
 	if (!vq || vq->state != VBE_VQ_UP) {
@@ -323,6 +323,9 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			vbe_vx_fail(vq, g, qp);
 			return;
 		}
+		/* Its time in dom0 before the device: the queue-delay counters
+		 * (vrdmactl stats), one hop of make bench-cluster's budget. */
+		vbe_sched_start_wr(g, w);
 		vq->sq_posted++;
 		vq->credits++;
 		vq->inflight += vbe_vx_wr_len(w);
