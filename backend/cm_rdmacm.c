@@ -239,6 +239,7 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	qp->peer_qpn = h.qpn;
 	qp->tgt = &vbe_target_verbs;
 	qp->state = VBE_QPS_RTS;
+	vbe_sched_held(g->node, qp);	/* queue delay from now (vbe_vx_sq_run) */
 	memset(&e, 0, sizeof(e));
 	e.type = VRDMA_EVT_CONNECTED;
 	e.handle = qp->handle;
@@ -381,6 +382,7 @@ int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id 
 	qp->peer_qpn = h->qpn;
 	qp->tgt = &vbe_target_verbs;
 	qp->state = VBE_QPS_RTS;
+	vbe_sched_held(g->node, qp);	/* queue delay from now (vbe_vx_sq_run) */
 	qp->tgt->rq_posted(g, qp);
 	vbe_rcm_conn_param(&p, buf, (uint8_t)(len > 0 ? len : 0));
 	vbe_rcm_ack_timeout(id);

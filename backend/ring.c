@@ -208,18 +208,10 @@ static void vbe_wr_run(struct vbe_guest *g, struct vbe_qp **run)
 		qp->tgt->sq_run(g, qp);
 }
 
-/* r: a private copy of a whole entry. */
+/* r: a private copy of a whole entry that is not a SEND..RECV (those go
+ * straight to vbe_wr_queue). */
 static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 {
-	struct vbe_qp *run = NULL;
-	int err;
-
-	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_RECV) {
-		err = vbe_wr_queue(g, r, &r->u.wr, &run);
-		if (run)
-			vbe_wr_run(g, &run);
-		return err;
-	}
 	if (r->opcode == VRDMA_OP_SRQ_RECV) {
 		if (vbe_wr_check(g, r, &r->u.wr, true))
 			return -EPROTO;
@@ -270,8 +262,9 @@ int vbe_ring_poll(struct vbe_guest *g)
 			vbe_wr_queue(g, &r, &e->u.wr, &run);
 			continue;
 		}
-		/* Anything else: a copy of the whole entry (header again). */
-		memcpy(&r, e, sizeof(r));
+		/* Anything else: the rest of the entry.  The header stays the
+		 * one read above (the opcode was decided on it). */
+		memcpy(&r.u, &e->u, sizeof(r.u));
 		__asm__ __volatile__("" ::: "memory");
 		vbe_req_handle(g, &r);
 	}

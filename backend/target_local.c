@@ -347,13 +347,8 @@ static bool vbe_fast_write(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_wq
 	g->ctr.tx_ops++;
 	pg->ctr.rx_ops++;
 	vbe_sched_start_wr(g, w);
-	g->budget_wrs--;
-	g->budget_bytes -= len;
-	/* vbe_sq_complete, knowing the WR is the head and succeeded */
-	qp->sq_retired++;
-	if (w->flags & VRDMA_WR_F_SIGNALED)
-		vbe_sq_cqe(g, qp, w, VRDMA_WC_WRITE, VRDMA_WS_SUCCESS, len);
-	vbe_wq_pop(&qp->sq);
+	vbe_budget_charge(g, len);
+	vbe_sq_complete(g, qp, VRDMA_WC_WRITE, VRDMA_WS_SUCCESS, len);
 	return true;
 }
 

@@ -21,21 +21,8 @@ BENCH_GUESTS="PV domU -> dom0 vrdmad -> rxe0"
 # round trips between domu1 and this dom0 over one grant-shared page, both
 # sides sleeping in poll() as vrdmad and a 1-vCPU guest do.  Each node
 # measures its own; b hands its figure to a.
-RAWPING=-
-_n=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k rawping server 0" sharing)
-if du_ready $D1 $_n 60 &&
-   _o=$(timeout 90 vrdma-xen-rawcopy -T 60 -k rawping client $D1) &&
-   du_wait $D1 $_n 60 && [ "$DU_RC" = 0 ]; then
-	RAWPING=$(echo "$_o" | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
-	echo "$_o" | grep '^client'
-fi
-if [ -n "$RAWPING" ] && [ "$RAWPING" != - ]; then
-	vt_pass bench-rawping-$NODE
-else
-	RAWPING=-
-	du_out $D1 $_n | tail -n 3
-	vt_fail bench-rawping-$NODE
-fi
+raw_ping_dom0 rawping && vt_pass bench-rawping-$NODE || vt_fail bench-rawping-$NODE
+RAWPING=$RAW_RTT
 # (each side's ping may take up to 210 s: wait as long)
 if [ "$NODE" = b ]; then
 	cl_tell "rawping ${RAWPING:--}" 240

@@ -204,6 +204,23 @@ bw_pair() {
 	[ "$_crc" = 0 ] && [ "$_src" = 0 ] && [ -n "$BW_ROW" ]
 }
 
+# raw_ping_dom0 TAG: event-channel round trips (vrdma-xen-rawcopy -P, 200)
+# between domu1 ($D1, sharing the page) and this dom0; RAW_RTT = the
+# typical round trip in us, or "-" (then 1).
+raw_ping_dom0() {
+	RAW_RTT=-
+	_rn=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k $1 server 0" sharing)
+	if du_ready $D1 $_rn 60 && _ro=$(timeout 90 vrdma-xen-rawcopy -T 60 -k $1 client $D1) &&
+	   du_wait $D1 $_rn 60 && [ "$DU_RC" = 0 ]; then
+		echo "$_ro" | grep '^client'
+		RAW_RTT=$(echo "$_ro" | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
+	fi
+	[ -n "$RAW_RTT" ] && [ "$RAW_RTT" != - ] && return 0
+	RAW_RTT=-
+	du_out $D1 $_rn | tail -n 3
+	return 1
+}
+
 # raw_pair SIZE ITERS: one vrdma-xen-rawcopy run; RAW_MIB = server's MiB/s.
 raw_pair() {
 	RAW_MIB=

@@ -45,12 +45,8 @@ if du_ready $D1 $_ns 60; then
 	[ "$_crc" = 0 ] && [ "$DU_RC" = 0 ] && [ -n "$lat" ] || { lat=-; echo "$_o" | tail -n 5; }
 fi
 [ "$lat" != - ] && vt_pass bench-lat-8 || vt_fail bench-lat-8
-_ns=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k rawping server 0" sharing)
-if du_ready $D1 $_ns 60 && _o=$(timeout 90 vrdma-xen-rawcopy -T 60 -k rawping client $D1) &&
-   du_wait $D1 $_ns 60 && [ "$DU_RC" = 0 ]; then
-	rawd0=$(echo "$_o" | sed -n 's/^rawping,[0-9]*,\([0-9.]*\),.*/\1/p')
-fi
-[ -n "$rawd0" ] && [ "$rawd0" != - ] && vt_pass bench-rawping-dom0 || { rawd0=-; vt_fail bench-rawping-dom0; }
+raw_ping_dom0 rawping && vt_pass bench-rawping-dom0 || vt_fail bench-rawping-dom0
+rawd0=$RAW_RTT
 _ns=$(du_run $D1 "vrdma-xen-rawcopy -T 60 -P -n 200 -k rawping2 server $D2" sharing)
 if du_ready $D1 $_ns 60; then
 	_nc=$(du_run $D2 "vrdma-xen-rawcopy -T 60 -k rawping2 client $D1")
