@@ -22,7 +22,7 @@ report() {
 		pass=$((pass + 1))
 		return
 	fi
-	echo "---- $name output:"; tail -n 30 "$out"
+	echo "---- $name output:"; grep "^== " "$out"; tail -n 30 "$out"
 	echo "VRDMA-TEST rdmacm-$name FAIL"
 	fail=$((fail + 1))
 }

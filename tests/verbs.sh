@@ -30,7 +30,7 @@ report() {
 		pass=$((pass + 1))
 		return
 	fi
-	echo "---- $name output:"; tail -n 25 "$out"
+	echo "---- $name output:"; grep "^== " "$out"; tail -n 25 "$out"
 	if [ -n "${PENDING[$name]:-}" ]; then
 		echo "VRDMA-TEST verbs-$name XFAIL (pending: ${PENDING[$name]})"
 		xfail=$((xfail + 1))
