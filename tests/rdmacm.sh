@@ -62,6 +62,10 @@ pair read_bw "$BW" "ib_read_bw $PT" "ib_read_bw $PT 127.0.0.1"
 pair send_bw "$BW" "ib_send_bw $PT" "ib_send_bw $PT 127.0.0.1"
 pair send_lat "$LAT" "ib_send_lat $PT" "ib_send_lat $PT 127.0.0.1"
 pair write_lat "$LAT" "ib_write_lat $PT" "ib_write_lat $PT 127.0.0.1"
+pair read_lat "$LAT" "ib_read_lat $PT" "ib_read_lat $PT 127.0.0.1"
+AT="-R -x 0 -n 1000 -p @P@"
+pair atomic_bw "$BW" "ib_atomic_bw $AT" "ib_atomic_bw $AT 127.0.0.1"
+pair atomic_lat "$LAT" "ib_atomic_lat $AT" "ib_atomic_lat $AT 127.0.0.1"
 
 # malformed and corner uses
 own refused

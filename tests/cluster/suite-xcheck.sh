@@ -297,6 +297,8 @@ if need_remote xcheck-remote-path-$NODE; then
 	_cs=/sys/devices/system/clocksource/clocksource0
 	du_sh $D1 10 "echo tsc >$_cs/current_clocksource && echo xen >$_cs/unbind_clocksource" ||
 		echo "domu1 on $NODE: tsc clocksource not set (perftest may not calibrate)"
+	vt_check verbs-devinfo-$NODE gn_sh $D1 60 \
+		"vrdma-run ibv_devinfo -v | grep -E 'hca_id|GID'; vrdma-run ibv_devinfo | grep -q vrdma0"
 	xc_vpair rc_pingpong 19701 "ibv_rc_pingpong -g 0 -n 50 -p @P@" \
 		"ibv_rc_pingpong -g 0 -n 50 -p @P@ @A@"
 	xc_vpair rping 19702 "rping -s -v -p @P@ -C 10" "rping -c -a @A@ -v -V -p @P@ -C 10"

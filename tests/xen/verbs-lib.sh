@@ -136,12 +136,12 @@ verbs_suite() { # srv_dom cli_dom addr
 	vpair srq_pingpong $((p + 2)) $s $c $a ibv_srq_pingpong -g 0 -n 50 -q 4
 	vpair write_bw_old $((p + 3)) $s $c $a ib_write_bw -x 0 -n 200 -s 4096 --use_old_post_send
 	vt_perftests vpair $((p + 3)) $s $c $a
-	vcmds rping $((p + 12)) $s $c "rping -s -v -p @P@ -C 10" "rping -c -a $a -v -V -p @P@ -C 10"
-	vcmds ucmatose $((p + 13)) $s $c "ucmatose -p @P@" "ucmatose -s $a -p @P@"
+	vcmds rping $((p + 20)) $s $c "rping -s -v -p @P@ -C 10" "rping -c -a $a -v -V -p @P@ -C 10"
+	vcmds ucmatose $((p + 21)) $s $c "ucmatose -p @P@" "ucmatose -s $a -p @P@"
 }
 
 # Debian's perftest programs of issue 10, each as "PAIR NAME PORT EXTRA...
-# PROG ARGS..." (ports PORT+1 to PORT+8, VT_PT_N iterations); the Xen
+# PROG ARGS..." (ports PORT+1 to PORT+12, VT_PT_N iterations); the Xen
 # cluster's xcheck runs them too.
 vt_perftests() { # pair port extra...
 	local pair=$1 p=$2 iters=${VT_PT_N:-200}
@@ -155,4 +155,8 @@ vt_perftests() { # pair port extra...
 	# rdma_cm: the connection over the guest network, QPs bound by dom0
 	"$pair" write_bw_cm $((p + 7)) "$@" ib_write_bw -R -x 0 -n $iters -s 65536
 	"$pair" send_lat_cm $((p + 8)) "$@" ib_send_lat -R -x 0 -n $iters -s 8
+	"$pair" read_bw_cm $((p + 9)) "$@" ib_read_bw -R -x 0 -n $iters -s 65536
+	"$pair" send_bw_cm $((p + 10)) "$@" ib_send_bw -R -x 0 -n $iters -s 65536
+	"$pair" atomic_bw_cm $((p + 11)) "$@" ib_atomic_bw -R -x 0 -n $iters
+	"$pair" write_lat_cm $((p + 12)) "$@" ib_write_lat -R -x 0 -n $iters -s 8
 }
