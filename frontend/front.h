@@ -148,12 +148,24 @@ static inline void vfe_ring_lock(struct vfe_dev *d)
 }
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
 struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err);
+/* Room for an entry known without a look at shared memory: the room seen
+ * at the last look at the backend's consumer index only grows meanwhile,
+ * no shared read per entry until it is used.  vfe_ring_entry() is then
+ * the next entry.  A poster that checked vfe_is_broken() once after
+ * taking the lock uses these per WR (a device that breaks later is
+ * caught by vfe_ring_unlock()), else vfe_ring_slot(). */
+static inline bool vfe_ring_room(const struct vfe_dev *d)
+{
+	return d->req_prod != d->req_end;
+}
+static inline struct vrdma_req *vfe_ring_entry(struct vfe_dev *d)
+{
+	return &d->req[d->req_prod & (d->req_size - 1)];
+}
 static inline struct vrdma_req *vfe_ring_slot(struct vfe_dev *d, int *err)
 {
-	/* The room seen at the last look at the backend's consumer index
-	 * only grows meanwhile: no shared read per entry until it is used. */
-	if (vfe_likely(d->req_prod != d->req_end && !vfe_is_broken(d)))
-		return &d->req[d->req_prod & (d->req_size - 1)];
+	if (vfe_likely(vfe_ring_room(d) && !vfe_is_broken(d)))
+		return vfe_ring_entry(d);
 	return vfe_ring_slot_wait(d, err);
 }
 static inline void vfe_ring_commit(struct vfe_dev *d)

@@ -62,53 +62,56 @@ _Static_assert(VRDMA_SEND_SIGNALED == VRDMA_WR_F_SIGNALED &&
 	       VRDMA_SEND_FENCE == VRDMA_WR_F_FENCE, "send flags are wire flags");
 
 /*
- * Check a send WR: its opcode's entry, its SGE count and list (read once:
- * the fill uses these, so another thread rewriting the WR cannot make it
- * write past the entry) and its total length, or -EINVAL.
+ * vlib_send_put() for any SGE list but one SGE: check the count, copy
+ * each SGE once into the entry's (unused ones zero), sum their lengths.
+ * Off the hot path: its loop would cost every post.
  */
-static int vlib_send_check(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-			   const struct vlib_sop **sop, uint32_t *total, int *nsge,
-			   const struct vrdma_sge **sgl)
+static __attribute__((noinline, cold)) int
+vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsge,
+	       struct vrdma_wire_sge *ws, uint32_t *total)
 {
-	const struct vrdma_sge *sg = wr->sg_list;
-	int i, num_sge = wr->num_sge;
 	uint64_t sum = 0;
+	uint32_t i;
 
-	if ((unsigned)wr->opcode >= sizeof(vlib_sops) / sizeof(vlib_sops[0]) ||
-	    (wr->send_flags & ~(unsigned)VRDMA_WR_F_ALL))
+	/* A negative count came in as a large one. */
+	if (nsge > q->cap.max_send_sge || (nsge && !sg))
 		return -EINVAL;
-	*sop = &vlib_sops[wr->opcode];
-	/* Negative counts wrap to large ones. */
-	if ((uint32_t)num_sge > q->cap.max_send_sge || (num_sge && !sg))
-		return -EINVAL;
-	*nsge = num_sge;
-	*sgl = sg;
-	if (num_sge == 1) {			/* the common case */
-		*total = sg->length;
-	} else {
-		for (i = 0; i < num_sge; i++)
-			sum += sg[i].length;
-		if (sum > UINT32_MAX)
-			return -EINVAL;
-		*total = (uint32_t)sum;
+	for (i = 0; i < VRDMA_MAX_SGE; i++) {
+		uint64_t addr = i < nsge ? sg[i].addr : 0;
+		uint32_t len = i < nsge ? sg[i].length : 0;
+		uint32_t lkey = i < nsge ? sg[i].lkey : 0;
+
+		ws[i].addr = addr;
+		ws[i].length = len;
+		ws[i].lkey = lkey;
+		sum += len;
 	}
-	/* One 8-byte local buffer, as verbs atomics. */
-	if (((*sop)->has & VLIB_SOP_ATOMIC) && (num_sge != 1 || *total != 8))
+	if (sum > UINT32_MAX)
 		return -EINVAL;
+	*total = (uint32_t)sum;
 	return 0;
 }
 
 /*
- * Write a checked send WR into its ring entry.  Every byte of the entry
+ * Read the program's send WR, check it and write it into r (its ring
+ * entry, or a local copy when the ring has no room yet); nothing is
+ * published.  Each field is read once and what is checked is what is
+ * written, whatever another thread does to the WR meanwhile; r is only
+ * written, never read back (dom0 may scribble on it).  Every byte of r
  * is written (fields the opcode does not use, reserved bytes and unused
- * SGEs as zero): nothing stale or of ours leaks to dom0.
+ * SGEs as zero): nothing stale or of ours leaks to dom0.  *slot gets
+ * what the completion must say.  0 or -EINVAL (r is then garbage).
  */
-static void vlib_send_fill(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-			   const struct vlib_sop *sop, int nsge, const struct vrdma_sge *sg,
-			   struct vrdma_req *r)
+static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
+				struct vrdma_req *r, struct vlib_slot *slot)
 {
+	const struct vrdma_sge *sg = wr->sg_list;
+	uint32_t nsge = (uint32_t)wr->num_sge;
+	uint32_t opc = (uint32_t)wr->opcode;
+	uint32_t flags = wr->send_flags;
+	uint64_t wr_id = wr->wr_id;
 	struct vrdma_wr *w = &r->u.wr;
-	int i;
+	struct vlib_sop sop;
 
 	_Static_assert(sizeof(*r) == 16 + sizeof(*w) &&
 		       offsetof(struct vrdma_wr, sge) ==
@@ -117,87 +120,117 @@ static void vlib_send_fill(const struct vlib_qp *q, const struct vrdma_send_wr *
 		       "a send entry is header + wr, reserved bytes and SGEs last");
 	_Static_assert(sizeof(struct vrdma_sge) == sizeof(struct vrdma_wire_sge),
 		       "SGEs copy as they are");
-	r->opcode = sop->op;
-	r->num_sge = (uint8_t)nsge;
-	r->flags = (uint16_t)wr->send_flags | q->sq_sig_all;
+	if (vfe_unlikely(opc >= sizeof(vlib_sops) / sizeof(vlib_sops[0]) ||
+			 (flags & ~(unsigned)VRDMA_WR_F_ALL)))
+		return -EINVAL;
+	sop = vlib_sops[opc];
+	r->opcode = sop.op;
+	r->num_sge = (uint8_t)nsge;	/* checked below */
+	r->flags = (uint16_t)flags | q->sq_sig_all;
 	r->handle = q->pub.handle;
-	r->id = wr->wr_id;
-	if (sop->has & VLIB_SOP_ATOMIC) {
+	r->id = wr_id;
+	memset(w->reserved, 0, sizeof(w->reserved));
+	/* max_send_sge >= 1: one SGE needs no count check. */
+	if (vfe_likely(nsge == 1 && sg)) {
+		uint64_t addr = sg->addr;
+		uint32_t len = sg->length, lkey = sg->lkey;
+
+		w->sge[0].addr = addr;
+		w->sge[0].length = len;
+		w->sge[0].lkey = lkey;
+		memset(&w->sge[1], 0, sizeof(w->sge) - sizeof(w->sge[0]));
+		slot->len = len;
+	} else {
+		int rc = vlib_send_sges(q, sg, nsge, w->sge, &slot->len);
+
+		if (rc)
+			return rc;
+	}
+	if (sop.has & VLIB_SOP_ATOMIC) {
+		/* One 8-byte local buffer, as verbs atomics. */
+		if (nsge != 1 || slot->len != 8)
+			return -EINVAL;
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 		w->rkey = wr->wr.atomic.rkey;
 	} else {
-		w->remote_addr = sop->has & VLIB_SOP_RDMA ? wr->wr.rdma.remote_addr : 0;
+		w->remote_addr = sop.has & VLIB_SOP_RDMA ? wr->wr.rdma.remote_addr : 0;
 		w->compare_add = 0;
 		w->swap = 0;
-		w->rkey = sop->has & VLIB_SOP_RDMA ? wr->wr.rdma.rkey : 0;
+		w->rkey = sop.has & VLIB_SOP_RDMA ? wr->wr.rdma.rkey : 0;
 	}
-	w->imm_data = sop->has & VLIB_SOP_IMM ? wr->imm_data : 0;
-	/* reserved and the SGEs zero (fixed-size stores), then the WR's. */
-	memset((char *)w + offsetof(struct vrdma_wr, reserved), 0,
-	       sizeof(*w) - offsetof(struct vrdma_wr, reserved));
-	if (nsge == 1)
-		memcpy(&w->sge[0], sg, sizeof(w->sge[0]));
-	else
-		for (i = 0; i < nsge; i++)
-			memcpy(&w->sge[i], &sg[i], sizeof(w->sge[i]));
+	w->imm_data = sop.has & VLIB_SOP_IMM ? wr->imm_data : 0;
+	slot->wr_id = wr_id;
+	slot->wc = sop.wc;
+	return 0;
 }
 
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr)
 {
-	const struct vrdma_sge *sg = NULL;
-	const struct vlib_sop *sop;
 	struct vrdma_device *dev;
-	struct vrdma_req *r;
+	enum vrdma_qp_state st;
+	uint32_t posted, retired;
+	struct vrdma_req local;
 	struct vlib_qp *q;
-	uint32_t total;
-	int rc = 0, nsge = 0;
+	int rc = 0;
 
-	if (bad_wr)
-		*bad_wr = wr;
-	if (!qp || !qp->device || !wr || !bad_wr)
+	if (vfe_unlikely(!qp || !qp->device || !wr || !bad_wr)) {
+		if (bad_wr)
+			*bad_wr = wr;
 		return EINVAL;
+	}
 	q = vlib_qp(qp);
 	dev = qp->device;
 	/* The ring lock serialises posting (one lock per WR chain, not two):
 	 * sq_posted and the send slots change only under it. */
 	vfe_ring_lock(&dev->fe);
-	for (; wr; wr = wr->next) {
-		uint32_t retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
-		enum vrdma_qp_state st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-		int err;		/* not rc: its address stays in here */
+	/* Once per chain (the loop keeps fewer values live): the state (a
+	 * modify's command waits for this lock to reach the ring), the
+	 * room on the send queue (only grows meanwhile: looked at again
+	 * when used up), a broken device (later: vfe_ring_unlock()). */
+	posted = q->sq_posted;
+	retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
+	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	/* In ERR dom0 flushes it (WR_FLUSH_ERR), as verbs providers do. */
+	if (vfe_unlikely(st != VRDMA_QPS_RTS && st != VRDMA_QPS_ERR))
+		rc = -EINVAL;
+	else if (vfe_unlikely(vfe_is_broken(&dev->fe)))
+		rc = -EIO;
+	for (; !rc && wr; wr = wr->next) {
+		struct vrdma_req *r = &local;
+		struct vlib_slot slot;
 
-		/* In ERR dom0 flushes it (WR_FLUSH_ERR), as verbs providers do. */
-		if (st != VRDMA_QPS_RTS && st != VRDMA_QPS_ERR) {
-			rc = -EINVAL;
-			break;
-		}
-		/* A bad WR says EINVAL even when the queue is full. */
-		rc = vlib_send_check(q, wr, &sop, &total, &nsge, &sg);
+		/* Built in the ring entry itself (published at unlock), or
+		 * put there once the ring has room (which may take a wait:
+		 * a bad WR or a full queue says so first). */
+		if (vfe_likely(vfe_ring_room(&dev->fe)))
+			r = vfe_ring_entry(&dev->fe);
+		rc = vlib_send_put(q, wr, r, &slot);
 		if (rc)
 			break;
-		if (q->sq_posted - retired >= q->cap.max_send_wr) {
-			rc = -ENOMEM;
-			break;
+		if (vfe_unlikely(posted - retired >= q->cap.max_send_wr)) {
+			retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
+			if (posted - retired >= q->cap.max_send_wr) {
+				rc = -ENOMEM;
+				break;
+			}
 		}
-		/* Built in the ring entry itself; published at unlock. */
-		r = vfe_ring_slot(&dev->fe, &err);
-		if (!r) {
-			rc = err;
-			break;
+		if (vfe_unlikely(r == &local)) {
+			rc = vfe_ring_put(&dev->fe, &local);
+			if (rc)
+				break;
+		} else {
+			vfe_ring_commit(&dev->fe);
 		}
-		vlib_send_fill(q, wr, sop, nsge, sg, r);
-		vfe_ring_commit(&dev->fe);
-		vlib_slot_set(&q->sq_slot[q->sq_posted & q->sq_mask], wr->wr_id, total,
-			      sop->wc);
-		__atomic_store_n(&q->sq_posted, q->sq_posted + 1, __ATOMIC_RELEASE);
+		q->sq_slot[posted & q->sq_mask] = slot;
+		__atomic_store_n(&q->sq_posted, ++posted, __ATOMIC_RELEASE);
 	}
 	if (vfe_ring_unlock(&dev->fe) && !rc)
 		rc = -EIO;
 	*bad_wr = wr;
-	return vlib_ret(rc);
+	return -rc;	/* rc is 0 or -errno */
 }
 
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
