@@ -370,26 +370,44 @@ err_io:
 	return -1;
 }
 
+/* vrdma_poll_cq() with nothing to take: dom0's events, if it posted
+ * some, are consumed here (so a program that only polls sees them).  A
+ * tail call from there: the empty poll needs no stack frame of its own. */
+static __attribute__((noinline)) int vlib_poll_empty(struct vrdma_device *dev)
+{
+	vlib_async_pump(dev);
+	return 0;
+}
+
+/* vrdma_poll_cq() without room for a completion or with bad arguments. */
+static __attribute__((noinline, cold)) int
+vlib_poll_odd(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
+{
+	if (!cq || !cq->device || num_entries < 0 || (num_entries && !wc)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return vlib_poll_locked(vlib_cq(cq), 0, NULL);	/* 0, or EIO if broken */
+}
+
 /*
  * A bad CQE breaks the device.  Completions taken before it are returned
  * (n > 0) and the next call fails; with none, this call fails (EIO).
  */
 int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 {
+	struct vrdma_device *dev;
 	struct vlib_cq *c;
 
-	if (!cq || !cq->device || num_entries < 0 || (num_entries && !wc)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (vfe_unlikely(!cq || !(dev = cq->device) || num_entries <= 0 || !wc))
+		return vlib_poll_odd(cq, num_entries, wc);
 	c = vlib_cq(cq);
 	/* Nothing new, the usual answer to a busy poller: no lock.  cons
 	 * moves only under the lock, prod == cons needs no sanity check. */
-	if (!vfe_is_broken(&cq->device->fe) &&
-	    vring_load_acq(&c->hdr->ring.prod) == __atomic_load_n(&c->cons, __ATOMIC_ACQUIRE)) {
-		vlib_async_pump(cq->device);
-		return 0;
-	}
+	if (vfe_likely(!vfe_is_broken(&dev->fe) &&
+		       vring_load_acq(&c->hdr->ring.prod) ==
+		       __atomic_load_n(&c->cons, __ATOMIC_ACQUIRE)))
+		return vlib_async_pending(dev) ? vlib_poll_empty(dev) : 0;
 	return vlib_poll_locked(c, num_entries, wc);
 }
 

@@ -253,13 +253,18 @@ void vlib_async_fini(struct vrdma_device *dev);
 void vlib_async_push(struct vrdma_device *dev, enum vrdma_event_type type, void *obj);
 void vlib_async_forget(struct vrdma_device *dev, const void *obj);
 void vlib_async_broken(void *arg);
-/* Cheap enough for an empty poll (inline: it is most of one): consume
- * dom0's events if it posted some. */
-static inline void vlib_async_pump(struct vrdma_device *dev)
+/* Cheap enough for an empty poll (inline: it is most of one): has dom0
+ * posted events?  vlib_async_pump() consumes them if so. */
+static inline bool vlib_async_pending(const struct vrdma_device *dev)
 {
 	const struct vrdma_ring_ctl *r = &dev->fe.sring->evt;
 
-	if (vring_load_acq(&r->prod) != vring_load_acq(&r->cons))
+	return vring_load_acq(&r->prod) != vring_load_acq(&r->cons);
+}
+
+static inline void vlib_async_pump(struct vrdma_device *dev)
+{
+	if (vlib_async_pending(dev))
 		vfe_poll_events(&dev->fe);
 }
 
