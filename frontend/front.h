@@ -176,11 +176,14 @@ static inline void vfe_ring_commit(struct vfe_dev *d)
 /* Publish what was put so far; notify only if the backend armed. */
 static inline void vfe_ring_flush(struct vfe_dev *d)
 {
-	if (d->req_prod == d->req_pushed)
+	uint32_t prod = d->req_prod, old = d->req_pushed;
+
+	if (prod == old)
 		return;
-	if (vring_push(&d->sring->req, d->req_pushed, d->req_prod))
+	/* Ours (ring_lock), before the push's barrier: no reload after it. */
+	d->req_pushed = prod;
+	if (vring_push(&d->sring->req, old, prod))
 		vplat_notify(d->chan);
-	d->req_pushed = d->req_prod;
 }
 
 /* Inline with the above: once per post, a call costs as much as it. */
