@@ -166,6 +166,13 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	return 0;
 }
 
+/* The SQ looked full: look at the poller's counter again.  Out of line:
+ * GCC kept its address in a register (spilled) for the whole loop. */
+static __attribute__((noinline, cold)) uint32_t vlib_sq_retired(const struct vlib_qp *q)
+{
+	return __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
+}
+
 int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		    struct vrdma_send_wr **bad_wr)
 {
@@ -211,7 +218,7 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		if (rc)
 			break;
 		if (vfe_unlikely(posted - retired >= q->cap.max_send_wr)) {
-			retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
+			retired = vlib_sq_retired(q);
 			if (posted - retired >= q->cap.max_send_wr) {
 				rc = -ENOMEM;
 				break;
