@@ -77,9 +77,9 @@ vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsg
 	if (nsge > q->cap.max_send_sge || (nsge && !sg))
 		return -EINVAL;
 	for (i = 0; i < VRDMA_MAX_SGE; i++) {
-		uint64_t addr = i < nsge ? sg[i].addr : 0;
-		uint32_t len = i < nsge ? sg[i].length : 0;
-		uint32_t lkey = i < nsge ? sg[i].lkey : 0;
+		uint64_t addr = i < nsge ? VLIB_ONCE(sg[i].addr) : 0;
+		uint32_t len = i < nsge ? VLIB_ONCE(sg[i].length) : 0;
+		uint32_t lkey = i < nsge ? VLIB_ONCE(sg[i].lkey) : 0;
 
 		ws[i].addr = addr;
 		ws[i].length = len;
@@ -105,11 +105,11 @@ vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsg
 static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
 				struct vrdma_req *r, struct vlib_slot *slot)
 {
-	const struct vrdma_sge *sg = wr->sg_list;
-	uint32_t nsge = (uint32_t)wr->num_sge;
-	uint32_t opc = (uint32_t)wr->opcode;
-	uint32_t flags = wr->send_flags;
-	uint64_t wr_id = wr->wr_id;
+	const struct vrdma_sge *sg = VLIB_ONCE(wr->sg_list);
+	uint32_t nsge = (uint32_t)VLIB_ONCE(wr->num_sge);
+	uint32_t opc = (uint32_t)VLIB_ONCE(wr->opcode);
+	uint32_t flags = VLIB_ONCE(wr->send_flags);
+	uint64_t wr_id = VLIB_ONCE(wr->wr_id);
 	struct vrdma_wr *w = &r->u.wr;
 	struct vlib_sop sop;
 
@@ -132,8 +132,8 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	memset(w->reserved, 0, sizeof(w->reserved));
 	/* max_send_sge >= 1: one SGE needs no count check. */
 	if (vfe_likely(nsge == 1 && sg)) {
-		uint64_t addr = sg->addr;
-		uint32_t len = sg->length, lkey = sg->lkey;
+		uint64_t addr = VLIB_ONCE(sg->addr);
+		uint32_t len = VLIB_ONCE(sg->length), lkey = VLIB_ONCE(sg->lkey);
 
 		w->sge[0].addr = addr;
 		w->sge[0].length = len;
@@ -141,10 +141,12 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 		memset(&w->sge[1], 0, sizeof(w->sge) - sizeof(w->sge[0]));
 		slot->len = len;
 	} else {
-		int rc = vlib_send_sges(q, sg, nsge, w->sge, &slot->len);
+		uint32_t total;		/* not slot->len: slot stays in registers */
+		int rc = vlib_send_sges(q, sg, nsge, w->sge, &total);
 
 		if (rc)
 			return rc;
+		slot->len = total;
 	}
 	if (sop.has & VLIB_SOP_ATOMIC) {
 		/* One 8-byte local buffer, as verbs atomics. */

@@ -214,6 +214,12 @@ static inline struct vlib_mr *vlib_mr(struct vrdma_mr *mr)
 	return vlib_container_of(mr, struct vlib_mr, pub);
 }
 
+/* A field of the program's memory read exactly once (another thread may
+ * be writing it): the value checked is the value used.  A plain read may
+ * be repeated by the compiler (GCC 12 read an SGE's length twice: once
+ * merged with lkey for the ring entry, once for the slot). */
+#define VLIB_ONCE(x)	__atomic_load_n(&(x), __ATOMIC_RELAXED)
+
 /* Public edge: -errno inside, positive errno (or NULL + errno) outside. */
 static inline int vlib_ret(int rc)
 {
