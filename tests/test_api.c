@@ -148,7 +148,7 @@ static struct vrdma_qp *make_qp(struct vrdma_pd *pd, struct vrdma_cq *cq,
 {
 	struct vrdma_qp_init_attr a = {
 		.send_cq = cq, .recv_cq = cq,
-		.cap = { depth, depth, 1, 1 },
+		.cap = { depth, depth, VRDMA_MAX_SGE_PER_WR, 1 },	/* sends: any SGE list */
 	};
 	struct vrdma_qp *qp = vrdma_create_qp(pd, &a);
 
@@ -880,6 +880,95 @@ START_TEST(t_live_send_entry_clean)
 }
 END_TEST
 
+/* A send WR is checked while it is written into the ring entry: a bad
+ * one says EINVAL, names itself in bad_wr and publishes nothing (the WRs
+ * before it in the chain go); several SGEs are written as given, unused
+ * ones zero. */
+START_TEST(t_live_send_checks)
+{
+	struct vrdma_send_wr swr[2], *sbad;
+	struct vrdma_sge ssge[3];
+	struct side srv, cli;
+	struct vrdma_wc wc;
+	struct vfe_dev *fe;
+	struct vrdma_req *e;
+	uint32_t pushed;
+	int i;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	fe = &cli.dev->fe;
+	memset(swr, 0, sizeof(swr));
+	ssge[0] = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	ssge[1] = (struct vrdma_sge){ (uintptr_t)cli.buf + 100, 4, cli.mr->lkey };
+	ssge[2] = (struct vrdma_sge){ (uintptr_t)cli.buf + 200, 4, cli.mr->lkey };
+	for (i = 0; i < 7; i++) {
+		swr[0] = (struct vrdma_send_wr){
+			.wr_id = 50 + (uint64_t)i, .sg_list = ssge, .num_sge = 1,
+			.opcode = VRDMA_WR_RDMA_WRITE, .send_flags = VRDMA_SEND_SIGNALED,
+		};
+		swr[0].wr.rdma.remote_addr = (uintptr_t)srv.buf;
+		swr[0].wr.rdma.rkey = srv.mr->rkey;
+		switch (i) {
+		case 0: swr[0].opcode = (enum vrdma_wr_opcode)99; break;
+		case 1: swr[0].send_flags |= 1u << 7; break;
+		case 2: swr[0].num_sge = -1; break;
+		case 3: swr[0].num_sge = 2; swr[0].sg_list = NULL; break;
+		case 4: swr[0].num_sge = VRDMA_MAX_SGE_PER_WR + 1; break;
+		case 5: swr[0].opcode = VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+			swr[0].num_sge = 2; break;		/* 8 bytes, two SGEs */
+		case 6: swr[0].opcode = VRDMA_WR_ATOMIC_CMP_AND_SWP;
+			swr[0].sg_list = &ssge[1]; break;	/* 4 bytes */
+		}
+		pushed = __atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE);
+		sbad = NULL;
+		ck_assert_msg(vrdma_post_send(cli.qp, swr, &sbad) == EINVAL, "bad WR %d", i);
+		ck_assert_ptr_eq(sbad, &swr[0]);
+		ck_assert_uint_eq(__atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE),
+				  pushed);
+	}
+	ck_assert_int_eq(vrdma_poll_cq(cli.cq, 1, &wc), 0);
+
+	/* A good WR with three SGEs, then a bad one: the first goes. */
+	memcpy(cli.buf, "abcdefgh", 8);
+	memcpy(cli.buf + 100, "ijkl", 4);
+	memcpy(cli.buf + 200, "mnop", 4);
+	memset(srv.buf, 0, 32);
+	swr[0] = (struct vrdma_send_wr){
+		.wr_id = 60, .next = &swr[1], .sg_list = ssge, .num_sge = 3,
+		.opcode = VRDMA_WR_RDMA_WRITE, .send_flags = VRDMA_SEND_SIGNALED,
+	};
+	swr[0].wr.rdma.remote_addr = (uintptr_t)srv.buf;
+	swr[0].wr.rdma.rkey = srv.mr->rkey;
+	swr[1] = swr[0];
+	swr[1].next = NULL;
+	swr[1].wr_id = 61;
+	swr[1].send_flags = ~0u;
+	e = &fe->req[fe->req_prod & (fe->req_size - 1)];
+	memset(e, 0xa5, sizeof(*e));	/* not yet published: ours to scribble */
+	ck_assert_int_eq(vrdma_post_send(cli.qp, swr, &sbad), EINVAL);
+	ck_assert_ptr_eq(sbad, &swr[1]);
+	ck_assert_int_eq(e->num_sge, 3);
+	ck_assert_uint_eq(e->id, 60);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(e->u.wr.sge[i].addr, ssge[i].addr);
+		ck_assert_uint_eq(e->u.wr.sge[i].length, ssge[i].length);
+		ck_assert_uint_eq(e->u.wr.sge[i].lkey, ssge[i].lkey);
+	}
+	ck_assert_uint_eq(e->u.wr.sge[3].addr | e->u.wr.sge[3].length |
+			  e->u.wr.sge[3].lkey, 0);
+	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
+	ck_assert_msg(wc.status == VRDMA_WC_SUCCESS, "write: %s",
+		      vrdma_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.wr_id, 60);
+	ck_assert_int_eq(wc.byte_len, 16);
+	ck_assert_mem_eq(srv.buf, "abcdefghijklmnop", 16);
+	ck_assert_int_eq(vrdma_poll_cq(cli.cq, 1, &wc), 0);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
 /* Several threads post to one QP and several poll its CQ (as verbs
  * allows): every signaled WR completes exactly once, none is lost. */
 #define MT_POSTERS	4
@@ -1027,6 +1116,7 @@ static Suite *api_suite(void)
 	tcase_add_test(live, t_live_bad_cqe_first);
 	tcase_add_test(live, t_live_many_waiters);
 	tcase_add_test(live, t_live_send_entry_clean);
+	tcase_add_test(live, t_live_send_checks);
 	tcase_add_test(live, t_live_threads_post_poll);
 	suite_add_tcase(s, live);
 	return s;
