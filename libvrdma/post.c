@@ -7,8 +7,10 @@
 
 #include "vlib.h"
 
-static int vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sge,
-		     uint32_t max_sge, uint32_t *total)
+/* A receive's SGE list into @r, each field read once (another thread of
+ * the program may be changing it: what is summed is what goes out). */
+int vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sge,
+	      uint32_t max_sge, uint32_t *total)
 {
 	uint64_t sum = 0;
 	int i;
@@ -17,10 +19,12 @@ static int vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sg
 		return -EINVAL;
 	r->num_sge = (uint8_t)num_sge;
 	for (i = 0; i < num_sge; i++) {
-		r->u.wr.sge[i].addr = sg[i].addr;
-		r->u.wr.sge[i].length = sg[i].length;
-		r->u.wr.sge[i].lkey = sg[i].lkey;
-		sum += sg[i].length;
+		uint32_t len = VLIB_ONCE(sg[i].length);
+
+		r->u.wr.sge[i].addr = VLIB_ONCE(sg[i].addr);
+		r->u.wr.sge[i].length = len;
+		r->u.wr.sge[i].lkey = VLIB_ONCE(sg[i].lkey);
+		sum += len;
 	}
 	if (sum > UINT32_MAX)
 		return -EINVAL;
@@ -168,6 +172,20 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	return 0;
 }
 
+/* The device broke while a chain was posted: what vfe_ring_unlock() did
+ * not publish never reaches dom0, so the first WR not posted is the one
+ * after those published (mid-chain flushes when the ring filled), counted
+ * from the chain's first entry @start. */
+static __attribute__((noinline, cold)) struct vrdma_send_wr *
+vlib_send_unposted(const struct vfe_dev *fe, struct vrdma_send_wr *head, uint32_t start)
+{
+	uint32_t n = fe->req_pushed - start;
+
+	while (head && n--)
+		head = head->next;
+	return head;
+}
+
 /* The SQ looked full: look at the poller's counter again.  Out of line:
  * GCC kept its address in a register (spilled) for the whole loop. */
 static __attribute__((noinline, cold)) uint32_t vlib_sq_retired(const struct vlib_qp *q)
@@ -180,7 +198,8 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 {
 	struct vrdma_device *dev;
 	enum vrdma_qp_state st;
-	uint32_t posted, retired;
+	uint32_t posted, retired, start;
+	struct vrdma_send_wr *head = wr;
 	struct vrdma_req local;
 	struct vlib_qp *q;
 	int rc = 0;
@@ -200,6 +219,7 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	 * room on the send queue (only grows meanwhile: looked at again
 	 * when used up), a broken device (later: vfe_ring_unlock()). */
 	posted = q->sq_posted;
+	start = dev->fe.req_prod;
 	retired = __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
 	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 	/* In ERR dom0 flushes it (WR_FLUSH_ERR), as verbs providers do. */
@@ -236,8 +256,10 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 		q->sq_slot[posted & q->sq_mask] = slot;
 		__atomic_store_n(&q->sq_posted, ++posted, __ATOMIC_RELEASE);
 	}
-	if (vfe_ring_unlock(&dev->fe) && !rc)
+	if (vfe_unlikely(vfe_ring_unlock(&dev->fe))) {
 		rc = -EIO;
+		wr = vlib_send_unposted(&dev->fe, head, start);
+	}
 	*bad_wr = wr;
 	return -rc;	/* rc is 0 or -errno */
 }
@@ -269,7 +291,8 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		r.opcode = VRDMA_OP_RECV;
 		r.handle = qp->handle;
 		r.id = wr->wr_id;
-		rc = vlib_sges(&r, wr->sg_list, wr->num_sge, q->cap.max_recv_sge, &total);
+		rc = vlib_sges(&r, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
+			       q->cap.max_recv_sge, &total);
 		if (rc)
 			break;
 		if (q->rq_posted - retired >= q->cap.max_recv_wr) {

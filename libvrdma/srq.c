@@ -126,7 +126,7 @@ int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
 	struct vrdma_device *dev;
 	struct vlib_srq *s;
 	struct vrdma_req r;
-	int rc = 0, i;
+	int rc = 0;
 
 	if (bad_wr)
 		*bad_wr = wr;
@@ -137,37 +137,25 @@ int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
 	pthread_mutex_lock(&s->lock);
 	vfe_ring_lock(&dev->fe);
 	for (; wr; wr = wr->next) {
-		uint64_t sum = 0;
+		uint32_t total;
 
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			rc = -EINVAL;
-			break;
-		}
-		if (s->posted - s->retired >= srq->max_wr) {
-			rc = -ENOMEM;
-			break;
-		}
 		memset(&r, 0, sizeof(r));
 		r.opcode = VRDMA_OP_SRQ_RECV;
 		r.handle = srq->handle;
-		r.id = wr->wr_id;
-		r.num_sge = (uint8_t)wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			r.u.wr.sge[i].addr = wr->sg_list[i].addr;
-			r.u.wr.sge[i].length = wr->sg_list[i].length;
-			r.u.wr.sge[i].lkey = wr->sg_list[i].lkey;
-			sum += wr->sg_list[i].length;
-		}
-		if (sum > UINT32_MAX) {
-			rc = -EINVAL;
+		r.id = VLIB_ONCE(wr->wr_id);
+		rc = vlib_sges(&r, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
+			       srq->max_sge, &total);
+		if (rc)
+			break;
+		if (s->posted - s->retired >= srq->max_wr) {
+			rc = -ENOMEM;
 			break;
 		}
 		rc = vfe_ring_put(&dev->fe, &r);
 		if (rc)
 			break;
-		s->slot[s->posted & s->mask].wr_id = wr->wr_id;
-		s->slot[s->posted & s->mask].len = (uint32_t)sum;
+		s->slot[s->posted & s->mask].wr_id = r.id;
+		s->slot[s->posted & s->mask].len = total;
 		s->slot[s->posted & s->mask].wc = VRDMA_WC_RECV;
 		s->posted++;
 	}

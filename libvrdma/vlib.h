@@ -287,6 +287,10 @@ int  vlib_destroy_qp(struct vlib_qp *q, bool force);
 int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
 void vlib_qp_to_err(struct vlib_qp *q);
 
+/* post.c */
+int  vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sge,
+	       uint32_t max_sge, uint32_t *total);
+
 /* srq.c */
 int  vlib_srq_retire(struct vlib_srq *s, const struct vrdma_cqe *e);
 struct vlib_srq *vlib_srq_find(struct vrdma_device *dev, uint32_t handle);

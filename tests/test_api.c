@@ -143,12 +143,15 @@ END_TEST
 
 /* ---- part 2: a live vrdmad ---- */
 
+/* Send SGEs of the QPs make_qp() creates: any list unless a test says. */
+static uint32_t make_qp_send_sge = VRDMA_MAX_SGE_PER_WR;
+
 static struct vrdma_qp *make_qp(struct vrdma_pd *pd, struct vrdma_cq *cq,
 				uint32_t depth)
 {
 	struct vrdma_qp_init_attr a = {
 		.send_cq = cq, .recv_cq = cq,
-		.cap = { depth, depth, VRDMA_MAX_SGE_PER_WR, 1 },	/* sends: any SGE list */
+		.cap = { depth, depth, make_qp_send_sge, 1 },
 	};
 	struct vrdma_qp *qp = vrdma_create_qp(pd, &a);
 
@@ -891,13 +894,15 @@ START_TEST(t_live_send_checks)
 	struct side srv, cli;
 	struct vrdma_wc wc;
 	struct vfe_dev *fe;
-	struct vrdma_req *e;
+	struct vrdma_req *e, want;
 	uint32_t pushed;
 	int i;
 
 	NEED_DAEMON();
 	pair_connect(&srv, &cli, 4);
 	fe = &cli.dev->fe;
+	e = &fe->req[fe->req_prod & (fe->req_size - 1)];
+	memset(e, 0xa5, sizeof(*e));	/* not yet published: ours to scribble */
 	memset(swr, 0, sizeof(swr));
 	ssge[0] = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
 	ssge[1] = (struct vrdma_sge){ (uintptr_t)cli.buf + 100, 4, cli.mr->lkey };
@@ -916,6 +921,7 @@ START_TEST(t_live_send_checks)
 		case 3: swr[0].num_sge = 2; swr[0].sg_list = NULL; break;
 		case 4: swr[0].num_sge = VRDMA_MAX_SGE_PER_WR + 1; break;
 		case 5: swr[0].opcode = VRDMA_WR_ATOMIC_FETCH_AND_ADD;
+			swr[0].sg_list = &ssge[1];
 			swr[0].num_sge = 2; break;		/* 8 bytes, two SGEs */
 		case 6: swr[0].opcode = VRDMA_WR_ATOMIC_CMP_AND_SWP;
 			swr[0].sg_list = &ssge[1]; break;	/* 4 bytes */
@@ -944,19 +950,24 @@ START_TEST(t_live_send_checks)
 	swr[1].next = NULL;
 	swr[1].wr_id = 61;
 	swr[1].send_flags = ~0u;
-	e = &fe->req[fe->req_prod & (fe->req_size - 1)];
-	memset(e, 0xa5, sizeof(*e));	/* not yet published: ours to scribble */
+	/* The entry still holds what the bad WRs above wrote (the last, a
+	 * 4-byte CMP_SWAP, got as far as its SGE): the good WR rewrites all
+	 * of it. */
+	ck_assert_ptr_eq(e, &fe->req[fe->req_prod & (fe->req_size - 1)]);
 	ck_assert_int_eq(vrdma_post_send(cli.qp, swr, &sbad), EINVAL);
 	ck_assert_ptr_eq(sbad, &swr[1]);
-	ck_assert_int_eq(e->num_sge, 3);
-	ck_assert_uint_eq(e->id, 60);
-	for (i = 0; i < 3; i++) {
-		ck_assert_uint_eq(e->u.wr.sge[i].addr, ssge[i].addr);
-		ck_assert_uint_eq(e->u.wr.sge[i].length, ssge[i].length);
-		ck_assert_uint_eq(e->u.wr.sge[i].lkey, ssge[i].lkey);
-	}
-	ck_assert_uint_eq(e->u.wr.sge[3].addr | e->u.wr.sge[3].length |
-			  e->u.wr.sge[3].lkey, 0);
+	memset(&want, 0, sizeof(want));
+	want.opcode = VRDMA_OP_WRITE;
+	want.num_sge = 3;
+	want.flags = VRDMA_WR_F_SIGNALED;
+	want.handle = cli.qp->handle;
+	want.id = 60;
+	want.u.wr.remote_addr = (uintptr_t)srv.buf;
+	want.u.wr.rkey = srv.mr->rkey;
+	for (i = 0; i < 3; i++)
+		want.u.wr.sge[i] = (struct vrdma_wire_sge){ ssge[i].addr, ssge[i].length,
+							    ssge[i].lkey };
+	ck_assert_mem_eq(e, &want, sizeof(want));
 	ck_assert_int_eq(wait_one(cli.cq, &wc), 1);
 	ck_assert_msg(wc.status == VRDMA_WC_SUCCESS, "write: %s",
 		      vrdma_wc_status_str(wc.status));
@@ -965,6 +976,73 @@ START_TEST(t_live_send_checks)
 	ck_assert_mem_eq(srv.buf, "abcdefghijklmnop", 16);
 	ck_assert_int_eq(vrdma_poll_cq(cli.cq, 1, &wc), 0);
 	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+/* The QP's own SGE limit holds below the wire's: a QP made for one send
+ * SGE refuses two, and publishes nothing. */
+START_TEST(t_live_send_qp_sge)
+{
+	struct vrdma_send_wr swr, *sbad = NULL;
+	struct vrdma_sge ssge[2];
+	struct side srv, cli;
+	struct vfe_dev *fe;
+	uint32_t pushed;
+
+	NEED_DAEMON();
+	make_qp_send_sge = 1;
+	pair_connect(&srv, &cli, 4);
+	make_qp_send_sge = VRDMA_MAX_SGE_PER_WR;
+	fe = &cli.dev->fe;
+	ssge[0] = (struct vrdma_sge){ (uintptr_t)cli.buf, 4, cli.mr->lkey };
+	ssge[1] = (struct vrdma_sge){ (uintptr_t)cli.buf + 4, 4, cli.mr->lkey };
+	swr = (struct vrdma_send_wr){
+		.wr_id = 1, .sg_list = ssge, .num_sge = 2,
+		.opcode = VRDMA_WR_RDMA_WRITE, .send_flags = VRDMA_SEND_SIGNALED,
+	};
+	swr.wr.rdma.remote_addr = (uintptr_t)srv.buf;
+	swr.wr.rdma.rkey = srv.mr->rkey;
+	pushed = __atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE);
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), EINVAL);
+	ck_assert_ptr_eq(sbad, &swr);
+	ck_assert_uint_eq(__atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE), pushed);
+	swr.num_sge = 1;	/* the same WR with one SGE goes */
+	ck_assert_int_eq(vrdma_post_send(cli.qp, &swr, &sbad), 0);
+	ck_assert_int_eq(vrdma_close(cli.dev), 0);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
+/* A broken device: the chain says EIO and names its first WR (dom0 got
+ * none of it), not NULL. */
+START_TEST(t_live_send_broken)
+{
+	struct vrdma_send_wr swr[3], *sbad = NULL;
+	struct vrdma_sge ssge;
+	struct side srv, cli;
+	struct vfe_dev *fe;
+	uint32_t pushed;
+	int i;
+
+	NEED_DAEMON();
+	pair_connect(&srv, &cli, 4);
+	fe = &cli.dev->fe;
+	ssge = (struct vrdma_sge){ (uintptr_t)cli.buf, 8, cli.mr->lkey };
+	for (i = 0; i < 3; i++) {
+		swr[i] = (struct vrdma_send_wr){
+			.wr_id = (uint64_t)i, .next = i < 2 ? &swr[i + 1] : NULL,
+			.sg_list = &ssge, .num_sge = 1, .opcode = VRDMA_WR_RDMA_WRITE,
+		};
+		swr[i].wr.rdma.remote_addr = (uintptr_t)srv.buf;
+		swr[i].wr.rdma.rkey = srv.mr->rkey;
+	}
+	pushed = __atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&fe->broken, 1, __ATOMIC_RELEASE);	/* as dom0 breaking it */
+	ck_assert_int_eq(vrdma_post_send(cli.qp, swr, &sbad), EIO);
+	ck_assert_ptr_eq(sbad, &swr[0]);
+	ck_assert_uint_eq(__atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE), pushed);
+	vrdma_close(cli.dev);
 	ck_assert_int_eq(vrdma_close(srv.dev), 0);
 }
 END_TEST
@@ -1116,6 +1194,8 @@ static Suite *api_suite(void)
 	tcase_add_test(live, t_live_bad_cqe_first);
 	tcase_add_test(live, t_live_many_waiters);
 	tcase_add_test(live, t_live_send_entry_clean);
+	tcase_add_test(live, t_live_send_qp_sge);
+	tcase_add_test(live, t_live_send_broken);
 	tcase_add_test(live, t_live_send_checks);
 	tcase_add_test(live, t_live_threads_post_poll);
 	suite_add_tcase(s, live);
