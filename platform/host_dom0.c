@@ -33,6 +33,7 @@
 
 struct hd_out {
 	struct hd_out *next;
+	int fd;				/* dom0's, to pass along; -1: none */
 	struct vhp_hdr h;
 	char payload[];
 };
@@ -121,6 +122,13 @@ static void hd_out_poll(struct hd_guest *g, bool out)
 	epoll_ctl(g->d->epfd, EPOLL_CTL_MOD, g->sock, &ev);
 }
 
+static void hd_out_free(struct hd_out *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
+}
+
 /* Send what waits, oldest first, until the socket is full again. */
 static void hd_out_flush(struct hd_guest *g)
 {
@@ -128,7 +136,7 @@ static void hd_out_flush(struct hd_guest *g)
 	int r;
 
 	while ((o = g->out) && !g->dead) {
-		r = vhp_send(g->sock, &o->h, o->payload, NULL, 0, MSG_DONTWAIT);
+		r = vhp_send(g->sock, &o->h, o->payload, &o->fd, o->fd >= 0, MSG_DONTWAIT);
 		if (r == -EAGAIN)
 			return;
 		if (r) {
@@ -137,7 +145,7 @@ static void hd_out_flush(struct hd_guest *g)
 		}
 		g->out = o->next;
 		g->out_bytes -= sizeof(*o) + o->h.len;
-		free(o);
+		hd_out_free(o);
 	}
 	if (!g->out) {
 		g->out_tail = &g->out;
@@ -161,33 +169,38 @@ static bool hd_out_has(const struct hd_guest *g, const struct vhp_hdr *h, const 
  * One message to g without ever waiting for it: straight out if nothing
  * is queued and the socket has room, else behind what is queued.
  */
-int hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload)
+int hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload, int fd)
 {
 	struct hd_out *o;
 	int r;
 
-	if (g->dead)
-		return -EPIPE;
+	if (g->dead) {
+		r = -EPIPE;
+		goto out_close;
+	}
 	if (!g->out) {
-		r = vhp_send(g->sock, (struct vhp_hdr *)h, payload, NULL, 0, MSG_DONTWAIT);
+		r = vhp_send(g->sock, (struct vhp_hdr *)h, payload, &fd, fd >= 0, MSG_DONTWAIT);
 		if (r != -EAGAIN) {
 			if (r)
 				hd_guest_kill(g, "its socket failed");
-			return r;
+			goto out_close;
 		}
 	}
 	if (h->type == VHP_EVENT && hd_out_has(g, h, payload))
 		return 0;	/* the same event is still on its way */
 	if (g->out_bytes + sizeof(*o) + h->len > HD_OUT_MAX) {
 		hd_guest_kill(g, "not reading its socket (1 MiB of messages waiting)");
-		return -EPIPE;
+		r = -EPIPE;
+		goto out_close;
 	}
 	o = malloc(sizeof(*o) + h->len);
 	if (!o) {
 		hd_guest_kill(g, "out of memory for its messages");
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto out_close;
 	}
 	o->next = NULL;
+	o->fd = fd;
 	o->h = *h;
 	if (h->len)
 		memcpy(o->payload, payload, h->len);
@@ -197,6 +210,16 @@ int hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload)
 	g->out_tail = &o->next;
 	g->out_bytes += sizeof(*o) + h->len;
 	return 0;
+
+out_close:
+	if (fd >= 0)
+		close(fd);	/* sent (the guest has its own) or never will be */
+	return r;
+}
+
+int hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload)
+{
+	return hd_send_fd(g, h, payload, -1);
 }
 
 int hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
@@ -227,7 +250,7 @@ static void hd_guest_free(struct hd *d, struct hd_guest *g)
 		struct hd_out *o = g->out;
 
 		g->out = o->next;
-		free(o);
+		hd_out_free(o);
 	}
 	d->nguests--;
 	free(g);

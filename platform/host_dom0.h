@@ -32,7 +32,7 @@ struct hd_share {
 
 struct hd_gchan {			/* a channel the guest allocated */
 	uint32_t port;
-	int to_dom0, to_guest;
+	int fd;				/* dom0's end; the guest holds the other */
 };
 
 struct hd_guest {
@@ -58,7 +58,7 @@ struct hd_chan {			/* a channel dom0 bound */
 	struct vplat_chan base;
 	struct hd_chan *next, **pprev;
 	uint32_t domid;
-	int in_fd, out_fd;		/* guest->dom0, dom0->guest */
+	int fd;				/* dom0's end of the socketpair */
 	int guest_sock;			/* valid while !dead */
 	int dead;
 };
@@ -89,6 +89,10 @@ struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
 void hd_guest_kill(struct hd_guest *g, const char *why);
 /* Never blocks: what the socket has no room for waits in g's outbox. */
 int  hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload);
+/* The same with one fd of dom0's (-1: none), sent by SCM_RIGHTS and
+ * closed here once sent or when g dies; on error it is closed already. */
+int  hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
+		int fd);
 int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	      const void *payload, uint32_t len, uint32_t arg0);
 

@@ -3,21 +3,26 @@
  * Plain host, dom0 role: each guest's grant table (memfds it shared, by
  * ref range) and the channels it allocated; dom0's mappings and bound
  * channels.  A mapping outlives the guest (mmap semantics); a bound
- * channel reports the guest gone with -EPIPE.
+ * channel reports the guest gone with -EPIPE.  dom0 creates each channel
+ * itself and keeps its own end: nothing a guest does to what it holds can
+ * make dom0 wait (docs/platform.md "Never block on a guest").
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "host_dom0.h"
-#include "host_efd.h"
+#include "host_chan.h"
 #include "log.h"
 
 struct hd_map {
@@ -32,30 +37,22 @@ static size_t hd_page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* A share must be a memfd sealed against shrinking (else SIGBUS in dom0). */
+/*
+ * A share must be a shmem memfd sealed against shrinking: a page past a
+ * shrunk end, or a hugetlb page the pool cannot supply, is SIGBUS in dom0
+ * at whatever access first touches it.  Seals cannot be removed, so the
+ * check holds for every later mapping of this share.
+ */
 static int hd_memfd_ok(int fd, uint32_t npages)
 {
+	struct statfs sf;
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0)
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
+	    fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
 		return 0;
 	return (uint64_t)st.st_size >= (uint64_t)npages * hd_page_size();
-}
-
-/* Must be a non-blocking eventfd: dom0 reads it and must never block. */
-static int hd_eventfd_ok(int fd)
-{
-	char path[32], link[64];
-	ssize_t n;
-	int fl = fcntl(fd, F_GETFL);
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0 || fl < 0 || !(fl & O_NONBLOCK))
-		return 0;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
 static struct hd_share *hd_share_find(struct hd_guest *g, uint32_t ref)
@@ -128,17 +125,23 @@ static struct hd_gchan *hd_gchan_find(struct hd_guest *g, uint32_t port)
 	return NULL;
 }
 
-static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
+/*
+ * A channel is a datagram socketpair of dom0's making: dom0 keeps one end
+ * (an open file description the guest never holds, so its flags are
+ * dom0's) and the reply carries the other.  A guest-made eventfd would
+ * share its flags and counter with the guest, which could then make
+ * dom0's write or read block (issue 12).
+ */
+static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *nfds)
 {
 	struct hd_gchan *c;
+	int sv[2], r;
 
-	if (*nfds != 2)
-		return -EBADMSG;
-	if (!hd_eventfd_ok(fds[0]) || !hd_eventfd_ok(fds[1]))
+	if (*nfds)
 		return -EBADMSG;
 	if (hd_gchan_find(g, h->arg[0]))
 		return hd_reply(g, h, -EEXIST, NULL, 0, 0), 0;
-	if (g->nchans >= g->d->max_chans || (uint64_t)fds[1] >= g->d->fd_limit)
+	if (g->nchans >= g->d->max_chans)
 		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
 	if (g->nchans == g->ccap) {
 		uint32_t ncap = g->ccap ? g->ccap * 2 : 8;
@@ -149,12 +152,31 @@ static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, in
 		g->chans = n;
 		g->ccap = ncap;
 	}
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return hd_reply(g, h, -errno, NULL, 0, 0), 0;
+	/* fds are numbered lowest free first: a high one means vrdmad is
+	 * near EMFILE, which would break every guest's fd passing. */
+	if ((uint64_t)sv[1] >= g->d->fd_limit) {
+		r = -ENOSPC;
+		goto err_close;
+	}
+	/* The guest's end goes with the reply (closed here once sent). */
+	r = hd_send_fd(g, &(struct vhp_hdr){ .type = VHP_REPLY, .seq = h->seq },
+		       NULL, sv[1]);
+	if (r)
+		goto err_dom0;
 	c = &g->chans[g->nchans++];
 	c->port = h->arg[0];
-	c->to_guest = fds[1];
-	c->to_dom0 = fds[0];
-	*nfds = 0;		/* both kept */
-	return hd_reply(g, h, 0, NULL, 0, 0), 0;
+	c->fd = sv[0];
+	return 0;
+
+err_close:
+	close(sv[1]);
+	close(sv[0]);
+	return hd_reply(g, h, r, NULL, 0, 0), 0;
+err_dom0:
+	close(sv[0]);	/* hd_send_fd closed the guest's end; g is dead */
+	return 0;
 }
 
 int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
@@ -165,15 +187,14 @@ int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
 	case VHP_SHARE:
 		return hd_share_msg(g, h, fds, nfds);
 	case VHP_CHAN:
-		return hd_chan_msg(g, h, fds, nfds);
+		return hd_chan_msg(g, h, nfds);
 	case VHP_UNSHARE:
 		return *nfds ? -EBADMSG : hd_unshare_msg(g, h);
 	default:	/* VHP_CHAN_CLOSE */
 		c = hd_gchan_find(g, h->arg[0]);
 		if (*nfds || !c)
 			return -EBADMSG;
-		close(c->to_dom0);
-		close(c->to_guest);
+		close(c->fd);
 		*c = g->chans[--g->nchans];
 		return 0;
 	}
@@ -185,10 +206,8 @@ void hd_gnt_release(struct hd_guest *g)
 
 	for (i = 0; i < g->nshares; i++)
 		close(g->shares[i].fd);
-	for (i = 0; i < g->nchans; i++) {
-		close(g->chans[i].to_dom0);
-		close(g->chans[i].to_guest);
-	}
+	for (i = 0; i < g->nchans; i++)
+		close(g->chans[i].fd);
 	free(g->shares);
 	free(g->chans);
 	g->shares = NULL;
@@ -285,7 +304,7 @@ static uint64_t hd_clamp(uint64_t v, uint64_t lo, uint64_t hi)
 }
 
 /* Per-guest fd caps from the fd limit vrdmad runs with (review I1):
- * a share holds one fd, a channel two (four once dom0 binds it). */
+ * a share holds one fd, a channel one (two once dom0 binds it). */
 void hd_fd_caps(struct hd *d)
 {
 	struct rlimit rl;
@@ -297,7 +316,7 @@ void hd_fd_caps(struct hd *d)
 	/* Floors keep a small setup usable; past them the fd_limit checks
 	 * (accept, SHARE, CHAN) refuse politely instead of hitting EMFILE. */
 	d->max_chans = (uint32_t)hd_clamp(per / 16, 4, HD_MAX_CHANS);
-	per = per > 1 + 4ull * d->max_chans ? per - 1 - 4ull * d->max_chans : 0;
+	per = per > 1 + 2ull * d->max_chans ? per - 1 - 2ull * d->max_chans : 0;
 	d->max_shares = (uint32_t)hd_clamp(per, 64, HD_MAX_SHARES);
 	d->fd_limit = nofile > HD_FD_RESERVE ? nofile - HD_FD_RESERVE / 2 : nofile / 2;
 }
@@ -325,16 +344,11 @@ int hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 	c->base.ops = p->ops;
 	c->domid = domid;
 	c->guest_sock = g->sock;
-	/* Our own copies: the guest may close the port or die meanwhile. */
-	c->in_fd = fcntl(gc->to_dom0, F_DUPFD_CLOEXEC, 0);
-	c->out_fd = fcntl(gc->to_guest, F_DUPFD_CLOEXEC, 0);
-	if (c->in_fd < 0 || c->out_fd < 0) {
+	/* Our own copy: the guest may close the port or die meanwhile. */
+	c->fd = fcntl(gc->fd, F_DUPFD_CLOEXEC, 0);
+	if (c->fd < 0) {
 		int r = -errno;
 
-		if (c->in_fd >= 0)
-			close(c->in_fd);
-		if (c->out_fd >= 0)
-			close(c->out_fd);
 		free(c);
 		return r;
 	}
@@ -353,17 +367,17 @@ int hd_notify(struct vplat_chan *bc)
 
 	if (c->dead)
 		return -EPIPE;
-	return hc_efd_notify(c->out_fd);
+	return hc_chan_notify(c->fd);
 }
 
 int hd_chan_fd(const struct vplat_chan *bc)
 {
-	return ((const struct hd_chan *)bc)->in_fd;
+	return ((const struct hd_chan *)bc)->fd;
 }
 
 int hd_chan_ack(struct vplat_chan *bc)
 {
-	return hc_efd_ack(hd_chan_of(bc)->in_fd);
+	return hc_chan_ack(hd_chan_of(bc)->fd);
 }
 
 int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
@@ -371,8 +385,8 @@ int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
 	struct hd_chan *c = hd_chan_of(bc);
 
 	if (c->dead)
-		return hc_efd_ack(c->in_fd) > 0 ? 0 : -EPIPE;
-	return hc_efd_wait(c->in_fd, c->guest_sock, timeout_ms);
+		return hc_chan_ack(c->fd) > 0 ? 0 : -EPIPE;
+	return hc_chan_wait(c->fd, c->guest_sock, timeout_ms);
 }
 
 void hd_chan_close(struct vplat_chan *bc)
@@ -384,7 +398,6 @@ void hd_chan_close(struct vplat_chan *bc)
 		if (c->next)
 			c->next->pprev = c->pprev;
 	}
-	close(c->in_fd);
-	close(c->out_fd);
+	close(c->fd);
 	free(c);
 }

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
  * Plain host, guest role: grants are pages of a sealed memfd handed to
- * vrdmad with SCM_RIGHTS (refs name pages); a channel is a pair of
- * eventfds handed over the same way.
+ * vrdmad with SCM_RIGHTS (refs name pages); a channel is our end of a
+ * datagram socketpair vrdmad made and handed us the same way.  What we do
+ * with our end (blocking or not) is ours: dom0 has its own.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "host_guest.h"
-#include "host_efd.h"
+#include "host_chan.h"
 #include "log.h"
 
 struct hg_share {
@@ -26,7 +27,7 @@ struct hg_share {
 struct hg_chan {
 	struct vplat_chan base;
 	struct hg *g;
-	int to_dom0, to_guest;
+	int fd;				/* our end */
 	uint32_t port;
 };
 
@@ -126,7 +127,8 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 	struct hg *g = hg_of(p);
 	struct hg_chan *c;
 	uint32_t args[4] = { 0 };
-	int fds[2], r;
+	socklen_t len = sizeof(int);
+	int type = 0, r;
 
 	if (peer != VPLAT_DOM0)
 		return -EINVAL;
@@ -135,29 +137,28 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 		return -ENOMEM;
 	c->base.ops = &vplat_host_guest_ops;
 	c->g = g;
-	c->to_dom0 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	c->to_guest = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->to_dom0 < 0 || c->to_guest < 0) {
-		r = -errno;
+	/* A port is never asked for twice, even after a timed-out request
+	 * dom0 may have granted late. */
+	c->port = g->next_port++;
+	args[0] = c->port;
+	r = hg_rpc(g, VHP_CHAN, args, NULL, 0, NULL, 0);
+	if (r)
+		goto err_free;
+	c->fd = g->rfd;
+	g->rfd = -1;
+	if (c->fd < 0 || getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    type != SOCK_DGRAM) {
+		r = -EIO;	/* dom0 is not making sense */
 		goto err_close;
 	}
-	c->port = g->next_port;
-	args[0] = c->port;
-	fds[0] = c->to_dom0;
-	fds[1] = c->to_guest;
-	r = hg_rpc(g, VHP_CHAN, args, NULL, 0, fds, 2);
-	if (r)
-		goto err_close;
-	g->next_port++;
 	*port = c->port;
 	*out = &c->base;
 	return 0;
 
 err_close:
-	if (c->to_dom0 >= 0)
-		close(c->to_dom0);
-	if (c->to_guest >= 0)
-		close(c->to_guest);
+	if (c->fd >= 0)
+		close(c->fd);
+err_free:
 	free(c);
 	return r;
 }
@@ -168,17 +169,17 @@ int hg_notify(struct vplat_chan *bc)
 
 	if (c->g->dead)
 		return -EPIPE;
-	return hc_efd_notify(c->to_dom0);
+	return hc_chan_notify(c->fd);
 }
 
 int hg_chan_fd(const struct vplat_chan *bc)
 {
-	return ((const struct hg_chan *)bc)->to_guest;
+	return ((const struct hg_chan *)bc)->fd;
 }
 
 int hg_chan_ack(struct vplat_chan *bc)
 {
-	return hc_efd_ack(((struct hg_chan *)bc)->to_guest);
+	return hc_chan_ack(((struct hg_chan *)bc)->fd);
 }
 
 int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
@@ -187,8 +188,8 @@ int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
 	int err;
 
 	if (c->g->dead)
-		return hc_efd_ack(c->to_guest) > 0 ? 0 : -EPIPE;
-	err = hc_efd_wait(c->to_guest, c->g->sock, timeout_ms);
+		return hc_chan_ack(c->fd) > 0 ? 0 : -EPIPE;
+	err = hc_chan_wait(c->fd, c->g->sock, timeout_ms);
 	if (err == -EPIPE)
 		c->g->dead = 1;
 	return err;
@@ -199,7 +200,6 @@ void hg_chan_close(struct vplat_chan *bc)
 	struct hg_chan *c = (struct hg_chan *)bc;
 
 	hg_post(c->g, VHP_CHAN_CLOSE, c->port, 0);
-	close(c->to_dom0);
-	close(c->to_guest);
+	close(c->fd);
 	free(c);
 }

@@ -81,7 +81,16 @@ static int hg_recv_one(struct hg *g, int flags)
 	}
 	if (r)
 		return r;
-	vhp_close_fds(fds, &nfds);	/* dom0 never sends fds */
+	if (g->rfd >= 0) {		/* nobody claimed it */
+		close(g->rfd);
+		g->rfd = -1;
+	}
+	/* Only a reply carries an fd (CHAN: our end of the channel). */
+	if (g->rh.type == VHP_REPLY && nfds == 1) {
+		g->rfd = fds[0];
+		nfds = 0;
+	}
+	vhp_close_fds(fds, &nfds);
 	g->rbuf[g->rh.len] = '\0';
 	if (g->rh.type == VHP_EVENT)
 		hg_queue_event(g, &g->rh, g->rbuf);
@@ -212,7 +221,7 @@ static int hg_open(const struct vplat_cfg *cfg, struct vplat **out)
 	if (!g)
 		return -ENOMEM;
 	g->base.ops = &vplat_host_guest_ops;
-	g->sock = g->epfd = g->evfd = -1;
+	g->sock = g->epfd = g->evfd = g->rfd = -1;
 	g->evq_tail = &g->evq;
 	g->next_ref = HG_FIRST_REF;
 	g->next_port = 1;
@@ -270,6 +279,8 @@ static void hg_close(struct vplat *p)
 		g->evq = e->next;
 		free(e);
 	}
+	if (g->rfd >= 0)
+		close(g->rfd);
 	close(g->sock);
 	close(g->epfd);
 	close(g->evfd);

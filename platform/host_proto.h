@@ -3,8 +3,9 @@
  * Plain host: the messages between a guest's platform and vrdmad on
  * <run_dir>/guest.sock (SOCK_SEQPACKET, one message per packet).  This
  * socket stands in for the hypervisor: grant table (SHARE/UNSHARE with a
- * memfd), event channels (CHAN with two eventfds) and xenstore (KEY_*,
- * WATCH, EVENT).  Same machine, same ABI: native-endian fixed-width.
+ * memfd), event channels (CHAN: dom0 makes a datagram socketpair, keeps
+ * one end and replies with the other) and xenstore (KEY_*, WATCH, EVENT).
+ * Same machine, same ABI: native-endian fixed-width.
  *
  *   guest -> dom0          args                         payload    fds
  *   HELLO                  [0]=version                  name\0     -
@@ -14,11 +15,12 @@
  *   UNWATCH                [0]=token                    -          -
  *   SHARE                  [0]=ref [1]=npages [2]=wr    -          memfd
  *   UNSHARE (no reply)     [0]=ref [1]=npages           -          -
- *   CHAN                   [0]=port                     -          to_dom0, to_guest
+ *   CHAN                   [0]=port                     -          -
  *   CHAN_CLOSE (no reply)  [0]=port                     -          -
  *   dom0 -> guest
  *   WELCOME                [0]=domid, err               -          -
- *   REPLY                  seq of request, err; LIST: [0]=count, payload names
+ *   REPLY                  seq of request, err; LIST: [0]=count, payload names;
+ *                          CHAN: the guest's end of the channel (one fd)
  *   EVENT                  [0]=token                    path\0     -
  */
 #ifndef VRDMA_HOST_PROTO_H
@@ -30,7 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define VHP_VERSION	1
+#define VHP_VERSION	2	/* 2: channels are made by dom0 */
 #define VHP_SOCK_NAME	"guest.sock"
 #define VHP_NAME_MAX	64
 #define VHP_PAYLOAD_MAX	(64 * 1024)

@@ -7,12 +7,14 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -881,7 +883,12 @@ START_TEST(t_no_fd_leak)
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1 + i, 1, &s[i]), 0);
 	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &c, &port), 0);
-	ck_assert_int_eq(count_fds(), base + 3 + 4);	/* dom0 copies + ours */
+	/* memfds in dom0; both channel ends (dom0 closes its copy of ours
+	 * right after sending it: wait for that, bounded) */
+	end = vplat_now_ms() + T_WAIT_MS;
+	while (count_fds() != base + 3 + 2 && vplat_now_ms() < end)
+		usleep(5000);
+	ck_assert_int_eq(count_fds(), base + 3 + 2);
 	for (i = 0; i < 3; i++)
 		vplat_unshare(s[i]);
 	vplat_chan_close(c);
@@ -979,7 +986,7 @@ START_TEST(t_malformed)
 	ck_assert_int_eq(vhp_send(s, &h, "a\0b", NULL, 0, 0), 0);
 	raw_expect_eof(s);
 
-	s = raw_connect();	/* a CHAN whose "eventfds" are a pipe */
+	s = raw_connect();	/* a CHAN that brings fds: dom0 makes channels itself */
 	h.type = VHP_HELLO;
 	h.len = 4;
 	ck_assert_int_eq(vhp_send(s, &h, "raw", NULL, 0, 0), 0);
@@ -1075,6 +1082,98 @@ START_TEST(t_slow_reader)
 }
 END_TEST
 
+/* ---- a guest that attacks its own channel (issue 12) ---- */
+
+struct d0_notify_arg {
+	struct vplat_chan *c;
+	int n, r;
+};
+
+static void *d0_notify_many(void *arg)
+{
+	struct d0_notify_arg *a = arg;
+	int i;
+
+	for (i = 0; i < a->n && !a->r; i++) {
+		t0_lock();
+		a->r = vplat_notify(a->c);
+		t0_unlock();
+	}
+	return NULL;
+}
+
+/*
+ * Everything a guest can do to what it holds of a channel -- fill it,
+ * make it blocking, flood dom0, close it -- never makes dom0 wait
+ * (docs/platform.md "Never block on a guest").  Before the fix the guest's
+ * eventfd at its maximum with O_NONBLOCK cleared left dom0 in write(2)
+ * for ever.
+ */
+START_TEST(t_chan_hostile)
+{
+	struct d0_notify_arg na = { .n = 10000 };
+	uint64_t max = UINT64_MAX - 1;
+	struct vplat_chan *gc, *dc;
+	struct pollfd pfd;
+	struct timespec ts;
+	struct vplat *g;
+	pthread_t th;
+	uint32_t port;
+	int fd, fl, i, n, r;
+
+	t0_open(1);
+	g = guest_open();
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &gc, &port), 0);
+	t0_lock();
+	ck_assert_int_eq(vplat_chan_bind(t0.d, vplat_domid(g), port, &dc), 0);
+	t0_unlock();
+
+	/* Fill what dom0 writes to as far as it goes, then make it blocking. */
+	fd = vplat_chan_fd(gc);
+	for (i = 0; i < 100000; i++)
+		if (write(fd, &max, sizeof(max)) < 0)
+			break;
+	fl = fcntl(fd, F_GETFL);
+	ck_assert_int_ge(fl, 0);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	na.c = dc;
+	ck_assert_int_eq(pthread_create(&th, NULL, d0_notify_many, &na), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 3;
+	r = pthread_timedjoin_np(th, NULL, &ts);
+	ck_assert_msg(r == 0, "dom0 blocked in vplat_notify on a guest's channel");
+	ck_assert_int_eq(na.r, 0);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 0), 1);	/* the guest was notified */
+
+	/* A guest flooding dom0: every notify is 0, each ack is bounded
+	 * work and the flood is drained in a bounded number of them. */
+	for (i = 0; i < 100000; i++)
+		ck_assert_int_eq(vplat_notify(gc), 0);
+	t0_lock();
+	for (n = 0; n < 100000 && vplat_chan_ack(dc) == 1; n++)
+		;
+	ck_assert_int_lt(n, 100000);
+	ck_assert_int_eq(vplat_chan_ack(dc), 0);
+	t0_unlock();
+
+	/* The guest closes its end: dom0's is not left readable for ever. */
+	vplat_chan_close(gc);
+	usleep(50000);
+	t0_lock();
+	pfd.fd = vplat_chan_fd(dc);
+	vplat_chan_ack(dc);
+	ck_assert_int_eq(poll(&pfd, 1, 50), 0);
+	r = vplat_notify(dc);
+	ck_assert(r == 0 || r == -EPIPE);
+	vplat_chan_close(dc);
+	t0_unlock();
+	vplat_close(g);
+	t0_close();
+}
+END_TEST
+
 static Suite *plat_suite(void)
 {
 	Suite *s = suite_create("plat");
@@ -1100,6 +1199,7 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_no_fd_leak);
 	tcase_add_test(tc, t_malformed);
 	tcase_add_test(tc, t_slow_reader);
+	tcase_add_test(tc, t_chan_hostile);
 	suite_add_tcase(s, tc);
 	return s;
 }
