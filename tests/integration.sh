@@ -5,7 +5,9 @@
 #   2. a guest killed mid-transfer leaves nothing behind in vrdmad
 #   3. hostile guests writing garbage are disabled; a bw pair running
 #      beside them completes with verified data
-#   4. vrdmactl set/get/stats/top (tests/prio.sh)
+#   4. a guest that tries to make vrdmad wait on what it holds (issue 12):
+#      pings answered and a bw pair completes meanwhile, nothing left after
+#   5. vrdmactl set/get/stats/top (tests/prio.sh)
 # Usage: tests/integration.sh BUILD_DIR
 set -u
 B=${1:-build}
@@ -125,6 +127,31 @@ check "hostile guests logged as disabled" grep -q "disabled" "$LOG"
 check "daemon alive after hostile guests" ctl ping
 check "clean after hostile guests" leak_free
 
+# ---- 4. a guest that tries to make vrdmad wait (issue 12) ----
+timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify -T 60 >"$RUN/wbs.out" 2>&1 &
+WS=$!
+sleep 0.5
+timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify -T 60 local >"$RUN/wbc.out" 2>&1 &
+WC=$!
+timeout 30 "$B/tests/itest_hostile" wedge >"$RUN/w.out" 2>&1 &
+WP=$!
+for _ in $(seq 100); do grep -q wedge-ready "$RUN/w.out" && break; sleep 0.05; done
+check "wedging guest: set up" grep -q wedge-ready "$RUN/w.out"
+sleep 1
+check "wedging guest: vrdmad answers a ping" ctl ping
+sleep 1
+check "wedging guest: vrdmad still answers" ctl ping
+wait $WP; wpr=$?
+check "wedging guest: it ran its time (not killed by timeout)" [ $wpr -eq 0 ]
+grep "wedge:" "$RUN/w.out"
+wait $WC; wcr=$?
+wait $WS; wsr=$?
+check "transfer beside a wedging guest, client" [ $wcr -eq 0 ]
+check "transfer beside a wedging guest, server" [ $wsr -eq 0 ]
+[ $wcr -eq 0 ] && [ $wsr -eq 0 ] || tail -n 5 "$RUN/wbc.out" "$RUN/wbs.out"
+check "daemon alive after a wedging guest" ctl ping
+check "clean after a wedging guest" leak_free
+
 # ---- shutdown ----
 kill "$DPID"
 wait "$DPID"; drc=$?
@@ -157,7 +184,7 @@ else
 	check "vrdmad --rt-prio 1 exits 0 on SIGTERM" [ $? -eq 0 ]
 fi
 
-# ---- 4. operator controls (issue 5), with a daemon of their own ----
+# ---- 5. operator controls (issue 5), with a daemon of their own ----
 check "prio: set/get/stats/top (tests/prio.sh)" "$(dirname "$0")/prio.sh" "$B"
 
 if [ $fail -ne 0 ]; then

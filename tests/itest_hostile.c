@@ -7,17 +7,25 @@
  *
  *   itest_hostile list     print the case names
  *   itest_hostile CASE     exit 0 iff the case was refused
+ *   itest_hostile wedge    (not listed) try for WEDGE_MS to make vrdmad
+ *                          wait on what this guest holds; the verdict is
+ *                          the script's: vrdmad answers pings meanwhile,
+ *                          other guests' traffic flows, nothing is left
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "front.h"
 #include "vring.h"
 
 #define T_MS	5000
+#define WEDGE_MS	4000
 
 static int ev_ignore(void *arg, const struct vrdma_evt *e)
 {
@@ -174,6 +182,75 @@ static int c_listen_unterminated(struct vfe_dev *d)
 	return cmd_refused(d, &r);
 }
 
+/*
+ * Everything this guest holds, made as hostile to dom0 as it can be
+ * (issue 12): every fd blocking; eventfds (a guest-made channel, before
+ * dom0 made them) drained of dom0's notifications and filled to their
+ * maximum; datagram sockets (its channel ends) flooded towards dom0; its
+ * socket to vrdmad never read again.
+ */
+static void wedge_fds(void)
+{
+	uint64_t cnt, max = UINT64_MAX - 1;
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[64], link[64];
+
+	while (dir && (e = readdir(dir))) {
+		int fd = atoi(e->d_name), fl, type = 0, i;
+		socklen_t len = sizeof(type);
+		ssize_t n;
+
+		if (e->d_name[0] == '.' || fd == dirfd(dir) || fd <= 2)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = '\0';
+		if (!strcmp(link, "anon_inode:[eventfd]")) {
+			if (read(fd, &cnt, sizeof(cnt)) < 0)
+				cnt = 0;
+			if (write(fd, &max, sizeof(max)) < 0)
+				printf("wedge: eventfd %d not filled\n", fd);
+		} else if (!getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
+			   type == SOCK_DGRAM) {
+			for (i = 0; i < 100000; i++)
+				if (send(fd, "x", 1, MSG_DONTWAIT) < 0)
+					break;
+		}
+		fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	}
+	if (dir)
+		closedir(dir);
+}
+
+static int c_wedge(struct vfe_dev *d)
+{
+	int64_t end = vplat_now_ms() + WEDGE_MS;
+	unsigned answered = 0;
+
+	wedge_fds();
+	printf("wedge-ready\n");
+	fflush(stdout);
+	/* Make dom0 notify us (command events) and keep kicking it. */
+	while (vplat_now_ms() < end) {
+		struct vrdma_req r = { .opcode = VRDMA_CMD_ALLOC_PD };
+
+		int rc = vfe_cmd(d, &r, NULL);
+
+		if (rc != -ETIMEDOUT && rc != -EIO) {
+			answered++;
+		} else {
+			vplat_notify(d->chan);
+			usleep(1000);
+		}
+	}
+	printf("wedge: %u commands answered\n", answered);
+	fflush(stdout);
+	return 1;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct vfe_dev *d);
@@ -221,6 +298,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "list"))
 		return 0;
+	if (!strcmp(argv[1], "wedge")) {
+		err = vfe_open(&d, NULL, T_MS, ev_ignore, NULL);
+		if (err) {
+			fprintf(stderr, "itest_hostile: cannot connect: %s\n", strerror(-err));
+			return 1;
+		}
+		c_wedge(&d);
+		_exit(0);	/* a hostile guest just dies */
+	}
 	fprintf(stderr, "itest_hostile: unknown case '%s'\n", argv[1]);
 	return 2;
 }
