@@ -3,12 +3,15 @@
 #include <poll.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "host_chan.h"
 #include "vplat.h"
 
-int hc_chan_notify(int fd)
+int hc_sock_notify(int fd)
 {
 	char one = 1;
 
@@ -29,14 +32,13 @@ int hc_chan_notify(int fd)
 	}
 }
 
-int hc_chan_ack(int fd)
+int hc_sock_ack(int fd)
 {
-	char buf[HC_ACK_MAX];
 	struct iovec iov[HC_ACK_MAX];
 	struct mmsghdr m[HC_ACK_MAX];
+	char buf[HC_ACK_MAX];
 	int i, n;
 
-	/* One syscall; no control buffer: nobody passes us fds here. */
 	memset(m, 0, sizeof(m));
 	for (i = 0; i < HC_ACK_MAX; i++) {
 		iov[i].iov_base = &buf[i];
@@ -47,20 +49,49 @@ int hc_chan_ack(int fd)
 	n = recvmmsg(fd, m, HC_ACK_MAX, MSG_DONTWAIT, NULL);
 	if (n > 0)
 		return 1;
-	if (n == 0)
+	if (n == 0 || errno == EAGAIN || errno == EINTR)
 		return 0;
-	switch (errno) {
-	case EAGAIN:
-	case EINTR:
-	case ECONNREFUSED:	/* a pending socket error, now consumed */
-	case ECONNRESET:
-		return 0;
-	default:
-		return -errno;
-	}
+	return -errno;
 }
 
-int hc_chan_wait(int fd, int peer_sock, int timeout_ms)
+int hc_efd_notify(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+int hc_efd_ack(int fd)
+{
+	uint64_t cnt;
+	struct iovec iov = { .iov_base = &cnt, .iov_len = sizeof(cnt) };
+
+	/* The guest shares this description: never trust its O_NONBLOCK. */
+	if (preadv2(fd, &iov, 1, -1, RWF_NOWAIT) >= 0)
+		return 1;
+	/* A kernel older than 5.12: the flags decide (hd_open warned). */
+	if (errno == EOPNOTSUPP && read(fd, &cnt, sizeof(cnt)) >= 0)
+		return 1;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+int hc_efd_nowait_ok(void)
+{
+	int fd = eventfd(0, EFD_CLOEXEC);
+	uint64_t cnt;
+	struct iovec iov = { .iov_base = &cnt, .iov_len = sizeof(cnt) };
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = preadv2(fd, &iov, 1, -1, RWF_NOWAIT);	/* count 0, blocking */
+	close(fd);
+	return n < 0 && errno == EAGAIN;
+}
+
+int hc_chan_wait(int fd, int (*ack)(int fd), int peer_sock, int timeout_ms)
 {
 	int64_t deadline = vplat_now_ms() + timeout_ms;
 
@@ -72,7 +103,7 @@ int hc_chan_wait(int fd, int peer_sock, int timeout_ms)
 		int64_t left = deadline - vplat_now_ms();
 		int r;
 
-		if (hc_chan_ack(fd) > 0)
+		if (ack(fd) > 0)
 			return 0;
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -81,6 +112,6 @@ int hc_chan_wait(int fd, int peer_sock, int timeout_ms)
 			return -errno;
 		/* Hangup of the socket = the other side is gone. */
 		if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
-			return hc_chan_ack(fd) > 0 ? 0 : -EPIPE;
+			return ack(fd) > 0 ? 0 : -EPIPE;
 	}
 }

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "host_chan.h"
 #include "host_dom0.h"
 #include "keystore.h"
 #include "log.h"
@@ -33,7 +34,7 @@
 
 struct hd_out {
 	struct hd_out *next;
-	int fd;				/* dom0's, to pass along; -1: none */
+	int fds[VHP_MAX_FDS], nfds;	/* dom0's, to pass along */
 	struct vhp_hdr h;
 	char payload[];
 };
@@ -124,8 +125,7 @@ static void hd_out_poll(struct hd_guest *g, bool out)
 
 static void hd_out_free(struct hd_out *o)
 {
-	if (o->fd >= 0)
-		close(o->fd);
+	vhp_close_fds(o->fds, &o->nfds);
 	free(o);
 }
 
@@ -136,7 +136,7 @@ static void hd_out_flush(struct hd_guest *g)
 	int r;
 
 	while ((o = g->out) && !g->dead) {
-		r = vhp_send(g->sock, &o->h, o->payload, &o->fd, o->fd >= 0, MSG_DONTWAIT);
+		r = vhp_send(g->sock, &o->h, o->payload, o->fds, o->nfds, MSG_DONTWAIT);
 		if (r == -EAGAIN)
 			return;
 		if (r) {
@@ -169,17 +169,18 @@ static bool hd_out_has(const struct hd_guest *g, const struct vhp_hdr *h, const 
  * One message to g without ever waiting for it: straight out if nothing
  * is queued and the socket has room, else behind what is queued.
  */
-int hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload, int fd)
+int hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
+		const int *fds, int nfds)
 {
 	struct hd_out *o;
-	int r;
+	int r, i;
 
 	if (g->dead) {
 		r = -EPIPE;
 		goto out_close;
 	}
 	if (!g->out) {
-		r = vhp_send(g->sock, (struct vhp_hdr *)h, payload, &fd, fd >= 0, MSG_DONTWAIT);
+		r = vhp_send(g->sock, (struct vhp_hdr *)h, payload, fds, nfds, MSG_DONTWAIT);
 		if (r != -EAGAIN) {
 			if (r)
 				hd_guest_kill(g, "its socket failed");
@@ -200,7 +201,8 @@ int hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
 		goto out_close;
 	}
 	o->next = NULL;
-	o->fd = fd;
+	o->nfds = nfds;
+	memcpy(o->fds, fds, sizeof(int) * (size_t)nfds);
 	o->h = *h;
 	if (h->len)
 		memcpy(o->payload, payload, h->len);
@@ -212,14 +214,14 @@ int hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
 	return 0;
 
 out_close:
-	if (fd >= 0)
-		close(fd);	/* sent (the guest has its own) or never will be */
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);	/* sent (the guest has its own) or never will be */
 	return r;
 }
 
 int hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload)
 {
-	return hd_send_fd(g, h, payload, -1);
+	return hd_send_fds(g, h, payload, NULL, 0);
 }
 
 int hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
@@ -427,6 +429,10 @@ static int hd_open(const struct vplat_cfg *cfg, struct vplat **out)
 	ev.data.ptr = &d->evfd;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->evfd, &ev) < 0)
 		goto err_errno;
+	if (!hc_efd_nowait_ok())
+		vlog_err("platform: this kernel cannot read an eventfd without waiting "
+			 "whatever its flags (RWF_NOWAIT, Linux 5.12): a hostile guest "
+			 "can stall vrdmad");
 	vlog_dbg("platform: dom0 listening on %s", d->sock_path);
 	*out = &d->base;
 	return 0;

@@ -32,7 +32,8 @@ struct hd_share {
 
 struct hd_gchan {			/* a channel the guest allocated */
 	uint32_t port;
-	int fd;				/* dom0's end; the guest holds the other */
+	int in_fd;			/* eventfd the guest writes (both hold it) */
+	int out_fd;			/* dom0's socket end, shut for reading */
 };
 
 struct hd_guest {
@@ -58,7 +59,7 @@ struct hd_chan {			/* a channel dom0 bound */
 	struct vplat_chan base;
 	struct hd_chan *next, **pprev;
 	uint32_t domid;
-	int fd;				/* dom0's end of the socketpair */
+	int in_fd, out_fd;		/* guest->dom0 eventfd, dom0's socket end */
 	int guest_sock;			/* valid while !dead */
 	int dead;
 };
@@ -89,10 +90,10 @@ struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
 void hd_guest_kill(struct hd_guest *g, const char *why);
 /* Never blocks: what the socket has no room for waits in g's outbox. */
 int  hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload);
-/* The same with one fd of dom0's (-1: none), sent by SCM_RIGHTS and
- * closed here once sent or when g dies; on error it is closed already. */
-int  hd_send_fd(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
-		int fd);
+/* The same with up to VHP_MAX_FDS fds of dom0's, sent by SCM_RIGHTS and
+ * closed here once sent or when g dies; on error they are closed already. */
+int  hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload,
+		 const int *fds, int nfds);
 int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	      const void *payload, uint32_t len, uint32_t arg0);
 

@@ -4,8 +4,8 @@
  * ref range) and the channels it allocated; dom0's mappings and bound
  * channels.  A mapping outlives the guest (mmap semantics); a bound
  * channel reports the guest gone with -EPIPE.  dom0 creates each channel
- * itself and keeps its own end: nothing a guest does to what it holds can
- * make dom0 wait (docs/platform.md "Never block on a guest").
+ * itself (host_chan.h): nothing a guest does to what it holds can make
+ * dom0 wait (docs/platform.md "Never block on a guest").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -126,16 +127,18 @@ static struct hd_gchan *hd_gchan_find(struct hd_guest *g, uint32_t port)
 }
 
 /*
- * A channel is a datagram socketpair of dom0's making: dom0 keeps one end
- * (an open file description the guest never holds, so its flags are
- * dom0's) and the reply carries the other.  A guest-made eventfd would
- * share its flags and counter with the guest, which could then make
- * dom0's write or read block (issue 12).
+ * A channel is made by dom0 (issue 12): a guest-made eventfd shares its
+ * flags and counter with the guest, which cleared O_NONBLOCK and filled it
+ * to leave dom0 in write(2) for ever.  Now dom0 only reads the shared
+ * eventfd (RWF_NOWAIT) and writes to its own socket end, shut for reading
+ * so the guest cannot queue fds there for dom0 to drop (a lingering
+ * socket's release waits).  The reply carries the eventfd and the guest's
+ * socket end.
  */
 static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *nfds)
 {
 	struct hd_gchan *c;
-	int sv[2], r;
+	int sv[2], efd, r;
 
 	if (*nfds)
 		return -EBADMSG;
@@ -152,31 +155,43 @@ static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *nfds)
 		g->chans = n;
 		g->ccap = ncap;
 	}
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+	efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0)
 		return hd_reply(g, h, -errno, NULL, 0, 0), 0;
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		goto err_efd;
+	}
 	/* fds are numbered lowest free first: a high one means vrdmad is
 	 * near EMFILE, which would break every guest's fd passing. */
-	if ((uint64_t)sv[1] >= g->d->fd_limit) {
-		r = -ENOSPC;
-		goto err_close;
+	r = -ENOSPC;
+	if ((uint64_t)sv[1] >= g->d->fd_limit)
+		goto err_sv;
+	if (shutdown(sv[0], SHUT_RD) < 0) {
+		r = -errno;
+		goto err_sv;
 	}
-	/* The guest's end goes with the reply (closed here once sent). */
-	r = hd_send_fd(g, &(struct vhp_hdr){ .type = VHP_REPLY, .seq = h->seq },
-		       NULL, sv[1]);
-	if (r)
-		goto err_dom0;
 	c = &g->chans[g->nchans++];
 	c->port = h->arg[0];
-	c->fd = sv[0];
+	c->out_fd = sv[0];
+	c->in_fd = fcntl(efd, F_DUPFD_CLOEXEC, 0);	/* ours; efd goes */
+	if (c->in_fd < 0) {
+		r = -errno;
+		g->nchans--;
+		goto err_sv;
+	}
+	/* Both go with the reply (closed here once sent): dom0 keeps the
+	 * eventfd's dup and its own socket end. */
+	hd_send_fds(g, &(struct vhp_hdr){ .type = VHP_REPLY, .seq = h->seq },
+		    NULL, (int[]){ efd, sv[1] }, 2);
 	return 0;
 
-err_close:
+err_sv:
 	close(sv[1]);
 	close(sv[0]);
+err_efd:
+	close(efd);
 	return hd_reply(g, h, r, NULL, 0, 0), 0;
-err_dom0:
-	close(sv[0]);	/* hd_send_fd closed the guest's end; g is dead */
-	return 0;
 }
 
 int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
@@ -194,7 +209,8 @@ int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
 		c = hd_gchan_find(g, h->arg[0]);
 		if (*nfds || !c)
 			return -EBADMSG;
-		close(c->fd);
+		close(c->in_fd);
+		close(c->out_fd);
 		*c = g->chans[--g->nchans];
 		return 0;
 	}
@@ -206,8 +222,10 @@ void hd_gnt_release(struct hd_guest *g)
 
 	for (i = 0; i < g->nshares; i++)
 		close(g->shares[i].fd);
-	for (i = 0; i < g->nchans; i++)
-		close(g->chans[i].fd);
+	for (i = 0; i < g->nchans; i++) {
+		close(g->chans[i].in_fd);
+		close(g->chans[i].out_fd);
+	}
 	free(g->shares);
 	free(g->chans);
 	g->shares = NULL;
@@ -304,7 +322,7 @@ static uint64_t hd_clamp(uint64_t v, uint64_t lo, uint64_t hi)
 }
 
 /* Per-guest fd caps from the fd limit vrdmad runs with (review I1):
- * a share holds one fd, a channel one (two once dom0 binds it). */
+ * a share holds one fd, a channel two (four once dom0 binds it). */
 void hd_fd_caps(struct hd *d)
 {
 	struct rlimit rl;
@@ -316,7 +334,7 @@ void hd_fd_caps(struct hd *d)
 	/* Floors keep a small setup usable; past them the fd_limit checks
 	 * (accept, SHARE, CHAN) refuse politely instead of hitting EMFILE. */
 	d->max_chans = (uint32_t)hd_clamp(per / 16, 4, HD_MAX_CHANS);
-	per = per > 1 + 2ull * d->max_chans ? per - 1 - 2ull * d->max_chans : 0;
+	per = per > 1 + 4ull * d->max_chans ? per - 1 - 4ull * d->max_chans : 0;
 	d->max_shares = (uint32_t)hd_clamp(per, 64, HD_MAX_SHARES);
 	d->fd_limit = nofile > HD_FD_RESERVE ? nofile - HD_FD_RESERVE / 2 : nofile / 2;
 }
@@ -344,11 +362,16 @@ int hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 	c->base.ops = p->ops;
 	c->domid = domid;
 	c->guest_sock = g->sock;
-	/* Our own copy: the guest may close the port or die meanwhile. */
-	c->fd = fcntl(gc->fd, F_DUPFD_CLOEXEC, 0);
-	if (c->fd < 0) {
+	/* Our own copies: the guest may close the port or die meanwhile. */
+	c->in_fd = fcntl(gc->in_fd, F_DUPFD_CLOEXEC, 0);
+	c->out_fd = fcntl(gc->out_fd, F_DUPFD_CLOEXEC, 0);
+	if (c->in_fd < 0 || c->out_fd < 0) {
 		int r = -errno;
 
+		if (c->in_fd >= 0)
+			close(c->in_fd);
+		if (c->out_fd >= 0)
+			close(c->out_fd);
 		free(c);
 		return r;
 	}
@@ -367,17 +390,17 @@ int hd_notify(struct vplat_chan *bc)
 
 	if (c->dead)
 		return -EPIPE;
-	return hc_chan_notify(c->fd);
+	return hc_sock_notify(c->out_fd);
 }
 
 int hd_chan_fd(const struct vplat_chan *bc)
 {
-	return ((const struct hd_chan *)bc)->fd;
+	return ((const struct hd_chan *)bc)->in_fd;
 }
 
 int hd_chan_ack(struct vplat_chan *bc)
 {
-	return hc_chan_ack(hd_chan_of(bc)->fd);
+	return hc_efd_ack(hd_chan_of(bc)->in_fd);
 }
 
 int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
@@ -385,8 +408,8 @@ int hd_chan_wait(struct vplat_chan *bc, int timeout_ms)
 	struct hd_chan *c = hd_chan_of(bc);
 
 	if (c->dead)
-		return hc_chan_ack(c->fd) > 0 ? 0 : -EPIPE;
-	return hc_chan_wait(c->fd, c->guest_sock, timeout_ms);
+		return hc_efd_ack(c->in_fd) > 0 ? 0 : -EPIPE;
+	return hc_chan_wait(c->in_fd, hc_efd_ack, c->guest_sock, timeout_ms);
 }
 
 void hd_chan_close(struct vplat_chan *bc)
@@ -398,6 +421,7 @@ void hd_chan_close(struct vplat_chan *bc)
 		if (c->next)
 			c->next->pprev = c->pprev;
 	}
-	close(c->fd);
+	close(c->in_fd);
+	close(c->out_fd);
 	free(c);
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Plain host, guest role: grants are pages of a sealed memfd handed to
- * vrdmad with SCM_RIGHTS (refs name pages); a channel is our end of a
- * datagram socketpair vrdmad made and handed us the same way.  What we do
- * with our end (blocking or not) is ours: dom0 has its own.
+ * vrdmad with SCM_RIGHTS (refs name pages); a channel is an eventfd we
+ * write and our end of a datagram socketpair we read, both made by vrdmad
+ * and handed to us the same way (host_chan.h).  Blocking or not on them
+ * is our business: dom0 never waits on either.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,8 @@ struct hg_share {
 struct hg_chan {
 	struct vplat_chan base;
 	struct hg *g;
-	int fd;				/* our end */
+	int to_dom0;			/* eventfd we write */
+	int to_guest;			/* our socket end, dom0 sends to it */
 	uint32_t port;
 };
 
@@ -144,9 +146,11 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 	r = hg_rpc(g, VHP_CHAN, args, NULL, 0, NULL, 0);
 	if (r)
 		goto err_free;
-	c->fd = g->rfd;
-	g->rfd = -1;
-	if (c->fd < 0 || getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	c->to_dom0 = g->rfd[0];
+	c->to_guest = g->rfd[1];
+	g->rfd[0] = g->rfd[1] = -1;
+	if (c->to_dom0 < 0 || c->to_guest < 0 ||
+	    getsockopt(c->to_guest, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
 	    type != SOCK_DGRAM) {
 		r = -EIO;	/* dom0 is not making sense */
 		goto err_close;
@@ -156,8 +160,10 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 	return 0;
 
 err_close:
-	if (c->fd >= 0)
-		close(c->fd);
+	if (c->to_dom0 >= 0)
+		close(c->to_dom0);
+	if (c->to_guest >= 0)
+		close(c->to_guest);
 err_free:
 	free(c);
 	return r;
@@ -169,17 +175,17 @@ int hg_notify(struct vplat_chan *bc)
 
 	if (c->g->dead)
 		return -EPIPE;
-	return hc_chan_notify(c->fd);
+	return hc_efd_notify(c->to_dom0);
 }
 
 int hg_chan_fd(const struct vplat_chan *bc)
 {
-	return ((const struct hg_chan *)bc)->fd;
+	return ((const struct hg_chan *)bc)->to_guest;
 }
 
 int hg_chan_ack(struct vplat_chan *bc)
 {
-	return hc_chan_ack(((struct hg_chan *)bc)->fd);
+	return hc_sock_ack(((struct hg_chan *)bc)->to_guest);
 }
 
 int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
@@ -188,8 +194,8 @@ int hg_chan_wait(struct vplat_chan *bc, int timeout_ms)
 	int err;
 
 	if (c->g->dead)
-		return hc_chan_ack(c->fd) > 0 ? 0 : -EPIPE;
-	err = hc_chan_wait(c->fd, c->g->sock, timeout_ms);
+		return hc_sock_ack(c->to_guest) > 0 ? 0 : -EPIPE;
+	err = hc_chan_wait(c->to_guest, hc_sock_ack, c->g->sock, timeout_ms);
 	if (err == -EPIPE)
 		c->g->dead = 1;
 	return err;
@@ -200,6 +206,7 @@ void hg_chan_close(struct vplat_chan *bc)
 	struct hg_chan *c = (struct hg_chan *)bc;
 
 	hg_post(c->g, VHP_CHAN_CLOSE, c->port, 0);
-	close(c->fd);
+	close(c->to_dom0);
+	close(c->to_guest);
 	free(c);
 }

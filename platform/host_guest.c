@@ -62,6 +62,17 @@ static void hg_queue_event(struct hg *g, const struct vhp_hdr *h, const char *pa
 		vlog_dbg("platform: event signal: %s", strerror(errno));
 }
 
+static void hg_rfd_close(struct hg *g)
+{
+	int i;
+
+	for (i = 0; i < VHP_MAX_FDS; i++) {
+		if (g->rfd[i] >= 0)
+			close(g->rfd[i]);
+		g->rfd[i] = -1;
+	}
+}
+
 /* Read one message; events are queued, the rest left in g->rh/rbuf. */
 static int hg_recv_one(struct hg *g, int flags)
 {
@@ -81,15 +92,13 @@ static int hg_recv_one(struct hg *g, int flags)
 	}
 	if (r)
 		return r;
-	if (g->rfd >= 0) {		/* nobody claimed it */
-		close(g->rfd);
-		g->rfd = -1;
-	}
-	/* Only a reply carries an fd (CHAN: our end of the channel). */
-	if (g->rh.type == VHP_REPLY && nfds == 1) {
-		g->rfd = fds[0];
-		nfds = 0;
-	}
+	hg_rfd_close(g);		/* nobody claimed them */
+	/* Only a reply carries fds (CHAN: the channel's two). */
+	if (g->rh.type == VHP_REPLY)
+		while (nfds > 0) {
+			nfds--;
+			g->rfd[nfds] = fds[nfds];
+		}
 	vhp_close_fds(fds, &nfds);
 	g->rbuf[g->rh.len] = '\0';
 	if (g->rh.type == VHP_EVENT)
@@ -221,7 +230,7 @@ static int hg_open(const struct vplat_cfg *cfg, struct vplat **out)
 	if (!g)
 		return -ENOMEM;
 	g->base.ops = &vplat_host_guest_ops;
-	g->sock = g->epfd = g->evfd = g->rfd = -1;
+	g->sock = g->epfd = g->evfd = g->rfd[0] = g->rfd[1] = -1;
 	g->evq_tail = &g->evq;
 	g->next_ref = HG_FIRST_REF;
 	g->next_port = 1;
@@ -279,8 +288,7 @@ static void hg_close(struct vplat *p)
 		g->evq = e->next;
 		free(e);
 	}
-	if (g->rfd >= 0)
-		close(g->rfd);
+	hg_rfd_close(g);
 	close(g->sock);
 	close(g->epfd);
 	close(g->evfd);

@@ -24,14 +24,14 @@ struct hg {
 	struct hg_watch *watches;
 	struct hg_evt *evq, **evq_tail;
 	struct vhp_hdr rh;		/* last reply */
-	int rfd;			/* the fd it carried, until claimed; -1: none */
+	int rfd[VHP_MAX_FDS];		/* fds it carried, until claimed; -1: none */
 	char rbuf[VHP_PAYLOAD_MAX + 1];
 };
 
 #define hg_of(p) ((struct hg *)(p))
 
 /* One request, its reply within HG_RPC_TIMEOUT_MS: 0 or -errno.  The
- * reply stays in g->rh / g->rbuf (and an fd it carried in g->rfd, for the
+ * reply stays in g->rh / g->rbuf (and fds it carried in g->rfd, for the
  * caller to take) until the next call. */
 int  hg_rpc(struct hg *g, uint32_t type, const uint32_t *args, const void *payload,
 	    size_t plen, const int *fds, int nfds);

@@ -3,8 +3,8 @@
  * Plain host: the messages between a guest's platform and vrdmad on
  * <run_dir>/guest.sock (SOCK_SEQPACKET, one message per packet).  This
  * socket stands in for the hypervisor: grant table (SHARE/UNSHARE with a
- * memfd), event channels (CHAN: dom0 makes a datagram socketpair, keeps
- * one end and replies with the other) and xenstore (KEY_*, WATCH, EVENT).
+ * memfd), event channels (CHAN: dom0 makes them, host_chan.h) and
+ * xenstore (KEY_*, WATCH, EVENT).
  * Same machine, same ABI: native-endian fixed-width.
  *
  *   guest -> dom0          args                         payload    fds
@@ -20,7 +20,7 @@
  *   dom0 -> guest
  *   WELCOME                [0]=domid, err               -          -
  *   REPLY                  seq of request, err; LIST: [0]=count, payload names;
- *                          CHAN: the guest's end of the channel (one fd)
+ *                          CHAN: fds to_dom0 (eventfd), to_guest (socket end)
  *   EVENT                  [0]=token                    path\0     -
  */
 #ifndef VRDMA_HOST_PROTO_H

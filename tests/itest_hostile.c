@@ -182,41 +182,55 @@ static int c_listen_unterminated(struct vfe_dev *d)
 	return cmd_refused(d, &r);
 }
 
-/*
- * Everything this guest holds, made as hostile to dom0 as it can be
- * (issue 12): every fd blocking; eventfds (a guest-made channel, before
- * dom0 made them) drained of dom0's notifications and filled to their
- * maximum; datagram sockets (its channel ends) flooded towards dom0; its
- * socket to vrdmad never read again.
- */
-static void wedge_fds(void)
+/* Fill what dom0 writes to as far as it goes, leaving it blocking. */
+static void wedge_fill(int fd)
 {
 	uint64_t cnt, max = UINT64_MAX - 1;
+	int fl = fcntl(fd, F_GETFL), i;
+
+	if (fl < 0)
+		return;
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (read(fd, &cnt, sizeof(cnt)) < 0 || write(fd, &max, sizeof(max)) < 0)
+		for (i = 0; i < 100000; i++)	/* a datagram end: flood dom0 */
+			if (send(fd, "x", 1, MSG_DONTWAIT) < 0)
+				break;
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+/*
+ * Everything this guest holds, made as hostile to dom0 as it can be
+ * (issue 12): every fd blocking; eventfds drained of dom0's notifications
+ * (a guest-made channel, before dom0 made them), the one dom0 writes to
+ * (chan_fd) filled to its maximum; datagram sockets (channel ends)
+ * flooded towards dom0; its socket to vrdmad never read again.
+ */
+static void wedge_fds(int chan_fd)
+{
 	DIR *dir = opendir("/proc/self/fd");
-	struct dirent *e;
 	char path[64], link[64];
+	struct dirent *e;
 
 	while (dir && (e = readdir(dir))) {
-		int fd = atoi(e->d_name), fl, type = 0, i;
+		int fd = atoi(e->d_name), fl, type = 0;
 		socklen_t len = sizeof(type);
+		uint64_t cnt;
 		ssize_t n;
 
 		if (e->d_name[0] == '.' || fd == dirfd(dir) || fd <= 2)
 			continue;
+		if (fd == chan_fd) {
+			wedge_fill(fd);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		n = readlink(path, link, sizeof(link) - 1);
 		link[n > 0 ? n : 0] = '\0';
-		if (!strcmp(link, "anon_inode:[eventfd]")) {
-			if (read(fd, &cnt, sizeof(cnt)) < 0)
-				cnt = 0;
-			if (write(fd, &max, sizeof(max)) < 0)
-				printf("wedge: eventfd %d not filled\n", fd);
-		} else if (!getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
-			   type == SOCK_DGRAM) {
-			for (i = 0; i < 100000; i++)
-				if (send(fd, "x", 1, MSG_DONTWAIT) < 0)
-					break;
-		}
+		if (!strcmp(link, "anon_inode:[eventfd]"))
+			n = read(fd, &cnt, sizeof(cnt));
+		else if (!getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
+			 type == SOCK_DGRAM)
+			wedge_fill(fd);
 		fl = fcntl(fd, F_GETFL);
 		if (fl >= 0)
 			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -225,28 +239,32 @@ static void wedge_fds(void)
 		closedir(dir);
 }
 
+/* Commands whose answers dom0 must notify (the event index armed each
+ * time, the answers skipped unread), the channel refilled before each. */
 static int c_wedge(struct vfe_dev *d)
 {
 	int64_t end = vplat_now_ms() + WEDGE_MS;
-	unsigned answered = 0;
+	int cfd = vplat_chan_fd(d->chan);
+	unsigned put = 0;
 
-	wedge_fds();
+	wedge_fds(cfd);
 	printf("wedge-ready\n");
 	fflush(stdout);
-	/* Make dom0 notify us (command events) and keep kicking it. */
 	while (vplat_now_ms() < end) {
 		struct vrdma_req r = { .opcode = VRDMA_CMD_ALLOC_PD };
+		uint32_t prod = vring_load_acq(&d->sring->evt.prod);
 
-		int rc = vfe_cmd(d, &r, NULL);
-
-		if (rc != -ETIMEDOUT && rc != -EIO) {
-			answered++;
-		} else {
-			vplat_notify(d->chan);
-			usleep(1000);
-		}
+		wedge_fill(cfd);
+		d->evt_cons = prod;
+		vring_store_rel(&d->sring->evt.cons, prod);
+		vring_arm(&d->sring->evt, prod);
+		vfe_ring_lock(d);
+		if (!vfe_ring_put(d, &r))
+			put++;
+		vfe_ring_unlock(d);
+		usleep(50000);
 	}
-	printf("wedge: %u commands answered\n", answered);
+	printf("wedge: %u commands put, dom0 notified each answer\n", put);
 	fflush(stdout);
 	return 1;
 }

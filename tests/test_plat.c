@@ -18,6 +18,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -883,12 +885,12 @@ START_TEST(t_no_fd_leak)
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(vplat_share(g, VPLAT_DOM0, 1 + i, 1, &s[i]), 0);
 	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &c, &port), 0);
-	/* memfds in dom0; both channel ends (dom0 closes its copy of ours
-	 * right after sending it: wait for that, bounded) */
+	/* memfds in dom0; each side's two channel fds (dom0 closes its
+	 * copies of ours right after sending them: wait for that, bounded) */
 	end = vplat_now_ms() + T_WAIT_MS;
-	while (count_fds() != base + 3 + 2 && vplat_now_ms() < end)
+	while (count_fds() != base + 3 + 4 && vplat_now_ms() < end)
 		usleep(5000);
-	ck_assert_int_eq(count_fds(), base + 3 + 2);
+	ck_assert_int_eq(count_fds(), base + 3 + 4);
 	for (i = 0; i < 3; i++)
 		vplat_unshare(s[i]);
 	vplat_chan_close(c);
@@ -1086,9 +1088,10 @@ END_TEST
 
 struct d0_notify_arg {
 	struct vplat_chan *c;
-	int n, r;
+	int n, r, ack;
 };
 
+/* n notifies (or, ack, one ack) by dom0; stops at the first error. */
 static void *d0_notify_many(void *arg)
 {
 	struct d0_notify_arg *a = arg;
@@ -1096,10 +1099,42 @@ static void *d0_notify_many(void *arg)
 
 	for (i = 0; i < a->n && !a->r; i++) {
 		t0_lock();
-		a->r = vplat_notify(a->c);
+		a->r = a->ack ? vplat_chan_ack(a->c) : vplat_notify(a->c);
 		t0_unlock();
 	}
 	return NULL;
+}
+
+/* Run d0_notify_many in a thread: 0 if it finished within 3 s. */
+static int d0_bounded(struct d0_notify_arg *a)
+{
+	struct timespec ts;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, d0_notify_many, a), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 3;
+	return pthread_timedjoin_np(th, NULL, &ts);
+}
+
+/* The guest passes a TCP socket that lingers on close: if dom0 held the
+ * last reference, dropping it would wait (here up to 1 s, or for ever). */
+static int lingering_socket(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { 1, 1 };
+	socklen_t sl = sizeof(sa);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_ge(c, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(l);
+	return c;
 }
 
 /*
@@ -1115,11 +1150,9 @@ START_TEST(t_chan_hostile)
 	uint64_t max = UINT64_MAX - 1;
 	struct vplat_chan *gc, *dc;
 	struct pollfd pfd;
-	struct timespec ts;
 	struct vplat *g;
-	pthread_t th;
 	uint32_t port;
-	int fd, fl, i, n, r;
+	int fd, fl, i, n, r, ls;
 
 	t0_open(1);
 	g = guest_open();
@@ -1137,15 +1170,42 @@ START_TEST(t_chan_hostile)
 	ck_assert_int_ge(fl, 0);
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fl & ~O_NONBLOCK), 0);
 	na.c = dc;
-	ck_assert_int_eq(pthread_create(&th, NULL, d0_notify_many, &na), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 3;
-	r = pthread_timedjoin_np(th, NULL, &ts);
-	ck_assert_msg(r == 0, "dom0 blocked in vplat_notify on a guest's channel");
+	ck_assert_msg(d0_bounded(&na) == 0, "dom0 blocked in vplat_notify on a guest's channel");
 	ck_assert_int_eq(na.r, 0);
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	ck_assert_int_eq(poll(&pfd, 1, 0), 1);	/* the guest was notified */
+
+	/* What dom0 reads, emptied by the guest and made blocking (the
+	 * guest shares it: here dom0's copy of the same description). */
+	t0_lock();
+	while (vplat_chan_ack(dc) == 1)
+		;
+	fl = fcntl(vplat_chan_fd(dc), F_GETFL);
+	ck_assert_int_eq(fcntl(vplat_chan_fd(dc), F_SETFL, fl & ~O_NONBLOCK), 0);
+	t0_unlock();
+	na.n = 1;
+	na.ack = 1;
+	ck_assert_msg(d0_bounded(&na) == 0, "dom0 blocked in vplat_chan_ack on a guest's channel");
+	ck_assert_int_eq(na.r, 0);
+
+	/* Fds sent over its channel end never reach dom0 (whose dropping
+	 * the last reference to a lingering socket would wait). */
+	ls = lingering_socket();
+	{
+		char cb[CMSG_SPACE(sizeof(int))] = { 0 }, x = 'x';
+		struct iovec io = { .iov_base = &x, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &io, .msg_iovlen = 1,
+				     .msg_control = cb, .msg_controllen = sizeof(cb) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &ls, sizeof(int));
+		ck_assert_int_lt(sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL), 0);
+	}
+	close(ls);
 
 	/* A guest flooding dom0: every notify is 0, each ack is bounded
 	 * work and the flood is drained in a bounded number of them. */
