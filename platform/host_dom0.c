@@ -31,6 +31,7 @@
  * let this much pile up is not reading at all (a watch event repeated
  * before the first went out is not queued twice). */
 #define HD_OUT_MAX		(1u << 20)
+#define HD_SCM_MAX_FD		253	/* the kernel's SCM_MAX_FD: fds per message */
 
 struct hd_out {
 	struct hd_out *next;
@@ -247,7 +248,8 @@ static void hd_guest_free(struct hd *d, struct hd_guest *g)
 				c->dead = 1;
 	}
 	hd_gnt_release(g);
-	close(g->sock);
+	/* Unread messages may hold its files: purging them can wait. */
+	hd_fd_drop(g->sock);
 	while (g->out) {
 		struct hd_out *o = g->out;
 
@@ -272,6 +274,62 @@ static void hd_reap(struct hd *d)
 	}
 }
 
+/*
+ * vhp_recv with room for every fd a message can carry (SCM_MAX_FD): fds
+ * that do not fit are dropped by the kernel right here, and dropping a
+ * guest's file can wait.  Every fd received beyond VHP_MAX_FDS goes to
+ * the reaper and makes the message malformed.
+ */
+static int hd_recv(struct hd_guest *g, struct vhp_hdr *h, int *fds, int *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * HD_SCM_MAX_FD)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov[2] = {
+		{ .iov_base = h, .iov_len = sizeof(*h) },
+		{ .iov_base = g->d->rbuf, .iov_len = VHP_PAYLOAD_MAX },
+	};
+	struct msghdr mh = {
+		.msg_iov = iov, .msg_iovlen = 2,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c;
+	int extra = 0;
+	ssize_t n;
+
+	*nfds = 0;
+	n = recvmsg(g->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (*nfds < VHP_MAX_FDS) {
+				fds[(*nfds)++] = fd;
+			} else {
+				hd_fd_drop(fd);
+				extra = 1;
+			}
+		}
+	}
+	if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
+		hd_fds_drop(fds, nfds);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 static void hd_guest_readable(struct hd_guest *g)
 {
 	int fds[VHP_MAX_FDS], nfds, i, r;
@@ -279,7 +337,7 @@ static void hd_guest_readable(struct hd_guest *g)
 	struct vhp_hdr h;
 
 	for (i = 0; i < HD_MSGS_PER_GUEST && !g->dead; i++) {
-		r = vhp_recv(g->sock, &h, rbuf, VHP_PAYLOAD_MAX, fds, &nfds, MSG_DONTWAIT);
+		r = hd_recv(g, &h, fds, &nfds);
 		if (r == -EAGAIN)
 			return;
 		if (r == -EPIPE || r == -ECONNRESET) {
@@ -296,7 +354,7 @@ static void hd_guest_readable(struct hd_guest *g)
 		}
 		rbuf[h.len] = '\0';
 		r = hd_req_msg(g, &h, rbuf, fds, &nfds);
-		vhp_close_fds(fds, &nfds);	/* whatever the handler did not keep */
+		hd_fds_drop(fds, &nfds);	/* whatever the handler did not keep */
 		if (r) {
 			char why[64];
 
@@ -320,19 +378,19 @@ static void hd_accept(struct hd *d)
 	}
 	if (d->nguests >= HD_MAX_GUESTS) {
 		vlog_warn("platform: refusing a guest: %u guests is the limit", HD_MAX_GUESTS);
-		close(s);
+		hd_fd_drop(s);	/* it may have sent files already */
 		return;
 	}
 	/* fds are allocated lowest first: a high number means few are left,
 	 * and running out would break every guest's fd passing (review I1). */
 	if ((uint64_t)s + HD_FD_RESERVE / 4 >= d->fd_limit) {
 		vlog_warn("platform: refusing a guest: file descriptors running low");
-		close(s);
+		hd_fd_drop(s);
 		return;
 	}
 	g = calloc(1, sizeof(*g));
 	if (!g) {
-		close(s);
+		hd_fd_drop(s);
 		return;
 	}
 	g->d = d;
@@ -341,7 +399,7 @@ static void hd_accept(struct hd *d)
 	ev.data.ptr = g;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
 		vlog_warn("platform: epoll: %s", strerror(errno));
-		close(s);
+		hd_fd_drop(s);
 		free(g);
 		return;
 	}

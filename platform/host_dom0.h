@@ -97,6 +97,11 @@ int  hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payloa
 int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	      const void *payload, uint32_t len, uint32_t arg0);
 
+/* host_reap_dom0.c: close a guest-made fd (or a guest's connection) off
+ * the loop, on a thread of its own: closing it can wait. */
+void hd_fd_drop(int fd);
+void hd_fds_drop(int *fds, int *nfds);
+
 /* host_req_dom0.c: one guest message; 0 or -EBADMSG (disconnect it). */
 int  hd_req_msg(struct hd_guest *g, const struct vhp_hdr *h, char *buf,
 		int *fds, int *nfds);

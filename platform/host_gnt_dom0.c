@@ -216,6 +216,8 @@ int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
 	}
 }
 
+/* Kept memfds are shmem (hd_memfd_ok) and channels dom0's own: closing
+ * them cannot wait, unlike a file the guest made up (hd_fd_drop). */
 void hd_gnt_release(struct hd_guest *g)
 {
 	uint32_t i;
