@@ -203,7 +203,8 @@ int hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload
 	}
 	o->next = NULL;
 	o->nfds = nfds;
-	memcpy(o->fds, fds, sizeof(int) * (size_t)nfds);
+	if (nfds)
+		memcpy(o->fds, fds, sizeof(int) * (size_t)nfds);
 	o->h = *h;
 	if (h->len)
 		memcpy(o->payload, payload, h->len);
