@@ -131,8 +131,7 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	struct vbe_buf *b = VBE_GET(g->bufs, VBE_MAX_BUFS, m->buf);
 	uint64_t size;
 	struct vbe_mr *mr;
-	uint32_t idx;
-	uint8_t gen8;
+	uint32_t idx, key;
 
 	if (!pd || !b)
 		return VRDMA_CS_NOENT;
@@ -155,6 +154,12 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
 	mr = &g->mrs[idx];
+	/* A random tag, not a counter: keys cannot be guessed (issue 12). */
+	if (vbe_key_new(g->node, idx, mr->key, &key)) {
+		vbe_slot_free(&mr->s);
+		return VRDMA_CS_NOMEM;
+	}
+	mr->key = key;
 	mr->pd = m->pd & 0xffff;
 	mr->buf = m->buf & 0xffff;
 	mr->offset = m->offset;
@@ -162,12 +167,6 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	mr->iova = m->iova;
 	mr->access = m->access;
 	mr->base = b->addr + m->offset;
-	/* Keys carry 8 bits of the slot generation (never 0 in a key) so a
-	 * stale key does not alias the next MR in the slot. */
-	gen8 = mr->s.gen & 0xff;
-	if (!gen8)
-		gen8 = mr->s.gen = (uint16_t)((mr->s.gen + 1) | 1);
-	mr->key = idx << 8 | gen8;
 	pd->users++;
 	b->users++;
 	g->mr_bytes += mr->length;
@@ -186,7 +185,11 @@ static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
 	g->pds[mr->pd].users--;
 	g->bufs[mr->buf].users--;
 	g->mr_bytes -= mr->length;
-	memset((char *)mr + sizeof(mr->s), 0, sizeof(*mr) - sizeof(mr->s));
+	/* mr->key stays: the slot's next key must differ from it. */
+	_Static_assert(offsetof(struct vbe_mr, key) < offsetof(struct vbe_mr, pd),
+		       "key is outside the wiped part");
+	memset((char *)mr + offsetof(struct vbe_mr, pd), 0,
+	       sizeof(*mr) - offsetof(struct vbe_mr, pd));
 	vbe_slot_free(&mr->s);
 	return VRDMA_CS_OK;
 }

@@ -76,15 +76,13 @@ int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 	*total = 0;
 	for (i = 0; i < w->num_sge; i++) {
 		const struct vrdma_wire_sge *s = &w->wr.sge[i];
-		uint32_t idx = s->lkey >> 8;
-		const struct vbe_mr *mr;
+		uint32_t idx = vbe_key_idx(s->lkey);
+		const struct vbe_mr *mr = &g->mrs[idx];
 		uint64_t off;
 
 		if (!s->length)
 			continue;
-		if (idx >= VBE_MAX_MRS)
-			return VRDMA_WS_LOC_PROT_ERR;
-		mr = &g->mrs[idx];
+		/* The whole key, random tag included (issue 12). */
 		if (!mr->s.used || mr->key != s->lkey || mr->pd != pd ||
 		    (mr->access & acc) != acc || s->addr < mr->iova ||
 		    !vg->mr[idx] || vg->key[idx] != s->lkey)
@@ -112,15 +110,15 @@ static const struct vbe_rkt *vbe_vx_cache(struct vbe_vqp *vq, uint32_t gkey)
 	return NULL;
 }
 
-/* Fetch entry gkey >> 8 of the peer's key table into our scratch slot. */
+/* Fetch the peer's key-table entry of gkey's slot into our scratch slot;
+ * vbe_vx_rkt_done takes it only if it holds the whole gkey (random tag
+ * included), so a guessed key is refused as at the responder. */
 static int vbe_vx_rkt_read(struct vbe_vx *vx, struct vbe_vqp *vq, uint32_t gkey)
 {
-	uint32_t slot = (uint32_t)(vq - vx->qps), idx = gkey >> 8;
+	uint32_t slot = (uint32_t)(vq - vx->qps), idx = vbe_key_idx(gkey);
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sg;
 
-	if (idx >= VBE_MAX_MRS)
-		return VRDMA_WS_REM_ACCESS_ERR;
 	sg.addr = (uintptr_t)(vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT);
 	sg.length = VBE_VX_RKT_ENT;
 	sg.lkey = vq->vg->scratch_mr->lkey;

@@ -12,6 +12,7 @@
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   cmd.c        the commands of wire.h
+ *   key.c        memory keys: random tags from a getrandom(2) pool
  *   srq.c        shared receive queues
  *   cm.c         intra-node connection management
  *   cm_qpn.c     verbs-style connection: MODIFY_QP binds QPs by number
@@ -19,7 +20,8 @@
  *   dump.c       vrdmactl list, stats, census
  *
  * Handles are (generation << 16 | index); a stale handle never aliases a
- * newer object in the same slot.  Memory keys are index << 8 | gen8.
+ * newer object in the same slot.  Memory keys are tag24 << 8 | index: the
+ * tag is random (key.c), so keys cannot be guessed, only handed out.
  */
 #ifndef VRDMA_VBE_H
 #define VRDMA_VBE_H
@@ -33,7 +35,12 @@
 #include "backend.h"
 
 #define VBE_MAX_QPS		1024
-#define VBE_MAX_MRS		4096
+/* Memory keys (issue 12): tag << VBE_KEY_IDX_BITS | MR slot index.  A
+ * 32-bit key keeps >= 24 random bits, so at most 256 MR slots per guest. */
+#define VBE_KEY_IDX_BITS	8
+#define VBE_KEY_TAG_BITS	(32 - VBE_KEY_IDX_BITS)
+#define VBE_MAX_MRS		(1u << VBE_KEY_IDX_BITS)
+_Static_assert(VBE_KEY_TAG_BITS >= 24, "keys carry >= 24 unpredictable bits");
 #define VBE_MAX_CQS		256
 #define VBE_MAX_PDS		256
 #define VBE_MAX_BUFS		1024
@@ -104,9 +111,10 @@ struct vbe_pd {
 
 struct vbe_mr {
 	struct vbe_slot s;
+	uint32_t key;		/* kept after DEREG_MR: the slot's next key differs */
 	uint32_t pd, buf;	/* table indexes */
 	uint64_t offset, length, iova;
-	uint32_t access, key;
+	uint32_t access;
 	uint8_t *base;		/* bufs[buf].addr + offset: its mapped start */
 };
 
@@ -304,6 +312,13 @@ struct vbe_conn {
 	int64_t deadline;
 };
 
+/* Random bytes for memory keys, fetched in batches (key.c). */
+struct vbe_rng {
+	uint8_t buf[256];
+	uint32_t left;			/* unused bytes at the start of buf */
+	unsigned warned;		/* getrandom failures so far */
+};
+
 struct vbe_node {
 	struct vplat *plat;
 	char name[VRDMA_NAME_MAX];
@@ -347,6 +362,7 @@ struct vbe_node {
 		uint64_t stamp;		/* last use, for replacement */
 	} keep[VBE_KEEP_MAX];
 	uint64_t keep_stamp;
+	struct vbe_rng rng;		/* memory keys (key.c) */
 };
 
 /* handles */
@@ -374,6 +390,16 @@ static inline struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride,
 #define VBE_GET(arr, n, h) \
 	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
 #define VBE_TAKE(arr, n) vbe_slot_take(&(arr)[0].s, sizeof((arr)[0]), (n))
+
+/* The MR slot a memory key names (its low bits; always < VBE_MAX_MRS). */
+static inline uint32_t vbe_key_idx(uint32_t key)
+{
+	return key & (VBE_MAX_MRS - 1);
+}
+
+/* key.c: a fresh key for MR slot idx, never 0 and never `old` (the
+ * slot's previous key): 0 or -errno (EAGAIN: no random bytes yet). */
+int vbe_key_new(struct vbe_node *n, uint32_t idx, uint32_t old, uint32_t *key);
 
 /* node.c */
 struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t devid);

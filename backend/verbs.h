@@ -15,14 +15,16 @@
  * registered on the device lazily (when a command batch changed them)
  * with iova = the guest's iova, so addresses pass through unchanged.
  *
- * Remote keys: a guest hands out its backend key (index << 8 | gen8).
- * Each guest's node publishes a remote-key table in device memory (one
- * 32-byte entry per MR slot: guest key -> device rkey, iova, length,
- * access, PD), registered REMOTE_READ at iova 0 in that guest's PD, so
- * only QPs of that guest can read it.  A requester translates a guest
- * rkey by RDMA-reading the entry once (cached per QP), checks bounds and
- * rights itself, then posts with the device rkey; the responder's device
- * enforces the MR's bounds and rights again.
+ * Remote keys: a guest hands out its backend key (tag24 << 8 | index,
+ * vbe.h).  Each guest's node publishes a remote-key table in device
+ * memory (one 32-byte entry per MR slot: guest key -> device rkey, iova,
+ * length, access, PD), registered REMOTE_READ at iova 0 in that guest's
+ * PD, so only QPs of that guest can read it.  A requester translates a
+ * guest rkey by RDMA-reading the entry of its index bits once (cached per
+ * QP), takes it only if the entry holds the whole key (so the random tag
+ * is checked across nodes too), checks bounds and rights itself, then
+ * posts with the device rkey; the responder's device enforces the MR's
+ * bounds and rights again.
  */
 #ifndef VRDMA_VBE_VERBS_H
 #define VRDMA_VBE_VERBS_H
@@ -58,9 +60,11 @@ uint64_t vbe_vx_svc_hash(const char *service);
  *   20 u32 dest qpn (a binding: the QP named by MODIFY_QP RTR; else 0)
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-/* 0xa2: the hello with dest_qpn (0xa1, without it, is refused: both
- * vrdmads of a cluster run one version, and an old hello would be misread) */
-#define VBE_VX_PD_MAGIC		0xa2
+/* 0xa3: keys are tag24 << 8 | index (key table of 256 entries); 0xa2
+ * had index << 8 | gen8, 0xa1 no dest_qpn.  Older ones are refused: both
+ * vrdmads of a cluster run one version, and an old peer would read the
+ * other's key table wrongly. */
+#define VBE_VX_PD_MAGIC		0xa3
 #define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4

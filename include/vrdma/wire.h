@@ -129,7 +129,8 @@ enum {
 	VRDMA_CMD_DETACH_BUF	= 0x41,
 	VRDMA_CMD_ALLOC_PD	= 0x42,
 	VRDMA_CMD_DEALLOC_PD	= 0x43,
-	VRDMA_CMD_REG_MR	= 0x44,	/* -> mr handle, lkey, rkey */
+	VRDMA_CMD_REG_MR	= 0x44,	/* -> mr handle, lkey, rkey (opaque,
+					 * >= 24 random bits: docs/wire.md) */
 	VRDMA_CMD_DEREG_MR	= 0x45,
 	VRDMA_CMD_CREATE_CQ	= 0x46,
 	VRDMA_CMD_DESTROY_CQ	= 0x47,
