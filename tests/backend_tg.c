@@ -351,3 +351,18 @@ void write_works(struct tg *a, struct tg *b)
 	expect_cqe(a, 77, VRDMA_WS_SUCCESS);
 	ck_assert_mem_eq(b->mem + DATA_OFF + 4096, a->mem + DATA_OFF, 64);
 }
+
+/* The node's GID as g reads it from its backend dir (MODIFY_QP RTR). */
+void node_gid(struct tg *g, uint8_t gid[16])
+{
+	char path[256], hex[64];
+	unsigned i, v;
+
+	snprintf(path, sizeof(path), "%s/node-gid", g->bdir);
+	ck_assert_int_eq(vplat_key_read(g->p, path, hex, sizeof(hex)), 0);
+	ck_assert_uint_eq(strlen(hex), 32);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
+		gid[i] = (uint8_t)v;
+	}
+}

@@ -74,9 +74,11 @@ void post(struct tg *g, struct vrdma_req *r);
 struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
 void expect_no_cqe(struct tg *g);
 void write_works(struct tg *a, struct tg *b);
+void node_gid(struct tg *g, uint8_t gid[16]);
 
-/* test_backend_bad.c, test_backend_fair.c */
+/* test_backend_bad.c, test_backend_fair.c, test_backend_keys.c */
 TCase *backend_bad_tcase(void);
 TCase *backend_fair_tcase(void);
+TCase *backend_keys_tcase(void);
 
 #endif /* VRDMA_BACKEND_TG_H */

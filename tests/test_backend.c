@@ -255,20 +255,6 @@ END_TEST
 
 
 /* The node's GID as the backend published it (node-gid, 32 hex digits). */
-static void node_gid(struct tg *g, uint8_t gid[16])
-{
-	char path[256], hex[64];
-	unsigned i, v;
-
-	snprintf(path, sizeof(path), "%s/node-gid", g->bdir);
-	ck_assert_int_eq(vplat_key_read(g->p, path, hex, sizeof(hex)), 0);
-	ck_assert_uint_eq(strlen(hex), 32);
-	for (i = 0; i < 16; i++) {
-		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
-		gid[i] = (uint8_t)v;
-	}
-}
-
 /* MODIFY_QP: binding by number; every bad argument is a status, never a
  * violation, and a bound pair moves data. */
 START_TEST(commands_modify_qp)
@@ -539,7 +525,7 @@ END_TEST
 
 /* ---- error completions ---- */
 
-enum wrerr { E_LKEY, E_RKEY, E_OOB1, E_WRAP, E_LWRAP, E_NOACC, E_ALIGN, E_SMALLRECV, E_NOLW };
+enum wrerr { E_LKEY, E_LTAG, E_RKEY, E_OOB1, E_WRAP, E_LWRAP, E_NOACC, E_ALIGN, E_SMALLRECV, E_NOLW };
 
 static void error_case(enum wrerr how, uint8_t want)
 {
@@ -562,7 +548,10 @@ static void error_case(enum wrerr how, uint8_t want)
 	case E_LKEY:
 		r.u.wr.sge[0].lkey = a.key + 1;
 		break;
-	case E_RKEY:
+	case E_LTAG:	/* the right slot, a wrong random tag (issue 12) */
+		r.u.wr.sge[0].lkey = a.key ^ 0x80000000u;
+		break;
+	case E_RKEY:	/* the right slot, a wrong random tag */
 		r.u.wr.rkey = b.key ^ 0x100;
 		break;
 	case E_OOB1:	/* one byte past the MR's end */
@@ -612,11 +601,16 @@ static void error_case(enum wrerr how, uint8_t want)
 	ck_assert_uint_eq(c.sq_retired, 2);
 	if (how == E_SMALLRECV)
 		expect_cqe(&b, 40, VRDMA_WS_LOC_LEN_ERR);
+	/* A completion error, never a disable. */
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	ck_assert_int_eq(back_state(&b), VRDMA_XB_CONNECTED);
 	tg_stop(&a);
 	tg_stop(&b);
 }
 
 START_TEST(err_bad_lkey) { error_case(E_LKEY, VRDMA_WS_LOC_PROT_ERR); }
+END_TEST
+START_TEST(err_lkey_wrong_tag) { error_case(E_LTAG, VRDMA_WS_LOC_PROT_ERR); }
 END_TEST
 START_TEST(err_bad_rkey) { error_case(E_RKEY, VRDMA_WS_REM_ACCESS_ERR); }
 END_TEST
@@ -848,6 +842,7 @@ static Suite *backend_suite(void)
 	tcase_add_test(t, send_waits_for_recv);
 	tcase_add_test(t, notifications);
 	tcase_add_test(t, err_bad_lkey);
+	tcase_add_test(t, err_lkey_wrong_tag);
 	tcase_add_test(t, err_bad_rkey);
 	tcase_add_test(t, err_oob_by_one);
 	tcase_add_test(t, err_remote_wrap);
@@ -863,6 +858,7 @@ static Suite *backend_suite(void)
 
 	suite_add_tcase(s, backend_bad_tcase());
 	suite_add_tcase(s, backend_fair_tcase());
+	suite_add_tcase(s, backend_keys_tcase());
 	return s;
 }
 

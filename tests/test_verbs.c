@@ -189,37 +189,43 @@ END_TEST
 START_TEST(test_rkt_check)
 {
 	const uint32_t rw = VRDMA_ACC_LOCAL_WRITE | VRDMA_ACC_REMOTE_WRITE;
+	const uint32_t K = 0xa5c3e105u;		/* tag 0xa5c3e1, slot 5 */
+	unsigned bit;
 	struct vbe_rkt e = {
-		.gkey = 0x105, .rkey = 99, .iova = 0x10000, .length = 0x2000,
+		.gkey = K, .rkey = 99, .iova = 0x10000, .length = 0x2000,
 		.access = rw, .pd = 2,
 	}, empty;
 
 	/* Whole region, first and last byte. */
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x10000, 0x2000,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x10000, 0x2000,
 					  VRDMA_ACC_REMOTE_WRITE), 0);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x11fff, 1,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x11fff, 1,
 					  VRDMA_ACC_REMOTE_WRITE), 0);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x12000, 0,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x12000, 0,
 					  VRDMA_ACC_REMOTE_WRITE), 0);
 	/* One byte outside, either end; a wrapping length. */
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0xffff, 2, VRDMA_ACC_REMOTE_WRITE),
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0xffff, 2, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x11fff, 2, VRDMA_ACC_REMOTE_WRITE),
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x11fff, 2, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x10001, UINT64_MAX,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x10001, UINT64_MAX,
 					  VRDMA_ACC_REMOTE_WRITE), VRDMA_WS_REM_ACCESS_ERR);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, UINT64_MAX, 1,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, UINT64_MAX, 1,
 					  VRDMA_ACC_REMOTE_WRITE), VRDMA_WS_REM_ACCESS_ERR);
 	/* Rights it was not given. */
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x10000, 8, VRDMA_ACC_REMOTE_READ),
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x10000, 8, VRDMA_ACC_REMOTE_READ),
 			 VRDMA_WS_REM_ACCESS_ERR);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 2, 0x10000, 8,
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x10000, 8,
 					  VRDMA_ACC_REMOTE_ATOMIC), VRDMA_WS_REM_ACCESS_ERR);
-	/* Another PD of the same guest, a stale key (other generation). */
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x105, 1, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
+	/* Another PD of the same guest, a stale or guessed key (other tag). */
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 1, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
-	ck_assert_int_eq(vbe_vx_rkt_check(&e, 0x107, 2, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
+	ck_assert_int_eq(vbe_vx_rkt_check(&e, K ^ 0x200, 2, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
+	/* The right slot with any one tag bit wrong (issue 12). */
+	for (bit = 8; bit < 32; bit++)
+		ck_assert_int_eq(vbe_vx_rkt_check(&e, K ^ 1u << bit, 2, 0x10000, 8,
+						  VRDMA_ACC_REMOTE_WRITE), VRDMA_WS_REM_ACCESS_ERR);
 	/* An empty slot matches nothing, not even key 0. */
 	memset(&empty, 0, sizeof(empty));
 	ck_assert_int_eq(vbe_vx_rkt_check(&empty, 0, 0, 0, 0, 0), VRDMA_WS_REM_ACCESS_ERR);
