@@ -24,7 +24,7 @@ static int vbe_rng_take(struct vbe_node *n, uint8_t *out, size_t len)
 	ssize_t got;
 
 	if (r->left < len) {
-		got = getrandom(r->buf, sizeof(r->buf), GRND_NONBLOCK);
+		got = (r->fill ? r->fill : getrandom)(r->buf, sizeof(r->buf), GRND_NONBLOCK);
 		if (got < 0 || (size_t)got < len) {
 			int err = got < 0 ? errno : EAGAIN;
 

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vrdma/wire.h"
 #include "vplat.h"
@@ -317,6 +318,8 @@ struct vbe_rng {
 	uint8_t buf[256];
 	uint32_t left;			/* unused bytes at the start of buf */
 	unsigned warned;		/* getrandom failures so far */
+	/* getrandom(2) when NULL; tests inject a failing one */
+	ssize_t (*fill)(void *buf, size_t len, unsigned flags);
 };
 
 struct vbe_node {

@@ -7,6 +7,7 @@
  * error completion, as in RC verbs) and nothing more.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +76,43 @@ START_TEST(keys_random_tags)
 	for (i = 0; i < n; i++)
 		dereg(&a, mrs[i]);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+/* As getrandom(2) before the kernel's pool is ready (early boot). */
+static ssize_t no_random(void *buf, size_t len, unsigned flags)
+{
+	(void)buf;
+	(void)len;
+	(void)flags;
+	errno = EAGAIN;
+	return -1;
+}
+
+/* No random bytes: REG_MR is refused (NOMEM), never given a guessable
+ * key; the slot is not lost and the guest goes on. */
+START_TEST(keys_no_random)
+{
+	struct vbe_census c;
+	uint32_t out[4];
+	struct tg a;
+	unsigned i;
+
+	tg_full(&a, 5);
+	node->rng.fill = no_random;
+	node->rng.left = 0;	/* the batch fetched so far is used up */
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_NOMEM);
+	vbe_node_census(node, &c);
+	ck_assert_uint_eq(c.mrs, 1);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	node->rng.fill = NULL;
+	ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+			 VRDMA_CS_OK);
+	ck_assert_uint_ne(out[1] & TAG_MASK, 0);
+	dereg(&a, out[0]);
 	tg_stop(&a);
 }
 END_TEST
@@ -229,6 +267,7 @@ TCase *backend_keys_tcase(void)
 
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_add_test(t, keys_random_tags);
+	tcase_add_test(t, keys_no_random);
 	tcase_add_test(t, keys_guessing_refused);
 	tcase_set_timeout(t, 120);
 	return t;
