@@ -56,8 +56,9 @@ int vbe_key_new(struct vbe_node *n, uint32_t idx, uint32_t old, uint32_t *key)
 			return rc;
 		tag = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
 		*key = tag << VBE_KEY_IDX_BITS | idx;
-		/* Tag 0 is never used (key 0 marks an empty key-table entry);
-		 * the slot's previous key is refused for sure, not just likely. */
+		/* Tag 0 is never used (key 0 marks an empty key-table entry).
+		 * Never the slot's previous key: a stale key then fails for
+		 * sure, and vbe_vx_guest_sync tells a replaced MR by its key. */
 	} while (!tag || *key == old);
 	return 0;
 }
