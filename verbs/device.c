@@ -59,37 +59,56 @@ static struct vrdma_device *vvb_dev_get(int timeout_ms)
 static void vvb_dev_put(struct vrdma_device *d)
 {
 	pthread_mutex_lock(&vvb_sh.lock);
-	if (d == vvb_sh.dev && vvb_sh.refs && --vvb_sh.refs == 0) {
+	/* (a forked child's put of its parent's device: not ours to close) */
+	if (d == vvb_sh.dev && vvb_sh.pid == getpid() && vvb_sh.refs &&
+	    --vvb_sh.refs == 0) {
 		vvb_sh.dev = NULL;
 		vrdma_close(d);	/* frees every libvrdma object still open */
 	}
 	pthread_mutex_unlock(&vvb_sh.lock);
 }
 
+/*
+ * A list holds the device it probed until ibv_free_device_list(): the
+ * usual get_device_list, open_device, free_device_list then costs one
+ * handshake with dom0, not a probe's open and close and then another
+ * open (each a xenstore round trip and a teardown in dom0, and under
+ * load the teardown of one could hold up the next).
+ */
+struct vvb_list {
+	struct ibv_device *l[2];	/* what the program sees: first */
+	struct vrdma_device *ref;	/* the probe's reference, or NULL */
+	pid_t pid;			/* whose reference */
+};
+
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	struct ibv_device **list = calloc(2, sizeof(*list));
-	struct vrdma_device *probe;
+	struct vvb_list *vl = calloc(1, sizeof(*vl));
 	int n = 0;
 
-	if (!list) {
+	if (!vl) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	/* Listed only when dom0 answers: a handshake (or the open device). */
-	probe = vvb_dev_get(VVB_PROBE_MS);
-	if (probe) {
-		vvb_dev_put(probe);
-		list[n++] = &vvb_device;
-	}
+	vl->ref = vvb_dev_get(VVB_PROBE_MS);
+	vl->pid = getpid();
+	if (vl->ref)
+		vl->l[n++] = &vvb_device;
 	if (num_devices)
 		*num_devices = n;
-	return list;
+	return vl->l;
 }
 
 void ibv_free_device_list(struct ibv_device **list)
 {
-	free(list);
+	struct vvb_list *vl = vvb_container_of(list, struct vvb_list, l);
+
+	if (!list)
+		return;
+	if (vl->ref && vl->pid == getpid())
+		vvb_dev_put(vl->ref);
+	free(vl);
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)

@@ -31,7 +31,7 @@
 #define VVB_CQ_MIN		1024	/* libvrdma CQ entries at least */
 #define VVB_CQ_FACTOR		4	/* ... or requested cqe times this */
 #define VVB_OPEN_MS		10000	/* vrdma_open() handshake limit */
-#define VVB_PROBE_MS		5000	/* the same, for ibv_get_device_list() */
+#define VVB_PROBE_MS		VVB_OPEN_MS	/* the same, for ibv_get_device_list() */
 #define VVB_SLICE_MS		20	/* notifier wait on one armed CQ */
 #define VVB_POLL_SPIN		64	/* empty polls before yielding/sleeping */
 #define VVB_POLL_SPIN_CPU	8	/* ... with VRDMA_WAIT=cpu, then sleep */
