@@ -257,7 +257,10 @@ static void hd_guest_free(struct hd *d, struct hd_guest *g)
 		g->out = o->next;
 		hd_out_free(o);
 	}
-	d->nguests--;
+	if (g->refused)
+		d->nrefused--;
+	else
+		d->nguests--;
 	free(g);
 }
 
@@ -365,21 +368,65 @@ static void hd_guest_readable(struct hd_guest *g)
 	}
 }
 
+/* A tenant's limit on connected guests: its own key, the default key, or
+ * VPLAT_TENANT_GUESTS (docs/tenants.md). */
+static unsigned hd_tenant_max(struct hd *d, const char *tenant)
+{
+	char path[VPLAT_KEY_MAX], val[16], *e;
+	unsigned long v;
+
+	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/guests", tenant);
+	if (ks_read(d->ks, path, val, sizeof(val)) < 0) {
+		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/default/guests");
+		if (ks_read(d->ks, path, val, sizeof(val)) < 0)
+			return VPLAT_TENANT_GUESTS;
+	}
+	v = strtoul(val, &e, 10);
+	return *e || !val[0] || v > HD_MAX_GUESTS ? VPLAT_TENANT_GUESTS : (unsigned)v;
+}
+
+/*
+ * Over a quota: keep the connection, uncounted, until its HELLO, so the
+ * guest hears why (-EUSERS) instead of a closed socket.  Only
+ * HD_MAX_REFUSED wait: a new one replaces the oldest.
+ */
+static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
+{
+	struct hd_guest *x, *oldest = NULL;
+
+	g->refused = err;
+	if (d->nrefused >= HD_MAX_REFUSED) {
+		for (x = d->guests; x; x = x->next)	/* newest first */
+			if (x->refused && !x->dead)
+				oldest = x;
+		if (oldest)
+			hd_guest_kill(oldest, "refused, and others refused since");
+	}
+	d->nrefused++;
+}
+
+/* The tenant of socket s: its peer's uid; "" if unknown. */
+static void hd_tenant_of(int s, char *tenant, size_t len)
+{
+	struct ucred uc;
+	socklen_t n = sizeof(uc);
+
+	tenant[0] = '\0';
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &uc, &n) == 0 && n == sizeof(uc))
+		snprintf(tenant, len, "uid%u", (unsigned)uc.uid);
+}
+
 static void hd_accept(struct hd *d)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	struct hd_guest *g;
+	struct hd_guest *g, *x;
+	unsigned mine = 0, max;
 	int s;
 
 	s = accept4(d->lsock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (s < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			vlog_warn("platform: accept: %s", strerror(errno));
-		return;
-	}
-	if (d->nguests >= HD_MAX_GUESTS) {
-		vlog_warn("platform: refusing a guest: %u guests is the limit", HD_MAX_GUESTS);
-		hd_fd_drop(s);	/* it may have sent files already */
 		return;
 	}
 	/* fds are allocated lowest first: a high number means few are left,
@@ -391,12 +438,19 @@ static void hd_accept(struct hd *d)
 	}
 	g = calloc(1, sizeof(*g));
 	if (!g) {
-		hd_fd_drop(s);
+		hd_fd_drop(s);	/* it may have sent files already */
 		return;
 	}
 	g->d = d;
 	g->sock = s;
 	g->out_tail = &g->out;
+	hd_tenant_of(s, g->tenant, sizeof(g->tenant));
+	if (!g->tenant[0]) {
+		vlog_warn("platform: refusing a guest: SO_PEERCRED: %s", strerror(errno));
+		hd_fd_drop(s);
+		free(g);
+		return;
+	}
 	ev.data.ptr = g;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
 		vlog_warn("platform: epoll: %s", strerror(errno));
@@ -404,9 +458,24 @@ static void hd_accept(struct hd *d)
 		free(g);
 		return;
 	}
+	/* Connections count from accept, HELLO or not: a tenant cannot take
+	 * the node's slots with connections that never say hello. */
+	for (x = d->guests; x; x = x->next)
+		mine += !x->dead && !x->refused && !strcmp(x->tenant, g->tenant);
+	max = hd_tenant_max(d, g->tenant);
 	g->next = d->guests;
 	d->guests = g;
-	d->nguests++;
+	if (d->nguests >= HD_MAX_GUESTS) {
+		vlog_warn("platform: refusing a guest of tenant %s: %u guests is the limit",
+			  g->tenant, HD_MAX_GUESTS);
+		hd_refuse(d, g, -EUSERS);
+	} else if (mine >= max) {
+		vlog_warn("platform: refusing a guest of tenant %s: %u guests is its limit",
+			  g->tenant, max);
+		hd_refuse(d, g, -EUSERS);
+	} else {
+		d->nguests++;
+	}
 }
 
 /* ---- the instance ---- */

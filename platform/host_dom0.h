@@ -14,6 +14,9 @@
 #include "vplat_impl.h"
 
 #define HD_MAX_GUESTS		256
+/* Connections refused for a quota that wait for their HELLO, to be told
+ * why: more replace the oldest (refused silently). */
+#define HD_MAX_REFUSED		16
 #define HD_MAX_KEYS		128	/* keys a guest may create (one max-order device: 43) */
 #define HD_MAX_WATCHES		128
 #define HD_MAX_SHARES		4096	/* each holds one memfd open */
@@ -42,6 +45,8 @@ struct hd_guest {
 	int sock;
 	uint32_t domid;			/* 0 until HELLO */
 	int dead;
+	int refused;			/* -errno its HELLO gets: over a quota */
+	char tenant[VPLAT_TENANT_NAME];	/* "uid<N>" (SO_PEERCRED at accept) */
 	char name[VHP_NAME_MAX];
 	struct hd_share *shares;
 	uint32_t nshares, scap;
@@ -70,7 +75,8 @@ struct hd {
 	char sock_path[108];
 	struct ks *ks;
 	struct hd_guest *guests;
-	unsigned nguests;
+	unsigned nguests;		/* not counting the refused */
+	unsigned nrefused;
 	uint32_t next_domid;
 	uint64_t max_pages;
 	/* Per-guest fd caps from RLIMIT_NOFILE (review I1): a guest cannot

@@ -26,6 +26,9 @@ static int hd_toolstack_add(struct hd *d, struct hd_guest *g)
 #define HD_BE "/local/domain/0/backend/vrdma/%u/0"
 	snprintf(k, sizeof(k), "/local/domain/%u/name", id);
 	r |= ks_write(d->ks, k, g->name, 0, 0);
+	/* Before `frontend`: the backend reads it when it takes the guest. */
+	snprintf(k, sizeof(k), HD_BE "/tenant", id);
+	r |= ks_write(d->ks, k, g->tenant, 0, 0);
 	snprintf(k, sizeof(k), HD_FE "/backend", id);
 	snprintf(v, sizeof(v), HD_BE, id);
 	r |= ks_write(d->ks, k, v, 0, 0);
@@ -110,6 +113,11 @@ static int hd_hello(struct hd_guest *g, const struct vhp_hdr *h, const char *buf
 		hd_guest_kill(g, "protocol version mismatch");
 		return 0;
 	}
+	if (g->refused) {	/* hd_accept logged the quota */
+		hd_reply(g, h, g->refused, NULL, 0, 0);
+		hd_guest_kill(g, "refused: over a guest quota");
+		return 0;
+	}
 	memcpy(g->name, name, i + 1);
 	g->domid = d->next_domid++;
 	r = hd_toolstack_add(d, g);
@@ -118,7 +126,8 @@ static int hd_hello(struct hd_guest *g, const struct vhp_hdr *h, const char *buf
 		hd_guest_kill(g, "cannot create its keys");
 		return 0;
 	}
-	vlog_info("platform: domain %u (%s) connected", g->domid, g->name);
+	vlog_info("platform: domain %u (%s) of tenant %s connected", g->domid, g->name,
+		  g->tenant);
 	hd_reply(g, h, 0, NULL, 0, g->domid);
 	return 0;
 }

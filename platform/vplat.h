@@ -24,6 +24,19 @@
 #define VPLAT_KEY_MAX		256	/* path length */
 #define VPLAT_VAL_MAX		1024	/* value length */
 
+/*
+ * Tenants (docs/tenants.md): who a guest belongs to, for quotas summed
+ * over guests.  The plain host's toolstack writes `tenant` ("uid<N>") in
+ * the guest's backend dir, where the guest cannot write; without it the
+ * tenant is the domain ("dom<N>").  Limits are dom0-only keys
+ * VPLAT_TENANT_ROOT/<tenant>/<limit>, VPLAT_TENANT_ROOT/default/<limit>
+ * for every tenant without its own; absent: the built-in defaults.
+ */
+#define VPLAT_TENANT_ROOT	"/local/domain/0/vrdma-tenants"
+#define VPLAT_TENANT_NAME	32	/* with its NUL */
+#define VPLAT_TENANT_GUESTS	64	/* connected devices: a quarter of the
+					 * plain host's 256 guest slots */
+
 enum vplat_role {
 	VPLAT_GUEST = 1,	/* frontend: grants pages, allocates channels */
 	VPLAT_DOM0_ROLE = 2,	/* backend: maps grants, binds channels */
