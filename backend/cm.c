@@ -15,7 +15,8 @@
  *   listener has 64 unanswered       -> connector gets REJECTED REFUSED at once
  *
  * Quotas (review I2): a guest holds at most 16 listeners and 32 pending
- * CONNECTs, so no guest takes a node table.  Service names are one
+ * CONNECTs, so no guest takes a node table; and a tenant (all guests of
+ * one uid or domain) at most a quarter of each (tenant.c, issue 12).  Service names are one
  * node-wide namespace, first come first served.  A CONN_REQUEST waits in
  * its vbe_conn until the listener's event ring has room (never dropped).
  *
@@ -127,6 +128,8 @@ int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	}
 	if (mine >= VBE_GUEST_LISTENERS)
 		return VRDMA_CS_NOMEM;
+	if (vbe_tenant_check(g, VBE_TQ_LISTENERS))
+		return VRDMA_CS_NOMEM;
 	i = VBE_TAKE(n->lis, VBE_MAX_LISTENERS);
 	if (i == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
@@ -135,6 +138,7 @@ int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	l->domid = g->domid;
 	l->devid = g->devid;
 	l->handle = vbe_handle(&l->s, i);
+	memcpy(l->tenant, g->tenant, sizeof(l->tenant));
 	out[0] = l->handle;
 	return VRDMA_CS_OK;
 }
@@ -203,6 +207,8 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	}
 	if (!cn || mine >= VBE_GUEST_CONNS)
 		return VRDMA_CS_NOMEM;
+	if (vbe_tenant_check(g, VBE_TQ_CONNS))
+		return VRDMA_CS_NOMEM;
 	lg = vbe_node_guest(n, l->domid, l->devid);
 	if (backlog >= VBE_LISTEN_BACKLOG || !lg || lg->dead || !lg->connected) {
 		/* Refused at once, as a full TCP listen queue would. */
@@ -219,6 +225,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	cn->pdata_len = c->pdata_len;
 	memcpy(cn->pdata, c->pdata, c->pdata_len);
 	cn->delivered = false;
+	memcpy(cn->tenant, g->tenant, sizeof(cn->tenant));
 	cn->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
 	qp->state = VBE_QPS_CONNECTING;
 	qp->conn_id = cn->id;

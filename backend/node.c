@@ -87,6 +87,7 @@ static int vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 			}
 			g->next = n->guests;
 			n->guests = g;
+			vbe_tenant_init(g);	/* issue 12 */
 			vbe_prio_init(g);	/* issue 5: defaults + keys */
 			vlog_info("guest %u device %u appeared", domid, devid);
 		}

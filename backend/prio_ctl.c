@@ -80,8 +80,13 @@ static void vbe_prio_print(struct vbe_guest *g, FILE *out)
 
 int vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out)
 {
-	struct vbe_guest *g = vbe_prio_find(n, vm, out);
+	struct vbe_guest *g;
 
+	if (!strcmp(vm, "tenants"))
+		return vbe_tenant_get(n, NULL, out);
+	if (!strncmp(vm, "tenant:", 7))
+		return vbe_tenant_get(n, vm + 7, out);
+	g = vbe_prio_find(n, vm, out);
 	if (!g)
 		return -ENOENT;
 	vbe_prio_print(g, out);
@@ -91,12 +96,15 @@ int vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out)
 int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FILE *out)
 {
 	char path[VPLAT_KEY_MAX], key[16], val[64];
-	struct vbe_guest *g = vbe_prio_find(n, vm, out);
 	const char *allowed, *eq;
+	struct vbe_guest *g;
 	struct vbe_prio p;
 	size_t klen;
 	int i, err;
 
+	if (!strncmp(vm, "tenant:", 7))
+		return vbe_tenant_set(n, vm + 7, nkv, kv, out);
+	g = vbe_prio_find(n, vm, out);
 	if (!g)
 		return -ENOENT;
 	if (nkv < 1) {

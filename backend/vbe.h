@@ -11,6 +11,7 @@
  *   prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
+ *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
  *   cmd.c        the commands of wire.h
  *   key.c        memory keys: random tags from a getrandom(2) pool
  *   srq.c        shared receive queues
@@ -27,6 +28,7 @@
 #define VRDMA_VBE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +53,11 @@ _Static_assert(VBE_KEY_TAG_BITS >= 24, "keys carry >= 24 unpredictable bits");
 #define VBE_GUEST_LISTENERS	16	/* per guest: nobody takes the whole table */
 #define VBE_GUEST_CONNS		32	/* pending CONNECTs per connecting guest */
 #define VBE_LISTEN_BACKLOG	64	/* unanswered requests per listener */
+/* Per tenant (docs/tenants.md): a quarter of each node table, so at least
+ * four tenants fit whatever the others hold. */
+#define VBE_TENANT_LISTENERS	(VBE_MAX_LISTENERS / 4)
+#define VBE_TENANT_CONNS	(VBE_MAX_CONNS / 4)
+enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_N };
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
@@ -283,6 +290,8 @@ struct vbe_guest {
 	uint64_t mr_bytes;		/* bytes of its live MRs, for the quota */
 	struct vbe_prio prio;		/* issue 5 */
 	char vm[VBE_VM_NAME];		/* its domain's name, "" = none */
+	char tenant[VPLAT_TENANT_NAME];	/* whose quotas it counts against */
+	uint8_t tenant_warned;		/* 1 << VBE_TQ_*: refusal logged */
 	struct vbe_sched sch;
 
 	struct vbe_buf *bufs;
@@ -300,6 +309,7 @@ struct vbe_listener {
 	struct vbe_slot s;
 	char service[VRDMA_NAME_MAX];
 	uint32_t domid, devid, handle;
+	char tenant[VPLAT_TENANT_NAME];	/* its guest's, for the tenant quota */
 };
 
 struct vbe_conn {
@@ -310,6 +320,7 @@ struct vbe_conn {
 	uint32_t pdata_len;
 	uint8_t pdata[VRDMA_PDATA_MAX];
 	bool delivered;			/* CONN_REQUEST is on the listener's ring */
+	char tenant[VPLAT_TENANT_NAME];	/* the connector's; "" from another node */
 	int64_t deadline;
 };
 
@@ -566,6 +577,19 @@ void vbe_prio_defaults(struct vbe_prio *p);
 /* prio_keep.c */
 void vbe_prio_keep(struct vbe_guest *g);	/* leaving: remember by VM name */
 void vbe_prio_recall(struct vbe_guest *g);	/* arrived: name, restore keys */
+
+/* tenant.c */
+extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */
+bool vbe_tenant_name_ok(const char *s);
+void vbe_tenant_init(struct vbe_guest *g);	/* its `tenant` key, or dom<N> */
+void vbe_tenant_defaults(uint32_t lim[VBE_TQ_N]);
+int  vbe_tenant_parse(unsigned q, const char *val, uint32_t *out);
+void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint32_t lim[VBE_TQ_N],
+		       bool own[VBE_TQ_N]);
+void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint32_t use[VBE_TQ_N]);
+int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
+int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
+int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);

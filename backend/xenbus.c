@@ -198,6 +198,10 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	}
 	if (vbe_xb_read_u32(g, "event-channel", &port))
 		return vbe_xb_refuse(g, "missing or bad event-channel");
+	/* Devices of one tenant (issue 12): a domain's, or a uid's processes. */
+	if (vbe_tenant_check(g, VBE_TQ_GUESTS))
+		return vbe_xb_refuse(g, "tenant %s has its limit of connected devices",
+				     g->tenant);
 
 	err = vplat_map(plat, g->domid, refs, pages, 1, &map);
 	if (err)

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Quotas per tenant (issue 12, docs/tenants.md), against the real vrdmad
+ * on the plain host, where a tenant is the guest process's uid: one tenant
+ * takes devices (or bare connections that never say hello, or listeners)
+ * until it is refused, and another tenant can still connect and listen.
+ * Guests of two uids need root (children setuid); otherwise the tests
+ * skip with a message.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlive.h"
+
+#define UID_A		65534	/* the greedy tenant: "uid65534" */
+#define UID_B		65533	/* an honest one */
+#define T_DEVS		64	/* VPLAT_TENANT_GUESTS */
+#define T_LIS		64	/* VBE_TENANT_LISTENERS */
+#define T_GUEST_LIS	16	/* VBE_GUEST_LISTENERS */
+
+struct t_res {
+	int n;			/* what it got before the refusal */
+	int err;		/* errno of the refusal, 0 = never refused */
+};
+
+struct t_child {
+	pid_t pid;
+	int res_fd;		/* its t_res */
+	int hold_fd;		/* closed: it may let go and exit */
+};
+
+static int need_root(const char *fn)
+{
+	if (getuid() == 0)
+		return 1;
+	fprintf(stderr, "%s skipped: guests of two uids need root (uid %u)\n", fn,
+		(unsigned)getuid());
+	return 0;
+}
+
+/* Guests of other uids must reach vrdmad's socket. */
+static void open_run_dir(void)
+{
+	char sock[400];
+
+	ck_assert_int_eq(chmod(d_root, 0755), 0);
+	ck_assert_int_eq(chmod(d_dir, 0755), 0);
+	snprintf(sock, sizeof(sock), "%s/guest.sock", d_dir);
+	ck_assert_int_eq(chmod(sock, 0777), 0);
+}
+
+static void ctl(const char *args)
+{
+	char cmd[1024];
+	const char *b = getenv("VRDMA_BUILD");
+
+	snprintf(cmd, sizeof(cmd), "%s/sbin/vrdmactl -S %s %s", b ? b : "build", d_dir, args);
+	ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+}
+
+/* vrdmad's log names the tenant it refused. */
+static int log_has(const char *what)
+{
+	char path[400], line[512];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/vrdmad.log", d_dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* fn as uid in a child; its result comes back at once, then it holds
+ * what it opened until t_release. */
+static struct t_child t_run(uid_t uid, struct t_res (*fn)(int), int arg)
+{
+	int res[2], hold[2];
+	struct t_child c;
+
+	ck_assert_int_eq(pipe(res), 0);
+	ck_assert_int_eq(pipe(hold), 0);
+	c.pid = fork();
+	ck_assert_int_ge(c.pid, 0);
+	if (c.pid == 0) {
+		struct t_res r = { -1, -1 };
+		char x;
+
+		close(res[0]);
+		close(hold[1]);
+		if (setgid(uid) == 0 && setuid(uid) == 0)
+			r = fn(arg);
+		if (write(res[1], &r, sizeof(r)) != sizeof(r))
+			_exit(1);
+		while (read(hold[0], &x, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(res[1]);
+	close(hold[0]);
+	c.res_fd = res[0];
+	c.hold_fd = hold[1];
+	return c;
+}
+
+static struct t_res t_result(struct t_child *c)
+{
+	struct t_res r = { -1, -1 };
+
+	ck_assert_int_eq(read(c->res_fd, &r, sizeof(r)), (ssize_t)sizeof(r));
+	return r;
+}
+
+static void t_release(struct t_child *c)
+{
+	int st;
+
+	close(c->hold_fd);
+	close(c->res_fd);
+	ck_assert_int_eq(waitpid(c->pid, &st, 0), c->pid);
+}
+
+/* Open devices until refused (or max): the count and the errno. */
+static struct t_res t_devs(int max)
+{
+	struct t_res r = { 0, 0 };
+
+	while (r.n < max) {
+		if (!vrdma_open(NULL, T_OPEN_MS)) {
+			r.err = errno;
+			break;
+		}
+		r.n++;
+	}
+	return r;
+}
+
+/* Connections that never say hello, then one device. */
+static struct t_res t_bare(int n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct t_res r = { 0, 0 };
+	int i, s;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%.96s/guest.sock", d_dir) >=
+	    sizeof(sa.sun_path))
+		return r;
+	for (i = 0; i < n; i++) {
+		s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			return r;
+		r.n++;
+	}
+	/* accept() comes on vrdmad's next loop turn: give it that */
+	usleep(200000);
+	if (!vrdma_open(NULL, T_OPEN_MS))
+		r.err = errno;
+	return r;
+}
+
+/* Devices of 16 listeners each until a listen is refused. */
+static struct t_res t_listen(int ndev)
+{
+	struct t_res r = { 0, 0 };
+	char svc[32];
+	int i, j;
+
+	for (i = 0; i < ndev && !r.err; i++) {
+		struct vrdma_device *d = vrdma_open(NULL, T_OPEN_MS);
+
+		if (!d) {
+			r.err = -errno;	/* not the refusal looked for */
+			break;
+		}
+		for (j = 0; j < T_GUEST_LIS; j++) {
+			snprintf(svc, sizeof(svc), "t%d.%d.%d", (int)getuid(), i, j);
+			if (!vrdma_listen(d, svc)) {
+				r.err = errno;
+				break;
+			}
+			r.n++;
+		}
+	}
+	return r;
+}
+
+START_TEST(t_tenant_devices)
+{
+	struct t_child a, b;
+	struct t_res ra, rb;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	a = t_run(UID_A, t_devs, T_DEVS + 8);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.n, T_DEVS);
+	ck_assert_int_eq(ra.err, EUSERS);
+	b = t_run(UID_B, t_devs, 2);
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.n, 2);
+	ck_assert_int_eq(rb.err, 0);
+	ctl("get tenants");
+	ck_assert(log_has("refusing a guest of tenant uid65534: 64 guests is its limit"));
+	t_release(&b);
+	t_release(&a);
+}
+END_TEST
+
+/* The attack of issue 12: connections taken without ever saying hello. */
+START_TEST(t_tenant_bare)
+{
+	struct t_child a, b;
+	struct t_res ra, rb;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	a = t_run(UID_A, t_bare, T_DEVS);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.n, T_DEVS);
+	ck_assert_int_eq(ra.err, EUSERS);
+	b = t_run(UID_B, t_devs, 1);
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.n, 1);
+	t_release(&b);
+	t_release(&a);
+}
+END_TEST
+
+/* An operator's limit, per tenant, applies to the next connection. */
+START_TEST(t_tenant_set)
+{
+	struct t_child a, b;
+	struct t_res ra, rb;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	ctl("set tenant:uid65534 guests=3 listeners=20");
+	ctl("set tenant:default guests=5");
+	a = t_run(UID_A, t_devs, 10);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.n, 3);
+	ck_assert_int_eq(ra.err, EUSERS);
+	b = t_run(UID_B, t_devs, 10);
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.n, 5);
+	ck_assert_int_eq(rb.err, EUSERS);
+	t_release(&b);
+	t_release(&a);
+}
+END_TEST
+
+START_TEST(t_tenant_listeners)
+{
+	struct t_child a, b;
+	struct t_res ra, rb;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	a = t_run(UID_A, t_listen, T_LIS / T_GUEST_LIS + 2);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.n, T_LIS);
+	ck_assert_int_eq(ra.err, ENOMEM);
+	b = t_run(UID_B, t_listen, 1);
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.n, T_GUEST_LIS);
+	ck_assert_int_eq(rb.err, 0);
+	ctl("get tenant:uid65534");
+	ck_assert(log_has("tenant uid65534 has 64 listeners, its limit"));
+	t_release(&b);
+	t_release(&a);
+}
+END_TEST
+
+static Suite *tenant_suite(void)
+{
+	Suite *s = suite_create("tenant");
+	TCase *tc = tlive_tcase();
+
+	tcase_add_test(tc, t_tenant_devices);
+	tcase_add_test(tc, t_tenant_bare);
+	tcase_add_test(tc, t_tenant_set);
+	tcase_add_test(tc, t_tenant_listeners);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tlive_main("test_tenant", tenant_suite());
+}
