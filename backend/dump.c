@@ -57,9 +57,9 @@ static void vbe_dump_json(struct vbe_node *n, FILE *out)
 	for (g = n->guests; g; g = g->next) {
 		const char *sep = "";
 
-		fprintf(out, "%s{\"domid\":%u,\"devid\":%u,\"name\":\"%s\",\"state\":%d,"
-			"\"disabled\":%s,\"counters\":{", gsep, g->domid, g->devid,
-			g->name, g->state, g->dead ? "true" : "false");
+		fprintf(out, "%s{\"domid\":%u,\"devid\":%u,\"name\":\"%s\",\"tenant\":\"%s\","
+			"\"state\":%d,\"disabled\":%s,\"counters\":{", gsep, g->domid, g->devid,
+			g->name, g->tenant, g->state, g->dead ? "true" : "false");
 #define X(f) fprintf(out, "%s\"" #f "\":%llu", sep, (unsigned long long)g->ctr.f); sep = ",";
 		VBE_CTRS(X)
 #undef X
@@ -114,8 +114,8 @@ static void vbe_dump_text(struct vbe_node *n, FILE *out)
 	fprintf(out, "node %s (%llu guests disabled)\n", n->name,
 		(unsigned long long)n->disabled);
 	for (g = n->guests; g; g = g->next) {
-		fprintf(out, "guest %u device %u %s state %d%s%s\n", g->domid, g->devid,
-			g->name, g->state, g->dead ? " DISABLED: " : "",
+		fprintf(out, "guest %u device %u %s tenant %s state %d%s%s\n", g->domid,
+			g->devid, g->name, g->tenant, g->state, g->dead ? " DISABLED: " : "",
 			g->dead ? g->why : "");
 		fprintf(out, "  counters:");
 #define X(f) fprintf(out, " " #f "=%llu", (unsigned long long)g->ctr.f);

@@ -133,7 +133,10 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 	uint32_t lim[VBE_TQ_N], use[VBE_TQ_N];
 
 	vbe_tenant_usage(g->node, g->tenant, use);
-	vbe_tenant_limits(g->node, g->tenant, lim, NULL);
+	vbe_tenant_defaults(lim);
+	/* Only q's keys: on Xen each read is a xenstore round trip. */
+	if (!vbe_tenant_key(g->node, g->tenant, q, &lim[q]))
+		vbe_tenant_key(g->node, "default", q, &lim[q]);
 	if (use[q] < lim[q])
 		return VRDMA_CS_OK;
 	g->ctr.refusals++;

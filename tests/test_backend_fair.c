@@ -391,6 +391,88 @@ START_TEST(attach_reserved_body)
 }
 END_TEST
 
+/* Issue 12: guests of one tenant (the plain host's `tenant` key, written
+ * by the toolstack before `frontend`; on Xen the domain) share one quota
+ * of devices, listeners and pending CONNECTs; another tenant is untouched. */
+static void tg_tenant(struct tg *g, uint32_t domid, const char *tenant)
+{
+	char path[256];
+
+	if (tenant) {
+		snprintf(path, sizeof(path), VRDMA_XS_BACK_FMT "/tenant", domid, 0u);
+		ck_assert_int_eq(vplat_key_write(dom0, path, tenant), 0);
+	}
+	tg_full(g, domid);
+}
+
+static void tenant_limit(const char *tenant, const char *key, unsigned v)
+{
+	char path[256], val[16];
+
+	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/%s", tenant, key);
+	snprintf(val, sizeof(val), "%u", v);
+	ck_assert_int_eq(vplat_key_write(dom0, path, val), 0);
+	stub_run();
+}
+
+START_TEST(tenant_devices)
+{
+	struct tg a, b, c, d;
+
+	tenant_limit("acme", "guests", 2);
+	tg_tenant(&a, 5, "acme");
+	tg_tenant(&b, 6, "acme");
+	/* A third device of acme is refused at connect (state Closed). */
+	ck_assert_int_eq(vplat_key_write(dom0, VRDMA_XS_BACK_ROOT "/7/0/tenant", "acme"), 0);
+	tg_start(&c, 7);
+	tg_handshake(&c, HS_GOOD);
+	ck_assert_int_eq(back_state(&c), VRDMA_XB_CLOSED);
+	tg_stop(&c);
+	tg_tenant(&d, 8, NULL);		/* dom8 is a tenant of its own */
+	/* The operator's new limit applies to the next device. */
+	tenant_limit("acme", "guests", 3);
+	tg_tenant(&c, 9, "acme");
+	tg_stop(&c);
+	tg_stop(&d);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
+START_TEST(tenant_listeners_and_conns)
+{
+	struct tg a, b, x;
+	uint32_t out[4];
+	char svc[16];
+	unsigned i;
+
+	tenant_limit("default", "listeners", 20);
+	tenant_limit("acme", "conns", 3);
+	tg_tenant(&a, 5, "acme");
+	tg_tenant(&b, 6, "acme");
+	tg_tenant(&x, 7, NULL);
+	for (i = 0; i < VBE_GUEST_LISTENERS; i++) {
+		snprintf(svc, sizeof(svc), "a%u", i);
+		ck_assert_int_eq(listen_on(&a, svc, NULL), VRDMA_CS_OK);
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(svc, sizeof(svc), "b%u", i);
+		ck_assert_int_eq(listen_on(&b, svc, NULL), VRDMA_CS_OK);
+	}
+	ck_assert_int_eq(listen_on(&b, "b-more", NULL), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(listen_on(&x, "x0", NULL), VRDMA_CS_OK);	/* dom7 */
+	/* Pending CONNECTs: acme's two guests together hold at most 3. */
+	flood(&a, 2, "x0", VRDMA_CS_OK);
+	flood(&b, 1, "x0", VRDMA_CS_OK);
+	ck_assert_int_eq(tg_create_qp(&b, b.cq, out), VRDMA_CS_OK);
+	ck_assert_int_eq(connect_to(&b, out[0], "x0"), VRDMA_CS_NOMEM);
+	flood(&x, 3, "a0", VRDMA_CS_OK);
+	tg_stop(&x);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
 TCase *backend_fair_tcase(void)
 {
 	TCase *t = tcase_create("fairness");
@@ -400,6 +482,8 @@ TCase *backend_fair_tcase(void)
 	tcase_add_test(t, connect_flood_victim_lives);
 	tcase_add_test(t, async_events_leave_one_slot);
 	tcase_add_test(t, cm_listener_quota);
+	tcase_add_test(t, tenant_devices);
+	tcase_add_test(t, tenant_listeners_and_conns);
 	tcase_add_test(t, huge_wrs_do_not_starve);
 	tcase_add_test(t, big_send_and_read_in_pieces);
 	tcase_add_test(t, destroy_mid_wr);
