@@ -397,7 +397,8 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "detach", vc_cmd_dev, "<domid> [devid]", "remove it (the guest sees errors)" },
 	{ "set", vc_cmd_prio, "<vm> key=val..", "weight=N class=high|normal|low rate=B/s[,burst] "
 	  "qps=N mem=B wrs=N credits=N" },
-	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name)" },
+	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name); "
+	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N, get tenants" },
 	{ "stats", vc_cmd_stats, "[-j]", "per-guest traffic, queue delay, throttling, refusals" },
 	{ "top", vc_cmd_top, "[-n N]", "stats refreshed every second (q or Ctrl-C ends)" },
 	{ "help", vc_cmd_help, "", "this text" },
