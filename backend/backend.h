@@ -68,6 +68,10 @@ void vbe_node_dump(struct vbe_node *n, FILE *out, int json);
  */
 int  vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FILE *out);
 int  vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out);
+/* Issue 12 (docs/tenants.md): vm "tenant:<name>" / "tenants" are the
+ * quotas summed over a tenant's guests.  May domain domid be given one
+ * more device (`vrdmactl attach`)?  0, or -EUSERS with an "error:" line. */
+int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out);
 /* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals. */
 void vbe_node_stats(struct vbe_node *n, FILE *out, int json);
 

@@ -148,6 +148,40 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 	return VRDMA_CS_NOMEM;
 }
 
+/*
+ * A domain's devices are made by the toolstack (`vrdmactl attach`): bound
+ * them there too, not only when they connect: the tenant's devices (any
+ * state) against its `guests`.  The domain's tenant is that of its
+ * devices the backend knows (a toolstack's `tenant` key), or the domain.
+ * Re-attaching a device it has is not one more.
+ */
+int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out)
+{
+	char tenant[VPLAT_TENANT_NAME];
+	uint32_t lim[VBE_TQ_N];
+	struct vbe_guest *g;
+	unsigned have = 0;
+
+	snprintf(tenant, sizeof(tenant), "dom%u", domid);
+	for (g = n->guests; g; g = g->next) {
+		if (g->domid != domid)
+			continue;
+		if (g->devid == devid)
+			return 0;
+		memcpy(tenant, g->tenant, sizeof(tenant));
+	}
+	for (g = n->guests; g; g = g->next)
+		have += !g->dead && !strcmp(g->tenant, tenant);
+	vbe_tenant_limits(n, tenant, lim, NULL);
+	if (have < lim[VBE_TQ_GUESTS])
+		return 0;
+	vlog_warn("backend: attach %u/%u refused: tenant %s has %u devices, its limit",
+		  domid, devid, tenant, have);
+	fprintf(out, "error: attach %u/%u: tenant %s has %u devices, its limit "
+		"(vrdmactl set tenant:%s guests=N)\n", domid, devid, tenant, have, tenant);
+	return -EUSERS;
+}
+
 /* ---- vrdmactl set/get tenant:<name> ---- */
 
 static void vbe_tenant_print(struct vbe_node *n, const char *tenant, FILE *out)

@@ -108,6 +108,8 @@ static void vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, FILE *out)
 
 	if (vd_cmd_dev_args(argc, argv, &domid, &devid, out))
 		return;
+	if (vbe_node_attach_ok(d->node, domid, devid, out))
+		return;
 	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
 	if (err)
 		fprintf(out, "error: attach %u/%u: %s\n", domid, devid, strerror(-err));

@@ -7,6 +7,7 @@
  * what happened within one poll, never how long it took.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -429,6 +430,19 @@ START_TEST(tenant_devices)
 	ck_assert_int_eq(back_state(&c), VRDMA_XB_CLOSED);
 	tg_stop(&c);
 	tg_tenant(&d, 8, NULL);		/* dom8 is a tenant of its own */
+	/* `vrdmactl attach`: a device more for acme (dom5 is acme's) is
+	 * refused, one it has is not one more, dom8 may have another. */
+	{
+		char buf[256];
+		FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_eq(vbe_node_attach_ok(node, 5, 1, f), -EUSERS);
+		ck_assert_int_eq(vbe_node_attach_ok(node, 5, 0, f), 0);
+		ck_assert_int_eq(vbe_node_attach_ok(node, 8, 1, f), 0);
+		fclose(f);
+		ck_assert_ptr_nonnull(strstr(buf, "tenant acme has 3 devices"));
+	}
 	/* The operator's new limit applies to the next device. */
 	tenant_limit("acme", "guests", 3);
 	tg_tenant(&c, 9, "acme");
