@@ -80,6 +80,11 @@ static int vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 		g = vbe_node_guest(n, domid, devid);
 		if (!g) {
 			err = vbe_xb_guest_new(n, domid, devid, &g);
+			if (!err) {
+				err = vbe_tenant_init(g);	/* issue 12 */
+				if (err)
+					vbe_xb_guest_free(g);
+			}
 			if (err) {
 				vlog_dbg("backend: guest %u device %u not ready: %d",
 					 domid, devid, err);
@@ -87,7 +92,6 @@ static int vbe_node_scan_dom(struct vbe_node *n, uint32_t domid)
 			}
 			g->next = n->guests;
 			n->guests = g;
-			vbe_tenant_init(g);	/* issue 12 */
 			vbe_prio_init(g);	/* issue 5: defaults + keys */
 			vlog_info("guest %u device %u appeared", domid, devid);
 		}
@@ -171,6 +175,7 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		*pg = g->next;
 		vlog_info("guest %u device %u gone", g->domid, g->devid);
 		vbe_prio_keep(g);
+		vbe_tenant_fini(g);
 		vbe_xb_guest_free(g);
 	}
 	/* Operator settings may have changed (issue 5): apply them live. */
@@ -212,15 +217,22 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	if (err)
 		vlog_warn("rdma: no device for remote nodes: %s", strerror(-err));
 	vbe_node_gid_init(n);
+	err = vbe_tenant_watch(n);
+	if (err)
+		goto err_vx;
 	err = vplat_watch(n->plat, VRDMA_XS_BACK_ROOT, vbe_node_watch, n);
-	if (err) {
-		vbe_vx_close(n);
-		free(n->qpn_map);
-		free(n);
-		return err;
-	}
+	if (err)
+		goto err_tenant;
 	*out = n;
 	return 0;
+
+err_tenant:
+	vbe_tenant_unwatch(n);
+err_vx:
+	vbe_vx_close(n);
+	free(n->qpn_map);
+	free(n);
+	return err;
 }
 
 void vbe_node_free(struct vbe_node *n)
@@ -230,8 +242,10 @@ void vbe_node_free(struct vbe_node *n)
 	if (!n)
 		return;
 	vplat_unwatch(n->plat, VRDMA_XS_BACK_ROOT, n);
+	vbe_tenant_unwatch(n);
 	while ((g = n->guests)) {
 		n->guests = g->next;
+		vbe_tenant_fini(g);
 		vbe_xb_guest_free(g);
 	}
 	vbe_vx_close(n);

@@ -37,7 +37,7 @@ void vbe_prio_defaults(struct vbe_prio *p)
 }
 
 /* A byte count: digits, then an optional K/M/G/T (powers of 1024). */
-static int vbe_prio_size(const char *s, const char **end, uint64_t *v)
+int vbe_prio_size(const char *s, const char **end, uint64_t *v)
 {
 	unsigned long long x;
 	unsigned shift = 0;
@@ -244,7 +244,7 @@ int vbe_quota_qp(struct vbe_guest *g, uint32_t slots)
 		return vbe_refuse(g, "qps");
 	if (g->wr_slots > g->prio.wrs || slots > g->prio.wrs - g->wr_slots)
 		return vbe_refuse(g, "wrs");
-	return VRDMA_CS_OK;
+	return vbe_tenant_quota_qp(g);	/* issue 12 */
 }
 
 int vbe_quota_mr(struct vbe_guest *g, uint64_t len)
@@ -253,5 +253,5 @@ int vbe_quota_mr(struct vbe_guest *g, uint64_t len)
 
 	if (sum > g->prio.mem || len > g->prio.mem - sum)
 		return vbe_refuse(g, "mem");
-	return VRDMA_CS_OK;
+	return vbe_tenant_quota_mr(g, len);	/* issue 12 */
 }

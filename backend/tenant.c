@@ -3,12 +3,13 @@
  * Quotas per tenant (issue 12, docs/tenants.md): the per-guest quotas
  * stop one guest, not one owner of many guests.  A tenant is named by
  * the platform (`tenant` in the backend dir: "uid<N>" on the plain host)
- * or is the domain ("dom<N>", Xen).  Its connected devices, listeners and
- * pending CONNECTs are summed over its guests and checked where each is
- * asked for.  Limits are keys (VPLAT_TENANT_ROOT/<tenant>/<key>, then
- * .../default/<key>, then the built-in defaults), read at each check:
- * these are rare control requests, and an operator's key write applies
- * at once, on Xen too.
+ * or is the domain ("dom<N>", Xen).  Its connected devices, listeners,
+ * pending CONNECTs, QPs and registered bytes are summed over its guests
+ * and checked where each is asked for.  Limits are keys
+ * (VPLAT_TENANT_ROOT/<tenant>/<key>, then .../default/<key>, then the
+ * built-in defaults), cached per tenant and re-read after the watch on
+ * VPLAT_TENANT_ROOT fired, so `vrdmactl set` and an operator's key write
+ * both apply to the next request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,18 +19,23 @@
 #include "log.h"
 #include "vbe.h"
 
-const char *const vbe_tenant_keys[] = { "guests", "listeners", "conns", NULL };
-
-static const uint32_t vbe_tenant_max[VBE_TQ_N] = {
-	[VBE_TQ_GUESTS] = 256, [VBE_TQ_LISTENERS] = VBE_MAX_LISTENERS,
-	[VBE_TQ_CONNS] = VBE_MAX_CONNS,
+const char *const vbe_tenant_keys[] = {
+	"guests", "listeners", "conns", "qps", "mem", NULL,
 };
 
-void vbe_tenant_defaults(uint32_t lim[VBE_TQ_N])
+static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
+	[VBE_TQ_GUESTS] = 256, [VBE_TQ_LISTENERS] = VBE_MAX_LISTENERS,
+	[VBE_TQ_CONNS] = VBE_MAX_CONNS, [VBE_TQ_QPS] = 1u << 24,	/* QPNs */
+	[VBE_TQ_MEM] = 1ull << 50,
+};
+
+void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 {
 	lim[VBE_TQ_GUESTS] = VPLAT_TENANT_GUESTS;
 	lim[VBE_TQ_LISTENERS] = VBE_TENANT_LISTENERS;
 	lim[VBE_TQ_CONNS] = VBE_TENANT_CONNS;
+	lim[VBE_TQ_QPS] = VBE_TENANT_QPS;
+	lim[VBE_TQ_MEM] = VBE_TENANT_MEM;
 }
 
 /* Key path components: what the key store and xenstore both take. */
@@ -47,52 +53,111 @@ bool vbe_tenant_name_ok(const char *s)
 	return true;
 }
 
-void vbe_tenant_init(struct vbe_guest *g)
+/* Limits changed (any key below the root): re-read before the next check. */
+static void vbe_tenant_changed(struct vplat *p, const char *path, void *arg)
 {
-	char path[VPLAT_KEY_MAX], val[VPLAT_TENANT_NAME + 1];
+	struct vbe_node *n = arg;
+	struct vbe_tenant *t;
 
-	snprintf(path, sizeof(path), "%s/tenant", g->bdir);
-	if (vplat_key_read(g->node->plat, path, val, sizeof(val)) >= 0 &&
-	    vbe_tenant_name_ok(val) && strcmp(val, "default")) {
-		memcpy(g->tenant, val, strlen(val) + 1);
-		return;
-	}
-	snprintf(g->tenant, sizeof(g->tenant), "dom%u", g->domid);
+	(void)p;
+	(void)path;
+	for (t = n->tenants; t; t = t->next)
+		t->stale = true;
 }
 
-int vbe_tenant_parse(unsigned q, const char *val, uint32_t *out)
+int vbe_tenant_watch(struct vbe_node *n)
 {
-	unsigned long v;
-	char *e;
+	return vplat_watch(n->plat, VPLAT_TENANT_ROOT, vbe_tenant_changed, n);
+}
 
-	if (val[0] < '0' || val[0] > '9')
+void vbe_tenant_unwatch(struct vbe_node *n)
+{
+	vplat_unwatch(n->plat, VPLAT_TENANT_ROOT, n);
+}
+
+/* g joins its tenant: the `tenant` key of its backend dir, or its domain. */
+int vbe_tenant_init(struct vbe_guest *g)
+{
+	char path[VPLAT_KEY_MAX], val[VPLAT_TENANT_NAME + 1], name[VPLAT_TENANT_NAME];
+	struct vbe_node *n = g->node;
+	struct vbe_tenant *t;
+
+	snprintf(path, sizeof(path), "%s/tenant", g->bdir);
+	if (vplat_key_read(n->plat, path, val, sizeof(val)) >= 0 &&
+	    vbe_tenant_name_ok(val) && strcmp(val, "default"))
+		memcpy(name, val, strlen(val) + 1);
+	else
+		snprintf(name, sizeof(name), "dom%u", g->domid);
+	for (t = n->tenants; t; t = t->next)
+		if (!strcmp(t->name, name))
+			break;
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memcpy(t->name, name, sizeof(name));
+		t->stale = true;
+		t->next = n->tenants;
+		n->tenants = t;
+	}
+	memcpy(g->tenant, name, sizeof(name));
+	g->ten = t;
+	g->tnext = t->guests;
+	t->guests = g;
+	return 0;
+}
+
+/* g leaves its tenant; the last one out frees it. */
+void vbe_tenant_fini(struct vbe_guest *g)
+{
+	struct vbe_tenant *t = g->ten, **pt;
+	struct vbe_guest **pg;
+
+	if (!t)
+		return;
+	for (pg = &t->guests; *pg && *pg != g; pg = &(*pg)->tnext)
+		;
+	if (*pg)
+		*pg = g->tnext;
+	g->ten = NULL;
+	if (t->guests)
+		return;
+	for (pt = &g->node->tenants; *pt && *pt != t; pt = &(*pt)->next)
+		;
+	if (*pt)
+		*pt = t->next;
+	free(t);
+}
+
+int vbe_tenant_parse(unsigned q, const char *val, uint64_t *out)
+{
+	const char *e;
+	uint64_t v;
+
+	if (vbe_prio_size(val, &e, &v) || *e || v > vbe_tenant_max[q])
 		return -EINVAL;
-	errno = 0;
-	v = strtoul(val, &e, 10);
-	if (errno || *e || v > vbe_tenant_max[q])
-		return -EINVAL;
-	*out = (uint32_t)v;
+	*out = v;
 	return 0;
 }
 
 /* The key of limit q in dir (a tenant or "default") into *out, if set. */
-static bool vbe_tenant_key(struct vbe_node *n, const char *dir, unsigned q, uint32_t *out)
+static bool vbe_tenant_key(struct vbe_node *n, const char *dir, unsigned q, uint64_t *out)
 {
-	char path[VPLAT_KEY_MAX], val[16];
+	char path[VPLAT_KEY_MAX], val[32];
 
 	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/%s", dir, vbe_tenant_keys[q]);
 	if (vplat_key_read(n->plat, path, val, sizeof(val)) < 0)
 		return false;
 	if (vbe_tenant_parse(q, val, out)) {
-		vlog_warn("backend: %s is '%s': not 0..%u, ignored", path, val,
-			  vbe_tenant_max[q]);
+		vlog_warn("backend: %s is '%s': not 0..%llu, ignored", path, val,
+			  (unsigned long long)vbe_tenant_max[q]);
 		return false;
 	}
 	return true;
 }
 
-/* A tenant's limits; own[q] says whether q is the tenant's own key. */
-void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint32_t lim[VBE_TQ_N],
+/* A tenant's limits from the keys; own[q] says whether q is its own. */
+void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_TQ_N],
 		       bool own[VBE_TQ_N])
 {
 	unsigned q;
@@ -108,44 +173,97 @@ void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint32_t lim[VBE_
 	}
 }
 
-/* Table scans: the tables are 256 entries, these are control requests. */
-void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint32_t use[VBE_TQ_N])
+/* Cached: QP and MR checks run per command, and on Xen a key read is a
+ * xenstore round trip.  The watch marks them stale. */
+static const uint64_t *vbe_tenant_lim(struct vbe_node *n, struct vbe_tenant *t)
+{
+	if (t->stale) {
+		vbe_tenant_limits(n, t->name, t->lim, NULL);
+		t->stale = false;
+	}
+	return t->lim;
+}
+
+/*
+ * Tables for guests, listeners, conns: 256 entries, control requests.
+ * QPs and registered bytes: the per-guest counters of the tenant's guests
+ * (at most its `guests`), never a table.
+ */
+void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N])
 {
 	struct vbe_guest *g;
 	unsigned i;
 
 	memset(use, 0, sizeof(use[0]) * VBE_TQ_N);
-	for (g = n->guests; g; g = g->next)
-		use[VBE_TQ_GUESTS] += g->connected && !g->dead && !strcmp(g->tenant, tenant);
+	for (g = n->guests; g; g = g->next) {
+		if (strcmp(g->tenant, tenant))
+			continue;
+		use[VBE_TQ_GUESTS] += g->connected && !g->dead;
+		use[VBE_TQ_QPS] += g->nqps;
+		use[VBE_TQ_MEM] += g->mr_bytes;
+	}
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		use[VBE_TQ_LISTENERS] += n->lis[i].s.used && !strcmp(n->lis[i].tenant, tenant);
 	for (i = 0; i < VBE_MAX_CONNS; i++)
 		use[VBE_TQ_CONNS] += n->conns[i].id && !strcmp(n->conns[i].tenant, tenant);
 }
 
-/*
- * May g's tenant take one more q?  VRDMA_CS_OK or VRDMA_CS_NOMEM (counted
- * as a refusal; logged once per guest and quota, naming the tenant: a
- * guest retrying must not flood the log).
- */
-int vbe_tenant_check(struct vbe_guest *g, unsigned q)
+/* Counted as a refusal; logged once per guest and quota, naming the
+ * tenant: a guest retrying must not flood the log. */
+static int vbe_tenant_refuse(struct vbe_guest *g, unsigned q, uint64_t use)
 {
-	uint32_t lim[VBE_TQ_N], use[VBE_TQ_N];
-
-	vbe_tenant_usage(g->node, g->tenant, use);
-	vbe_tenant_defaults(lim);
-	/* Only q's keys: on Xen each read is a xenstore round trip. */
-	if (!vbe_tenant_key(g->node, g->tenant, q, &lim[q]))
-		vbe_tenant_key(g->node, "default", q, &lim[q]);
-	if (use[q] < lim[q])
-		return VRDMA_CS_OK;
 	g->ctr.refusals++;
 	if (!(g->tenant_warned & 1u << q)) {
 		g->tenant_warned |= (uint8_t)(1u << q);
-		vlog_warn("guest %u/%u refused: tenant %s has %u %s, its limit", g->domid,
-			  g->devid, g->tenant, use[q], vbe_tenant_keys[q]);
+		vlog_warn("guest %u/%u refused: tenant %s has %llu %s, its limit", g->domid,
+			  g->devid, g->tenant, (unsigned long long)use, vbe_tenant_keys[q]);
 	}
 	return VRDMA_CS_NOMEM;
+}
+
+/* May g's tenant take one more device, listener or conn (q)?
+ * VRDMA_CS_OK or VRDMA_CS_NOMEM. */
+int vbe_tenant_check(struct vbe_guest *g, unsigned q)
+{
+	uint64_t use[VBE_TQ_N];
+	const uint64_t *lim;
+
+	if (!g->ten)
+		return VRDMA_CS_OK;
+	lim = vbe_tenant_lim(g->node, g->ten);
+	vbe_tenant_usage(g->node, g->tenant, use);
+	return use[q] < lim[q] ? VRDMA_CS_OK : vbe_tenant_refuse(g, q, use[q]);
+}
+
+/* One more QP for g's tenant?  (vbe_quota_qp, after g's own quota) */
+int vbe_tenant_quota_qp(struct vbe_guest *g)
+{
+	const struct vbe_guest *x;
+	uint64_t sum = 0;
+
+	if (!g->ten)
+		return VRDMA_CS_OK;
+	for (x = g->ten->guests; x; x = x->tnext)
+		sum += x->nqps;
+	if (sum < vbe_tenant_lim(g->node, g->ten)[VBE_TQ_QPS])
+		return VRDMA_CS_OK;
+	return vbe_tenant_refuse(g, VBE_TQ_QPS, sum);
+}
+
+/* len more registered bytes for g's tenant?  (vbe_quota_mr) */
+int vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len)
+{
+	const struct vbe_guest *x;
+	uint64_t sum = 0, max;
+
+	if (!g->ten)
+		return VRDMA_CS_OK;
+	for (x = g->ten->guests; x; x = x->tnext)
+		sum += x->mr_bytes;
+	max = vbe_tenant_lim(g->node, g->ten)[VBE_TQ_MEM];
+	if (sum <= max && len <= max - sum)
+		return VRDMA_CS_OK;
+	return vbe_tenant_refuse(g, VBE_TQ_MEM, sum);
 }
 
 /*
@@ -158,7 +276,7 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out)
 {
 	char tenant[VPLAT_TENANT_NAME];
-	uint32_t lim[VBE_TQ_N];
+	uint64_t lim[VBE_TQ_N];
 	struct vbe_guest *g;
 	unsigned have = 0;
 
@@ -186,7 +304,7 @@ int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE 
 
 static void vbe_tenant_print(struct vbe_node *n, const char *tenant, FILE *out)
 {
-	uint32_t lim[VBE_TQ_N], use[VBE_TQ_N];
+	uint64_t lim[VBE_TQ_N], use[VBE_TQ_N];
 	bool own[VBE_TQ_N];
 	unsigned q;
 
@@ -196,10 +314,11 @@ static void vbe_tenant_print(struct vbe_node *n, const char *tenant, FILE *out)
 	fprintf(out, "tenant=%s", tenant);
 	for (q = 0; q < VBE_TQ_N; q++) {
 		if (strcmp(tenant, "default"))
-			fprintf(out, " %s=%u/%u%s", vbe_tenant_keys[q], use[q], lim[q],
+			fprintf(out, " %s=%llu/%llu%s", vbe_tenant_keys[q],
+				(unsigned long long)use[q], (unsigned long long)lim[q],
 				own[q] ? "" : "(default)");
 		else
-			fprintf(out, " %s=%u", vbe_tenant_keys[q], lim[q]);
+			fprintf(out, " %s=%llu", vbe_tenant_keys[q], (unsigned long long)lim[q]);
 	}
 	fputc('\n', out);
 }
@@ -248,13 +367,13 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 	return -ENOENT;
 }
 
-/* set tenant:<name>|tenant:default guests=N listeners=N conns=N; a
+/* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B; a
  * tenant's value `default` drops its own key.  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out)
 {
-	char path[VPLAT_KEY_MAX], val[16];
+	char path[VPLAT_KEY_MAX], val[32];
 	const char *v;
-	uint32_t x;
+	uint64_t x;
 	unsigned q;
 	int i, err;
 
@@ -265,20 +384,20 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 	}
 	if (nkv < 1) {
 		fprintf(out, "error: set tenant:%s: nothing to set (guests=N "
-			"listeners=N conns=N)\n", tenant);
+			"listeners=N conns=N qps=N mem=BYTES)\n", tenant);
 		return -EINVAL;
 	}
 	for (i = 0; i < nkv; i++) {
 		if (vbe_tenant_word(kv[i], &q, &v)) {
 			fprintf(out, "error: set: unknown tenant key in '%.64s' (allowed: "
-				"guests listeners conns)\n", kv[i]);
+				"guests listeners conns qps mem)\n", kv[i]);
 			return -ENOENT;
 		}
 		if (!strcmp(v, "default") && strcmp(tenant, "default"))
 			continue;
 		if (vbe_tenant_parse(q, v, &x)) {
-			fprintf(out, "error: set: bad %s '%.64s' (allowed: 0..%u%s)\n",
-				vbe_tenant_keys[q], v, vbe_tenant_max[q],
+			fprintf(out, "error: set: bad %s '%.64s' (allowed: 0..%llu%s)\n",
+				vbe_tenant_keys[q], v, (unsigned long long)vbe_tenant_max[q],
 				strcmp(tenant, "default") ? " or default" : "");
 			return -EINVAL;
 		}
@@ -293,7 +412,7 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 				err = 0;
 		} else {
 			vbe_tenant_parse(q, v, &x);
-			snprintf(val, sizeof(val), "%u", x);
+			snprintf(val, sizeof(val), "%llu", (unsigned long long)x);
 			err = vplat_key_write(n->plat, path, val);
 		}
 		if (err) {
@@ -301,6 +420,7 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 			return err;
 		}
 	}
+	vbe_tenant_changed(n->plat, NULL, n);	/* now, not when the watch fires */
 	vbe_tenant_print(n, tenant, out);
 	return 0;
 }

@@ -57,7 +57,11 @@ _Static_assert(VBE_KEY_TAG_BITS >= 24, "keys carry >= 24 unpredictable bits");
  * four tenants fit whatever the others hold. */
 #define VBE_TENANT_LISTENERS	(VBE_MAX_LISTENERS / 4)
 #define VBE_TENANT_CONNS	(VBE_MAX_CONNS / 4)
-enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_N };
+/* No node table bounds these: 16 guests' worth of the per-guest defaults,
+ * so a tenant at its 64 guests holds a quarter of what they could. */
+#define VBE_TENANT_QPS		(16u * VBE_MAX_QPS)
+#define VBE_TENANT_MEM		(16ull * VBE_PRIO_MEM_DEF)
+enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_N };
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
@@ -291,6 +295,8 @@ struct vbe_guest {
 	struct vbe_prio prio;		/* issue 5 */
 	char vm[VBE_VM_NAME];		/* its domain's name, "" = none */
 	char tenant[VPLAT_TENANT_NAME];	/* whose quotas it counts against */
+	struct vbe_tenant *ten;		/* ... its record (tenant.c) */
+	struct vbe_guest *tnext;	/* the tenant's next guest */
 	uint8_t tenant_warned;		/* 1 << VBE_TQ_*: refusal logged */
 	struct vbe_sched sch;
 
@@ -333,12 +339,22 @@ struct vbe_rng {
 	ssize_t (*fill)(void *buf, size_t len, unsigned flags);
 };
 
+/* A tenant with guests on this node (tenant.c). */
+struct vbe_tenant {
+	struct vbe_tenant *next;
+	struct vbe_guest *guests;	/* chained by vbe_guest.tnext */
+	uint64_t lim[VBE_TQ_N];		/* cached from the keys */
+	bool stale;			/* keys changed: re-read before use */
+	char name[VPLAT_TENANT_NAME];
+};
+
 struct vbe_node {
 	struct vplat *plat;
 	char name[VRDMA_NAME_MAX];
 	vbe_fd_fn *fd_cb;
 	void *fd_arg;
 	struct vbe_guest *guests;
+	struct vbe_tenant *tenants;	/* of the guests, issue 12 */
 	uint32_t next_qpn;
 	uint64_t next_conn_id;
 	int64_t now_ms;
@@ -573,6 +589,7 @@ void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_
 void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p);
 struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm);
 void vbe_prio_defaults(struct vbe_prio *p);
+int  vbe_prio_size(const char *s, const char **end, uint64_t *v);	/* 4K, 1G.. */
 
 /* prio_keep.c */
 void vbe_prio_keep(struct vbe_guest *g);	/* leaving: remember by VM name */
@@ -581,13 +598,18 @@ void vbe_prio_recall(struct vbe_guest *g);	/* arrived: name, restore keys */
 /* tenant.c */
 extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */
 bool vbe_tenant_name_ok(const char *s);
-void vbe_tenant_init(struct vbe_guest *g);	/* its `tenant` key, or dom<N> */
-void vbe_tenant_defaults(uint32_t lim[VBE_TQ_N]);
-int  vbe_tenant_parse(unsigned q, const char *val, uint32_t *out);
-void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint32_t lim[VBE_TQ_N],
+int  vbe_tenant_watch(struct vbe_node *n);	/* limits re-read on change */
+void vbe_tenant_unwatch(struct vbe_node *n);
+int  vbe_tenant_init(struct vbe_guest *g);	/* joins its `tenant` or dom<N> */
+void vbe_tenant_fini(struct vbe_guest *g);	/* leaves (before it is freed) */
+void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N]);
+int  vbe_tenant_parse(unsigned q, const char *val, uint64_t *out);
+void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_TQ_N],
 		       bool own[VBE_TQ_N]);
-void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint32_t use[VBE_TQ_N]);
+void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
+int  vbe_tenant_quota_qp(struct vbe_guest *g);			/* VRDMA_CS_* */
+int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 

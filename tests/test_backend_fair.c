@@ -487,6 +487,30 @@ START_TEST(tenant_listeners_and_conns)
 }
 END_TEST
 
+/* QPs and registered bytes summed over a tenant's guests; a limit
+ * written after its guests came applies (the watch re-reads it). */
+START_TEST(tenant_qps_and_mem)
+{
+	struct tg a, b, x;
+	uint32_t out[4];
+
+	tenant_limit("acme", "qps", 3);
+	tg_tenant(&a, 5, "acme");	/* one QP and 64 KiB registered each */
+	tg_tenant(&b, 6, "acme");
+	tg_tenant(&x, 7, NULL);
+	ck_assert_int_eq(tg_create_qp(&a, a.cq, out), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_create_qp(&b, b.cq, out), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_create_qp(&x, x.cq, out), VRDMA_CS_OK);
+	tenant_limit("acme", "mem", 160 << 10);
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 32 << 10, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_reg_mr(&b, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_reg_mr(&x, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	tg_stop(&x);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
 TCase *backend_fair_tcase(void)
 {
 	TCase *t = tcase_create("fairness");
@@ -498,6 +522,7 @@ TCase *backend_fair_tcase(void)
 	tcase_add_test(t, cm_listener_quota);
 	tcase_add_test(t, tenant_devices);
 	tcase_add_test(t, tenant_listeners_and_conns);
+	tcase_add_test(t, tenant_qps_and_mem);
 	tcase_add_test(t, huge_wrs_do_not_starve);
 	tcase_add_test(t, big_send_and_read_in_pieces);
 	tcase_add_test(t, destroy_mid_wr);
