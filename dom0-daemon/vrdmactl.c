@@ -398,7 +398,8 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "set", vc_cmd_prio, "<vm> key=val..", "weight=N class=high|normal|low rate=B/s[,burst] "
 	  "qps=N mem=B wrs=N credits=N" },
 	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name); "
-	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N, get tenants" },
+	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N qps=N mem=B, "
+	  "get tenants" },
 	{ "stats", vc_cmd_stats, "[-j]", "per-guest traffic, queue delay, throttling, refusals" },
 	{ "top", vc_cmd_top, "[-n N]", "stats refreshed every second (q or Ctrl-C ends)" },
 	{ "help", vc_cmd_help, "", "this text" },
