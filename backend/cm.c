@@ -16,9 +16,10 @@
  *
  * Quotas (review I2): a guest holds at most 16 listeners and 32 pending
  * CONNECTs, so no guest takes a node table; and a tenant (all guests of
- * one uid or domain) at most a quarter of each (tenant.c, issue 12).  Service names are one
- * node-wide namespace, first come first served.  A CONN_REQUEST waits in
- * its vbe_conn until the listener's event ring has room (never dropped).
+ * one uid or domain) at most a quarter of each (tenant.c, issue 12).
+ * Service names are one node-wide namespace, first come first served.  A
+ * CONN_REQUEST waits in its vbe_conn until the listener's event ring has
+ * room (never dropped).
  *
  * Connector and acceptor are remembered by (domid, devid, handle), never by
  * pointer, so either side may vanish at any time.

@@ -42,7 +42,8 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 #define VBE_CTRS(X) \
 	X(requests) X(commands) X(wrs) X(tx_bytes) X(tx_ops) X(rx_bytes) \
 	X(rx_ops) X(completions) X(errors) X(violations) X(evt_dropped) \
-	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us)
+	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us) \
+	X(cmd_waits)
 
 static void vbe_dump_json(struct vbe_node *n, FILE *out)
 {

@@ -316,8 +316,9 @@ int vbe_node_arm(struct vbe_node *n)
 
 	for (g = n->guests; g; g = g->next)
 		if (g->connected && !g->dead &&
-		    (vring_arm(&g->sring->req, g->req_cons) || vbe_sched_spin(g)))
-			more = 1;
+		    ((!g->sch.cmd_throttled && vring_arm(&g->sring->req, g->req_cons)) ||
+		     vbe_sched_spin(g)))
+			more = 1;	/* a command waiting for a token waits for the tick */
 	if (vbe_vx_arm(n))
 		more = 1;
 	return more;

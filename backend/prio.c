@@ -34,6 +34,7 @@ void vbe_prio_defaults(struct vbe_prio *p)
 	p->mem = VBE_PRIO_MEM_DEF;
 	p->wrs = VBE_MAX_WR_SLOTS;
 	p->credits = VBE_PRIO_CREDITS_DEF;
+	p->cmds = 0;
 }
 
 /* A byte count: digits, then an optional K/M/G/T (powers of 1024). */
@@ -143,8 +144,16 @@ int vbe_prio_parse(const char *key, const char *val, struct vbe_prio *p,
 		if (vbe_prio_range(val, 1, VBE_PRIO_CREDITS_MAX, &v))
 			return -EINVAL;
 		p->credits = (uint32_t)v;
+	} else if (!strcmp(key, "cmds")) {
+		*allowed = "commands/s: an integer 10..1000000, or 0 / unlimited";
+		if (!strcmp(val, "unlimited"))
+			v = 0;
+		else if (vbe_prio_range(val, 0, VBE_PRIO_CMDS_MAX, &v) ||
+			 (v && v < VBE_PRIO_CMDS_MIN))
+			return -EINVAL;
+		p->cmds = (uint32_t)v;
 	} else {
-		*allowed = "keys weight, class, rate, qps, mem, wrs, credits";
+		*allowed = "keys weight, class, rate, qps, mem, wrs, credits, cmds";
 		return -ENOENT;
 	}
 	return 0;
@@ -170,12 +179,14 @@ void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_
 		snprintf(buf, len, "%u", p->wrs);
 	else if (!strcmp(key, "credits"))
 		snprintf(buf, len, "%u", p->credits);
+	else if (!strcmp(key, "cmds"))
+		snprintf(buf, len, "%u", p->cmds);
 	else
 		snprintf(buf, len, "?");
 }
 
 const char *const vbe_prio_keys[] = {
-	"weight", "class", "rate", "qps", "mem", "wrs", "credits", NULL,
+	"weight", "class", "rate", "qps", "mem", "wrs", "credits", "cmds", NULL,
 };
 
 /* New settings take effect from the next round; a new or lower rate
@@ -190,12 +201,18 @@ void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p)
 	}
 	if (s->tokens > p->burst)
 		s->tokens = p->burst;
+	if (p->cmds && !g->prio.cmds) {
+		s->cmd_tokens = vbe_sched_cmd_burst(p->cmds);
+		s->cmd_fill = vbe_sched_now(g->node);
+	}
+	if (p->cmds && s->cmd_tokens > vbe_sched_cmd_burst(p->cmds))
+		s->cmd_tokens = vbe_sched_cmd_burst(p->cmds);
 	if (memcmp(&g->prio, p, sizeof(*p)))
 		vlog_info("guest %u device %u: weight %u class %s rate %llu burst %llu "
-			  "qps %u mem %llu wrs %u credits %u", g->domid, g->devid,
+			  "qps %u mem %llu wrs %u credits %u cmds %u", g->domid, g->devid,
 			  p->weight, vbe_class_names[p->cls % VBE_NCLASS],
 			  (unsigned long long)p->rate, (unsigned long long)p->burst,
-			  p->qps, (unsigned long long)p->mem, p->wrs, p->credits);
+			  p->qps, (unsigned long long)p->mem, p->wrs, p->credits, p->cmds);
 	g->prio = *p;
 }
 

@@ -238,6 +238,7 @@ int vbe_ring_poll(struct vbe_guest *g)
 
 	if (!g->connected || g->dead)
 		return 0;
+	g->sch.cmd_throttled = false;
 	prod = vring_load_acq(&g->sring->req.prod);
 	if (!vring_sane(prod, g->req_cons, g->req_size)) {
 		vbe_guest_fatal(g, "impossible number of requests: prod %u cons %u size %u",
@@ -261,6 +262,14 @@ int vbe_ring_poll(struct vbe_guest *g)
 		if (r.opcode >= VRDMA_OP_SEND && r.opcode <= VRDMA_OP_RECV) {
 			vbe_wr_queue(g, &r, &e->u.wr, &run);
 			continue;
+		}
+		/* Out of command tokens (prio.cmds): it stays in the ring,
+		 * so the ring's order holds; the tick refills. */
+		if (r.opcode >= VRDMA_CMD_ATTACH_BUF && r.opcode <= VRDMA_CMD_LAST &&
+		    !vbe_sched_cmd_take(g)) {
+			g->req_cons--;
+			n--;
+			break;
 		}
 		/* Anything else: the rest of the entry.  The header stays the
 		 * one read above (the opcode was decided on it). */

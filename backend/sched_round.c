@@ -21,6 +21,10 @@
  *   bucket    a guest with a rate gets at most its tokens; with none left
  *             it is throttled: skipped, and not counted as work by
  *             vbe_node_arm, so the daemon sleeps until the next tick.
+ *   commands  a guest with `cmds` runs at most that many commands per
+ *             second (issue 12); the one found without a token stays in
+ *             its ring (ring order holds) and the guest's ring is not
+ *             counted as work until the tick refills.
  *
  * Budgets are in bytes and WRs (WRs scale with the weight too, so small
  * messages share by weight as well).  A big WR moves in pieces.
@@ -110,6 +114,51 @@ static void vbe_sched_refill(struct vbe_guest *g, int64_t now)
 	s->t_fill += (int64_t)(add * 1000000u / g->prio.rate);
 }
 
+/* 200 ms worth, as the data bucket's: the tick refills it in time. */
+uint32_t vbe_sched_cmd_burst(uint32_t cmds)
+{
+	return cmds / 5 < 16 ? 16 : cmds / 5;
+}
+
+/*
+ * Take a command token (prio.cmds).  Refilled only when empty, from the
+ * time it is counted to: no clock read per command, and cmd_fill moves by
+ * exactly what was granted (or to now when the bucket is full), so a
+ * guest gets at most burst + cmds x elapsed whatever its pattern.
+ */
+bool vbe_sched_cmd_take(struct vbe_guest *g)
+{
+	struct vbe_sched *s = &g->sch;
+	uint32_t rate = g->prio.cmds, burst;
+	int64_t now, dt;
+	uint64_t add;
+
+	if (!rate)
+		return true;
+	if (!s->cmd_tokens) {
+		burst = vbe_sched_cmd_burst(rate);
+		now = g->node->round_us ? g->node->round_us : vbe_sched_now(g->node);
+		dt = now - s->cmd_fill;
+		if (dt > 60 * 1000000ll)
+			dt = 60 * 1000000ll;
+		add = dt > 0 ? (uint64_t)rate * (uint64_t)dt / 1000000u : 0;
+		if (add >= burst) {
+			s->cmd_tokens = burst;
+			s->cmd_fill = now;
+		} else if (add) {
+			s->cmd_tokens = (uint32_t)add;
+			s->cmd_fill += (int64_t)(add * 1000000u / rate);
+		}
+	}
+	if (!s->cmd_tokens) {
+		s->cmd_throttled = true;
+		g->ctr.cmd_waits++;
+		return false;
+	}
+	s->cmd_tokens--;
+	return true;
+}
+
 /* The end of g's last turn: charge what it moved since, refill. */
 static void vbe_sched_settle(struct vbe_guest *g, int64_t now)
 {
@@ -171,7 +220,8 @@ static int vbe_sched_turn(struct vbe_guest *g, bool allow, int64_t now,
 	 * QP waits for completions, not on the run list) are not idle. */
 	if (!g->runq.count && !vbe_sched_ring_work(g) && !s->dev_bytes)
 		s->deficit = 0;
-	if (vbe_sched_ready(g) || (!s->throttled && vbe_sched_ring_work(g)))
+	if (vbe_sched_ready(g) ||
+	    (!s->throttled && !s->cmd_throttled && vbe_sched_ring_work(g)))
 		*busy = true;
 	return done;
 }
@@ -189,7 +239,7 @@ static int vbe_sched_preempt(struct vbe_node *n, unsigned cls, int64_t now, bool
 
 	for (h = n->guests; h; h = h->next)
 		if (h->prio.cls < cls && h->connected && !h->dead &&
-		    !h->sch.throttled && vbe_sched_ring_work(h))
+		    !h->sch.throttled && !h->sch.cmd_throttled && vbe_sched_ring_work(h))
 			total += vbe_sched_turn(h, true, now, &waited, busy);
 	return total;
 }

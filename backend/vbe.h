@@ -92,6 +92,8 @@ enum vbe_class { VBE_CLASS_HIGH, VBE_CLASS_NORMAL, VBE_CLASS_LOW, VBE_NCLASS };
 #define VBE_PRIO_MEM_MAX	(1ull << 40)
 #define VBE_PRIO_CREDITS_DEF	128	/* WRs outstanding on the device */
 #define VBE_PRIO_CREDITS_MAX	4096
+#define VBE_PRIO_CMDS_MIN	10	/* commands/s, when limited */
+#define VBE_PRIO_CMDS_MAX	1000000
 #define VBE_KEEP_MAX		256	/* VMs whose settings are remembered */
 #define VBE_VM_NAME		64	/* longest VM name remembered */
 
@@ -223,6 +225,7 @@ struct vbe_counters {
 	uint64_t refusals;		/* commands refused by a quota (NOMEM) */
 	uint64_t qdelay_n, qdelay_sum_us, qdelay_max_us;	/* queued -> run */
 	uint64_t throttled_us;		/* backlogged with an empty bucket */
+	uint64_t cmd_waits;		/* a command left in the ring: no token */
 };
 
 /* Operator settings of one guest (prio.c, keys in its backend dir). */
@@ -232,6 +235,7 @@ struct vbe_prio {
 	uint64_t rate, burst;		/* bytes/s and bytes; rate 0 = unlimited */
 	uint32_t qps, wrs, credits;
 	uint64_t mem;
+	uint32_t cmds;			/* commands/s, 0 = unlimited (issue 12) */
 };
 
 /* Scheduler state of one guest (sched.c). */
@@ -248,6 +252,9 @@ struct vbe_sched {
 	uint64_t dev_parked_gen;	/* node dev_gen when the last one was */
 	uint64_t last_tx, last_rx;	/* counters at the last 1 s mark */
 	uint64_t bps_tx, bps_rx;	/* bytes/s over the last second */
+	uint32_t cmd_tokens;		/* command bucket (prio.cmds) */
+	int64_t cmd_fill;		/* ... us its tokens are counted to */
+	bool cmd_throttled;		/* its last poll stopped at a command */
 };
 
 struct vbe_guest {
@@ -558,6 +565,8 @@ bool vbe_sched_ready(struct vbe_guest *g);	/* run list work, not throttled */
 bool vbe_sched_spin(struct vbe_guest *g);	/* ... that a poll can move now */
 void vbe_sched_tick(struct vbe_node *n, int64_t now_ms);
 int64_t vbe_sched_now(struct vbe_node *n);	/* us */
+bool vbe_sched_cmd_take(struct vbe_guest *g);	/* a command may run now */
+uint32_t vbe_sched_cmd_burst(uint32_t cmds);
 void vbe_sched_held(struct vbe_node *n, struct vbe_qp *qp);	/* qp now RTS */
 /* w starts to move: its queue delay into the counters (issue 5).  Both
  * ends read the round clock: no clock read, nothing sampled, per WR. */

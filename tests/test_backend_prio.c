@@ -6,6 +6,7 @@
  * served per round or per simulated second, never about elapsed time.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -334,6 +335,63 @@ END_TEST
 /* Device room (the node-wide bound): a guest whose turn finds the device
  * full holds it; another guest's WR waits even when room comes back; the
  * holder lets go once its bytes are spent, or after VBE_DEV_HOLD_MS. */
+/* Issue 12: cmds=N runs at most burst + N x elapsed commands; the one
+ * without a token waits in the ring (no CMD_DONE, nothing to spin on)
+ * and runs after the tick, in ring order; a WR behind it waits too. */
+START_TEST(commands_per_second)
+{
+	struct vbe_guest *bg;
+	struct vrdma_req r;
+	unsigned i, burst;
+	uint32_t out[4];
+	struct tg a;
+
+	tg_full(&a, 5);
+	node->clock_us = fake_clock;
+	fake_us = 1000000;
+	bg = vbe_node_guest(node, 5, 0);
+	ck_assert_int_eq(set("5", "cmds=9"), -EINVAL);
+	ck_assert_int_eq(set("5", "cmds=100"), 0);
+	ck_assert_uint_eq(bg->prio.cmds, 100);
+	burst = vbe_sched_cmd_burst(100);
+	ck_assert_uint_eq(burst, 20);
+	for (i = 0; i < burst; i++) {
+		r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+		ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	}
+	r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+	ck_assert_int_eq(tg_cmd(&a, &r, out), -1);	/* waits in the ring */
+	ck_assert_uint_eq(bg->ctr.cmd_waits, 1);
+	ck_assert_int_eq(vbe_node_arm(node), 0);
+	vbe_node_disarm(node);
+	fake_us += 10000;			/* 10 ms: one token */
+	vbe_node_poll(node);
+	tg_events(&a);
+	ck_assert_uint_eq(a.done.type, VRDMA_EVT_CMD_DONE);
+	ck_assert_uint_eq(a.done.status, VRDMA_CS_OK);
+	/* Over 1 s of simulated time, about 100 more and never beyond. */
+	for (i = 0; i < 1000; i++) {
+		r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+		if (tg_cmd(&a, &r, out) == VRDMA_CS_OK)
+			continue;
+		while (a.done.type != VRDMA_EVT_CMD_DONE && fake_us < 3000000) {
+			fake_us += 1000;
+			vbe_node_poll(node);
+			tg_events(&a);
+		}
+		ck_assert_uint_eq(a.done.type, VRDMA_EVT_CMD_DONE);
+		if (fake_us >= 2010000)
+			break;
+	}
+	ck_assert_uint_ge(i, 95);
+	ck_assert_uint_le(i, 101);
+	ck_assert_int_eq(set("5", "cmds=unlimited"), 0);
+	r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	tg_stop(&a);
+}
+END_TEST
+
 START_TEST(device_room_held_in_turn)
 {
 	struct vbe_guest *ga, *gc;
@@ -501,6 +559,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, queue_delay_counted);
 	tcase_add_test(t, quotas_refuse_nomem);
 	tcase_add_test(t, device_room_held_in_turn);
+	tcase_add_test(t, commands_per_second);
 	tcase_add_test(t, bad_values_refused);
 	tcase_add_test(t, settings_follow_the_vm);
 	suite_add_tcase(s, t);
