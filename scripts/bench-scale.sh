@@ -38,6 +38,10 @@ done
 
 kill -0 "$dpid" 2>/dev/null && timeout 5 "$b/sbin/vrdmactl" -S "$run" ping 2>/dev/null | grep -q pong ||
 	{ echo "bench-scale: vrdmad did not start:" >&2; tail -n 5 "$run/vrdmad.log" >&2; exit 1; }
+# Every guest here is this uid, one tenant: let it have the whole node
+# (a tenant's default share is a quarter: docs/tenants.md).
+timeout 5 "$b/sbin/vrdmactl" -S "$run" set tenant:default guests=256 listeners=256 conns=256 >/dev/null ||
+	{ echo "bench-scale: vrdmactl set tenant:default failed" >&2; exit 1; }
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$dpid/stat"; }
 anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$dpid/status"; }
