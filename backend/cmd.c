@@ -154,12 +154,13 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
 	mr = &g->mrs[idx];
-	/* A random tag, not a counter: keys cannot be guessed (issue 12). */
-	if (vbe_key_new(g->node, idx, mr->key, &key)) {
+	/* A random key in a random key slot: keys cannot be guessed (issue 12). */
+	if (vbe_key_new(g, idx, &key)) {
 		vbe_slot_free(&mr->s);
 		return VRDMA_CS_NOMEM;
 	}
 	mr->key = key;
+	vbe_mr_map(g)[vbe_key_idx(key)] = (idx + 1) * (uint32_t)sizeof(*mr);
 	mr->pd = m->pd & 0xffff;
 	mr->buf = m->buf & 0xffff;
 	mr->offset = m->offset;
@@ -185,7 +186,8 @@ static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
 	g->pds[mr->pd].users--;
 	g->bufs[mr->buf].users--;
 	g->mr_bytes -= mr->length;
-	/* mr->key stays: the slot's next key must differ from it. */
+	/* mr->key stays, and so does its key-map entry: the next keys of
+	 * this MR and of that key slot must differ from it (key.c). */
 	_Static_assert(offsetof(struct vbe_mr, key) < offsetof(struct vbe_mr, pd),
 		       "key is outside the wiped part");
 	memset((char *)mr + offsetof(struct vbe_mr, pd), 0,

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory keys (issue 12): an lkey/rkey is VBE_KEY_TAG_BITS random bits
- * above the MR's slot index (vbe.h).  The lookup indexes by the low bits
- * and compares the whole key, so a guess must hit 24 bits nobody outside
- * dom0 saw: one try in 2^24, whatever the guesser knows about slots.
+ * Memory keys (issue 12): an lkey/rkey is one random 32-bit draw whose
+ * low VBE_KEY_IDX_BITS name a key slot (vbe.h), redrawn while that slot
+ * is taken.  So the key is uniform over the keys of free slots: its tag's
+ * 19 bits and log2(free slots) >= 12 bits are unpredictable, >= 31 in
+ * all.  The lookup indexes the key map by the slot bits and compares the
+ * whole key.
  *
  * The random bits come from the kernel's CSPRNG (getrandom(2)) in
  * batches, so a registration costs a few loads, not a system call.  It
@@ -43,22 +45,35 @@ static int vbe_rng_take(struct vbe_node *n, uint8_t *out, size_t len)
 	return 0;
 }
 
-int vbe_key_new(struct vbe_node *n, uint32_t idx, uint32_t old, uint32_t *key)
+/* Draws per registration before giving up: each finds a free key slot
+ * with probability >= 1/2 (vbe.h), so all of them fail once in 2^64. */
+#define VBE_KEY_DRAWS	64
+
+int vbe_key_new(struct vbe_guest *g, uint32_t idx, uint32_t *key)
 {
-	uint8_t b[3] = { 0 };
-	uint32_t tag;
+	uint32_t old = g->mrs[idx].key, k, i;
+	const struct vbe_mr *m;
+	uint8_t b[4];
 	int rc;
 
-	_Static_assert(VBE_KEY_TAG_BITS == 8 * sizeof(b), "tag bytes");
-	do {
-		rc = vbe_rng_take(n, b, sizeof(b));
+	for (i = 0; i < VBE_KEY_DRAWS; i++) {
+		rc = vbe_rng_take(g->node, b, sizeof(b));
 		if (rc)
 			return rc;
-		tag = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
-		*key = tag << VBE_KEY_IDX_BITS | idx;
+		k = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+		    (uint32_t)b[3] << 24;
+		m = vbe_mr_key(g, k);
 		/* Tag 0 is never used (key 0 marks an empty key-table entry).
-		 * Never the slot's previous key: a stale key then fails for
-		 * sure, and vbe_vx_guest_sync tells a replaced MR by its key. */
-	} while (!tag || *key == old);
-	return 0;
+		 * Never the MR's previous key (vbe_vx_guest_sync tells a
+		 * replaced MR by its key), nor the slot's while the map still
+		 * names it: a stale key then fails for sure.  A taken slot is
+		 * redrawn as a whole, so the slot stays uniform (MR idx is
+		 * taken already: its previous slot is free for it). */
+		if (!(k >> VBE_KEY_IDX_BITS) || k == old || m->key == k ||
+		    (m != &g->mrs[idx] && m->s.used && vbe_key_idx(m->key) == vbe_key_idx(k)))
+			continue;
+		*key = k;
+		return 0;
+	}
+	return -EAGAIN;
 }

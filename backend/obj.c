@@ -59,11 +59,27 @@ static void vbe_table_free(void *p, size_t len)
 		munmap(p, len);
 }
 
+/* The MR table behind its key map and unused MR (vbe.h vbe_mr_map). */
+#define VBE_MR_TAB_LEN	(VBE_MR_PRE + VBE_MAX_MRS * sizeof(struct vbe_mr))
+
+static struct vbe_mr *vbe_mrs_alloc(void)
+{
+	char *p = vbe_table_alloc(VBE_MR_TAB_LEN);
+
+	return p ? (struct vbe_mr *)(p + VBE_MR_PRE) : NULL;
+}
+
+static void vbe_mrs_free(struct vbe_mr *mrs)
+{
+	if (mrs)
+		vbe_table_free((char *)mrs - VBE_MR_PRE, VBE_MR_TAB_LEN);
+}
+
 int vbe_obj_init(struct vbe_guest *g)
 {
 	VBE_TABLE(g->bufs, VBE_MAX_BUFS);
 	g->pds = calloc(VBE_MAX_PDS, sizeof(*g->pds));
-	VBE_TABLE(g->mrs, VBE_MAX_MRS);
+	g->mrs = vbe_mrs_alloc();
 	VBE_TABLE(g->cqs, VBE_MAX_CQS);
 	VBE_TABLE(g->qps, VBE_MAX_QPS);
 	VBE_TABLE(g->srqs, VBE_MAX_SRQS);
@@ -80,7 +96,7 @@ void vbe_obj_fini(struct vbe_guest *g)
 {
 	VBE_UNTABLE(g->bufs, VBE_MAX_BUFS);
 	free(g->pds);
-	VBE_UNTABLE(g->mrs, VBE_MAX_MRS);
+	vbe_mrs_free(g->mrs);
 	VBE_UNTABLE(g->cqs, VBE_MAX_CQS);
 	VBE_UNTABLE(g->qps, VBE_MAX_QPS);
 	VBE_UNTABLE(g->srqs, VBE_MAX_SRQS);

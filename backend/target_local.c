@@ -26,14 +26,14 @@ struct vbe_piece {
 
 /* key names an MR of g in PD pd with `acc` rights that holds
  * [addr, addr + len): its mapped address, else NULL.  Inline: twice per
- * WR, and acc is mostly a constant.  The slot comes from the key's low
- * bits (always in the table); the whole key, random tag included, must
- * match, so a guessed or stale key fails here. */
+ * WR, and acc is mostly a constant.  The key map names the MR by the
+ * key's slot bits (always in the map); the whole key, random tag
+ * included, must match, so a guessed or stale key fails here. */
 static inline __attribute__((always_inline)) uint8_t *
 vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
 	   uint32_t acc)
 {
-	struct vbe_mr *mr = &g->mrs[vbe_key_idx(key)];
+	struct vbe_mr *mr = vbe_mr_key(g, key);
 	uint64_t off;
 
 	if (!mr->s.used || mr->key != key || mr->pd != pd ||

@@ -76,8 +76,8 @@ int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 	*total = 0;
 	for (i = 0; i < w->num_sge; i++) {
 		const struct vrdma_wire_sge *s = &w->wr.sge[i];
-		uint32_t idx = vbe_key_idx(s->lkey);
-		const struct vbe_mr *mr = &g->mrs[idx];
+		const struct vbe_mr *mr = vbe_mr_key(g, s->lkey);
+		uint32_t idx = (uint32_t)(mr - g->mrs);	/* valid once mr is used */
 		uint64_t off;
 
 		if (!s->length)

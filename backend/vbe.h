@@ -21,8 +21,8 @@
  *   dump.c       vrdmactl list, stats, census
  *
  * Handles are (generation << 16 | index); a stale handle never aliases a
- * newer object in the same slot.  Memory keys are tag24 << 8 | index: the
- * tag is random (key.c), so keys cannot be guessed, only handed out.
+ * newer object in the same slot.  Memory keys are tag19 << 13 | key slot,
+ * both parts random (key.c), so keys cannot be guessed, only handed out.
  */
 #ifndef VRDMA_VBE_H
 #define VRDMA_VBE_H
@@ -38,12 +38,19 @@
 #include "backend.h"
 
 #define VBE_MAX_QPS		1024
-/* Memory keys (issue 12): tag << VBE_KEY_IDX_BITS | MR slot index.  A
- * 32-bit key keeps >= 24 random bits, so at most 256 MR slots per guest. */
-#define VBE_KEY_IDX_BITS	8
+/*
+ * Memory keys (issue 12): tag << VBE_KEY_IDX_BITS | key slot, the key
+ * slot drawn at random among the free ones (key.c).  A key slot names
+ * the MR through the guest's key map (vbe_mr_key), so MRs stay dense in
+ * g->mrs.  At most half the key slots are ever taken, so a key has the
+ * tag's 19 random bits plus >= 12 from its slot: >= 31 at registration.
+ */
+#define VBE_KEY_IDX_BITS	13
+#define VBE_KEY_SLOTS		(1u << VBE_KEY_IDX_BITS)
 #define VBE_KEY_TAG_BITS	(32 - VBE_KEY_IDX_BITS)
-#define VBE_MAX_MRS		(1u << VBE_KEY_IDX_BITS)
-_Static_assert(VBE_KEY_TAG_BITS >= 24, "keys carry >= 24 unpredictable bits");
+#define VBE_MAX_MRS		4096
+_Static_assert(2 * VBE_MAX_MRS <= VBE_KEY_SLOTS, "half the key slots stay free");
+_Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits");
 #define VBE_MAX_CQS		256
 #define VBE_MAX_PDS		256
 #define VBE_MAX_BUFS		1024
@@ -309,7 +316,7 @@ struct vbe_guest {
 
 	struct vbe_buf *bufs;
 	struct vbe_pd *pds;
-	struct vbe_mr *mrs;
+	struct vbe_mr *mrs;		/* after its key map (vbe_mr_map) */
 	struct vbe_cq *cqs;
 	struct vbe_qp *qps;
 	struct vbe_srq *srqs;
@@ -428,15 +435,38 @@ static inline struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride,
 	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
 #define VBE_TAKE(arr, n) vbe_slot_take(&(arr)[0].s, sizeof((arr)[0]), (n))
 
-/* The MR slot a memory key names (its low bits; always < VBE_MAX_MRS). */
+/* The key slot a memory key names (its low bits; always < VBE_KEY_SLOTS). */
 static inline uint32_t vbe_key_idx(uint32_t key)
 {
-	return key & (VBE_MAX_MRS - 1);
+	return key & (VBE_KEY_SLOTS - 1);
 }
 
-/* key.c: a fresh key for MR slot idx, never 0 and never `old` (the
- * slot's previous key): 0 or -errno (EAGAIN: no random bytes yet). */
-int vbe_key_new(struct vbe_node *n, uint32_t idx, uint32_t old, uint32_t *key);
+/*
+ * g->mrs sits in one mapping (obj.c) after the key map and an MR that is
+ * never used: map[key slot] = (MR index + 1) * sizeof(struct vbe_mr), 0
+ * naming that unused MR.  A lookup is one load more than a direct index
+ * and no more instructions (the load replaces the multiply).  An entry
+ * is left as it is at DEREG_MR: the MR it names is unused, or holds a
+ * key of another slot, so it matches no key of this slot.
+ */
+#define VBE_MR_MAP_LEN		((size_t)VBE_KEY_SLOTS * sizeof(uint32_t))
+#define VBE_MR_PRE		(VBE_MR_MAP_LEN + sizeof(struct vbe_mr))
+static inline uint32_t *vbe_mr_map(const struct vbe_guest *g)
+{
+	return (uint32_t *)((char *)g->mrs - VBE_MR_PRE);
+}
+
+/* The MR whose key may be `key`: the caller checks used and the whole key. */
+static inline struct vbe_mr *vbe_mr_key(const struct vbe_guest *g, uint32_t key)
+{
+	return (struct vbe_mr *)((char *)g->mrs - sizeof(struct vbe_mr) +
+				 vbe_mr_map(g)[vbe_key_idx(key)]);
+}
+
+/* key.c: a fresh key for g's MR idx in a random free key slot, never 0,
+ * never the MR's or the slot's previous key: 0 or -errno (EAGAIN: no
+ * random bytes yet). */
+int vbe_key_new(struct vbe_guest *g, uint32_t idx, uint32_t *key);
 
 /* node.c */
 struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t devid);

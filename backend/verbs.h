@@ -15,12 +15,12 @@
  * registered on the device lazily (when a command batch changed them)
  * with iova = the guest's iova, so addresses pass through unchanged.
  *
- * Remote keys: a guest hands out its backend key (tag24 << 8 | index,
- * vbe.h).  Each guest's node publishes a remote-key table in device
- * memory (one 32-byte entry per MR slot: guest key -> device rkey, iova,
+ * Remote keys: a guest hands out its backend key (tag19 << 13 | key
+ * slot, vbe.h).  Each guest's node publishes a remote-key table in device
+ * memory (one 32-byte entry per key slot: guest key -> device rkey, iova,
  * length, access, PD), registered REMOTE_READ at iova 0 in that guest's
  * PD, so only QPs of that guest can read it.  A requester translates a
- * guest rkey by RDMA-reading the entry of its index bits once (cached per
+ * guest rkey by RDMA-reading the entry of its slot bits once (cached per
  * QP), takes it only if the entry holds the whole key (so the random tag
  * is checked across nodes too), checks bounds and rights itself, then
  * posts with the device rkey; the responder's device enforces the MR's
@@ -60,11 +60,12 @@ uint64_t vbe_vx_svc_hash(const char *service);
  *   20 u32 dest qpn (a binding: the QP named by MODIFY_QP RTR; else 0)
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-/* 0xa3: keys are tag24 << 8 | index (key table of 256 entries); 0xa2
- * had index << 8 | gen8, 0xa1 no dest_qpn.  Older ones are refused: both
- * vrdmads of a cluster run one version, and an old peer would read the
- * other's key table wrongly. */
-#define VBE_VX_PD_MAGIC		0xa3
+/* 0xa4: keys are tag19 << 13 | key slot (key table of 8192 entries);
+ * 0xa3 had tag24 << 8 | index (256 entries), 0xa2 index << 8 | gen8,
+ * 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a cluster
+ * run one version, and an old peer would read the other's key table
+ * wrongly. */
+#define VBE_VX_PD_MAGIC		0xa4
 #define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4
@@ -141,7 +142,7 @@ struct vbe_vguest {
 	struct ibv_mr **mr;		/* [VBE_MAX_MRS], NULL = not registered */
 	uint32_t *key;			/* guest key each mr was made for */
 	uint8_t **addr;			/* dom0 address each mr covers */
-	uint8_t *rkt;			/* VBE_MAX_MRS entries, remote-readable */
+	uint8_t *rkt;			/* VBE_KEY_SLOTS entries, remote-readable */
 	struct ibv_mr *rkt_mr;
 	uint8_t *scratch;		/* one entry per device QP slot */
 	struct ibv_mr *scratch_mr;

@@ -201,12 +201,20 @@ void vbe_vx_close(struct vbe_node *n)
 
 static void vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
 {
+	struct vbe_rkt e;
+	uint8_t *ent;
+
 	if (vg->mr[i])
 		vbe_reap_mr(vx, vg->mr[i]);
+	/* The key table is indexed by key slot: wipe the entry only if it
+	 * is still this MR's (a newer MR of the slot may be in it already). */
+	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;
+	vbe_vx_rkt_unpack(ent, &e);
+	if (e.gkey == vg->key[i])
+		memset(ent, 0, VBE_VX_RKT_ENT);
 	vg->mr[i] = NULL;
 	vg->key[i] = 0;
 	vg->addr[i] = NULL;
-	memset(vg->rkt + (size_t)i * VBE_VX_RKT_ENT, 0, VBE_VX_RKT_ENT);
 }
 
 /* Unlink vg; the reaper frees it after the QPs queued before it. */
@@ -235,7 +243,7 @@ static uint8_t *vbe_vx_zalloc(size_t len)
 /* g's device state, made on first use; NULL if the device says no. */
 struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g)
 {
-	const size_t rkt_len = (size_t)VBE_MAX_MRS * VBE_VX_RKT_ENT;
+	const size_t rkt_len = (size_t)VBE_KEY_SLOTS * VBE_VX_RKT_ENT;
 	const size_t scr_len = (size_t)VBE_VX_MAX_QPS * VBE_VX_RKT_ENT;
 	struct vbe_vguest *vg;
 
@@ -263,7 +271,8 @@ struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g)
 	if (!vg->mr || !vg->key || !vg->addr || !vg->srqs || !vg->rkt || !vg->scratch ||
 	    !vg->pd)
 		goto err_free;
-	/* iova 0: the peer finds entry i at i * 32 without being told where. */
+	/* iova 0: the peer finds a key's entry at its key slot * 32 without
+	 * being told where. */
 	vg->rkt_mr = ibv_reg_mr_iova(vg->pd, vg->rkt, rkt_len, 0, IBV_ACCESS_REMOTE_READ);
 	vg->scratch_mr = ibv_reg_mr(vg->pd, vg->scratch, scr_len, IBV_ACCESS_LOCAL_WRITE);
 	if (!vg->rkt_mr || !vg->scratch_mr)
@@ -324,7 +333,7 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		e.length = m->length;
 		e.access = m->access;
 		e.pd = m->pd;
-		vbe_vx_rkt_pack(&e, vg->rkt + (size_t)i * VBE_VX_RKT_ENT);
+		vbe_vx_rkt_pack(&e, vg->rkt + (size_t)vbe_key_idx(m->key) * VBE_VX_RKT_ENT);
 	}
 	if (vg->nsrqs)
 		vbe_vx_srq_sync(vx, vg, g);

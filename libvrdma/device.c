@@ -242,7 +242,7 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	attr->max_sge = VRDMA_MAX_SGE;
 	attr->max_cq = 256;
 	attr->max_cqe = 1u << VRDMA_CQ_ORDER_MAX;
-	attr->max_mr = 256;	/* keys keep 24 random bits: 8 index bits */
+	attr->max_mr = 4096;	/* backend VBE_MAX_MRS (8192 key slots, half kept free) */
 	attr->max_pd = 256;
 	attr->max_qp_rd_atom = 16;
 	attr->max_mr_size = (uint64_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE;
