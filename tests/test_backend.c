@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend_tg.h"
+#include "../backend/vbe.h"
 
 
 /* ---- handshake ---- */
@@ -525,7 +526,7 @@ END_TEST
 
 /* ---- error completions ---- */
 
-enum wrerr { E_LKEY, E_LTAG, E_RKEY, E_OOB1, E_WRAP, E_LWRAP, E_NOACC, E_ALIGN, E_SMALLRECV, E_NOLW };
+enum wrerr { E_LKEY, E_LTAG, E_LSLOT, E_RKEY, E_RSLOT, E_OOB1, E_WRAP, E_LWRAP, E_NOACC, E_ALIGN, E_SMALLRECV, E_NOLW };
 
 static void error_case(enum wrerr how, uint8_t want)
 {
@@ -551,8 +552,14 @@ static void error_case(enum wrerr how, uint8_t want)
 	case E_LTAG:	/* the right slot, a wrong random tag (issue 12) */
 		r.u.wr.sge[0].lkey = a.key ^ 0x80000000u;
 		break;
+	case E_LSLOT:	/* the right tag in another (random) slot */
+		r.u.wr.sge[0].lkey = a.key ^ 1u << (VBE_KEY_IDX_BITS - 1);
+		break;
 	case E_RKEY:	/* the right slot, a wrong random tag */
-		r.u.wr.rkey = b.key ^ 0x100;
+		r.u.wr.rkey = b.key ^ 1u << VBE_KEY_IDX_BITS;
+		break;
+	case E_RSLOT:	/* the right tag in another (random) slot */
+		r.u.wr.rkey = b.key ^ 1;
 		break;
 	case E_OOB1:	/* one byte past the MR's end */
 		r.u.wr.remote_addr = IOVA + BUF_PAGES * VRDMA_PAGE_SIZE - 63;
@@ -612,7 +619,11 @@ START_TEST(err_bad_lkey) { error_case(E_LKEY, VRDMA_WS_LOC_PROT_ERR); }
 END_TEST
 START_TEST(err_lkey_wrong_tag) { error_case(E_LTAG, VRDMA_WS_LOC_PROT_ERR); }
 END_TEST
+START_TEST(err_lkey_wrong_slot) { error_case(E_LSLOT, VRDMA_WS_LOC_PROT_ERR); }
+END_TEST
 START_TEST(err_bad_rkey) { error_case(E_RKEY, VRDMA_WS_REM_ACCESS_ERR); }
+END_TEST
+START_TEST(err_rkey_wrong_slot) { error_case(E_RSLOT, VRDMA_WS_REM_ACCESS_ERR); }
 END_TEST
 START_TEST(err_oob_by_one) { error_case(E_OOB1, VRDMA_WS_REM_ACCESS_ERR); }
 END_TEST
@@ -843,7 +854,9 @@ static Suite *backend_suite(void)
 	tcase_add_test(t, notifications);
 	tcase_add_test(t, err_bad_lkey);
 	tcase_add_test(t, err_lkey_wrong_tag);
+	tcase_add_test(t, err_lkey_wrong_slot);
 	tcase_add_test(t, err_bad_rkey);
+	tcase_add_test(t, err_rkey_wrong_slot);
 	tcase_add_test(t, err_oob_by_one);
 	tcase_add_test(t, err_remote_wrap);
 	tcase_add_test(t, err_local_wrap);

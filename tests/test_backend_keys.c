@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory keys (issue 12): a key is tag24 << 8 | MR slot (backend/vbe.h)
- * with a random tag, so keys vary where the tag is, a key with the right
- * slot and a wrong tag is refused, and guessing a key a peer never
+ * Memory keys (issue 12): a key is one random 32-bit draw, its low bits a
+ * key slot free at registration (backend/vbe.h, key.c), so keys vary in
+ * every bit, the MRs of a full table sit in random key slots, a key with
+ * a wrong tag or a wrong slot is refused, and guessing a key a peer never
  * disclosed does not work.  A refused key costs the guesser its QP (an
  * error completion, as in RC verbs) and nothing more.
  */
@@ -15,7 +16,8 @@
 #include "backend_tg.h"
 #include "../backend/vbe.h"
 
-#define TAG_MASK	(~(uint32_t)(VBE_MAX_MRS - 1))
+#define SLOT_MASK	(VBE_KEY_SLOTS - 1)
+#define TAG_MASK	(~(uint32_t)SLOT_MASK)
 #define NKEYS		64
 #define HID_OFF		(DATA_OFF + 2 * VRDMA_PAGE_SIZE)	/* the hidden MR */
 
@@ -26,55 +28,106 @@ static void dereg(struct tg *g, uint32_t mr)
 	ck_assert_int_eq(tg_cmd(g, &r, NULL), VRDMA_CS_OK);
 }
 
-/* One registration sequence: all 24 tag bits vary, the slot bits say
- * the slot, a slot never gets its previous key back; the table holds
- * VBE_MAX_MRS MRs (the index bits' budget). */
-START_TEST(keys_random_tags)
+/* One MR registered again and again: every key bit varies (tag and key
+ * slot are both random), keys land in many slots, and an MR never gets
+ * its previous key back. */
+START_TEST(keys_random_tags_and_slots)
 {
-	static uint32_t mrs[VBE_MAX_MRS], keys[VBE_MAX_MRS];
+	static uint8_t seen[VBE_KEY_SLOTS];
 	uint32_t out[4], first = 0, vary = 0, prev = 0;
-	uint8_t seen[VBE_MAX_MRS] = { 0 };
+	unsigned i, slots = 0;
 	struct tg a;
-	unsigned i, n;
 
 	tg_full(&a, 5);
+	memset(seen, 0, sizeof(seen));
 	for (i = 0; i < NKEYS; i++) {
 		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
 				 VRDMA_CS_OK);
 		ck_assert_uint_ne(out[1], 0);
+		ck_assert_uint_ne(out[1] & TAG_MASK, 0);
 		ck_assert_uint_eq(out[2], out[1]);	/* lkey = rkey (wire.md) */
 		if (!i)
 			first = out[1];
-		/* The same slot each time (lowest free), a new tag. */
-		ck_assert_uint_eq(out[1] & ~TAG_MASK, first & ~TAG_MASK);
 		ck_assert_uint_ne(out[1], prev);
+		slots += !seen[vbe_key_idx(out[1])]++;
 		vary |= out[1] ^ first;
 		prev = out[1];
 		dereg(&a, out[0]);
 	}
-	/* Every tag bit took both values (each one fails to in 2^-63). */
-	ck_assert_uint_eq(vary, TAG_MASK);
-	ck_assert_uint_ge(__builtin_popcount(vary), 24);
+	/* Every bit took both values (each one fails to in 2^-63). */
+	ck_assert_uint_eq(vary, UINT32_MAX);
+	/* 64 uniform picks of ~8191 slots: 63.75 distinct expected; < 56
+	 * happens about never, a sequential allocator gives 1. */
+	ck_assert_uint_ge(slots, 56);
+	tg_stop(&a);
+}
+END_TEST
 
-	/* Fill the table: tg_full's MR + VBE_MAX_MRS - 1, one slot each. */
+/*
+ * Fill the table: tg_full's MR + VBE_MAX_MRS - 1 more (max_mr), each in
+ * its own key slot, spread over all of them.  The next registrations are
+ * NOMEM and leave nothing behind; a freed MR can be registered again.
+ */
+START_TEST(keys_fill_max_mr)
+{
+	static uint32_t mrs[VBE_MAX_MRS], keys[VBE_MAX_MRS];
+	static uint8_t seen[VBE_KEY_SLOTS];
+	uint32_t out[4], vary = 0, high = 0;
+	struct vbe_census c0, c;
+	struct vbe_guest *bg;
+	uint64_t bytes0;
+	struct tg a;
+	unsigned i, n;
+
+	tg_full(&a, 5);
+	bg = vbe_node_guest(node, a.domid, 0);
+	ck_assert_ptr_nonnull(bg);
+	vbe_node_census(node, &c0);
+	bytes0 = bg->mr_bytes;
+	memset(seen, 0, sizeof(seen));
 	seen[vbe_key_idx(a.key)] = 1;
-	vary = 0;
-	for (n = 0; n < VBE_MAX_MRS; n++) {
-		int st = tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out);
-
-		if (st == VRDMA_CS_NOMEM)
-			break;
-		ck_assert_int_eq(st, VRDMA_CS_OK);
+	for (n = 0; n < VBE_MAX_MRS - 1; n++) {
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_OK);
 		mrs[n] = out[0];
 		keys[n] = out[1];
+		ck_assert_uint_lt(out[0] & 0xffff, VBE_MAX_MRS);	/* MRs stay dense */
 		ck_assert(!seen[vbe_key_idx(out[1])]);
 		seen[vbe_key_idx(out[1])] = 1;
+		high += vbe_key_idx(out[1]) >= VBE_KEY_SLOTS / 2;
 		vary |= out[1] ^ keys[0];
 	}
-	ck_assert_uint_eq(n, VBE_MAX_MRS - 1);
-	ck_assert_uint_eq(vary & TAG_MASK, TAG_MASK);
+	ck_assert_uint_eq(vary, UINT32_MAX);
+	/* Random slots: about half of them in the upper half (sd 32); a
+	 * lowest-free allocator puts none there. */
+	ck_assert_uint_gt(high, 1700);
+	ck_assert_uint_lt(high, 2400);
+
+	/* max_mr reached: refused cleanly, again and again. */
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_NOMEM);
+	vbe_node_census(node, &c);
+	ck_assert_uint_eq(c.mrs, c0.mrs + VBE_MAX_MRS - 1);
+	ck_assert_uint_eq(bg->mr_bytes, bytes0 + (uint64_t)(VBE_MAX_MRS - 1) * 4096);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	/* Every key still works as an lkey of its own MR. */
+	for (i = 0; i < n; i++)
+		ck_assert_ptr_eq(vbe_mr_key(bg, keys[i]), &bg->mrs[mrs[i] & 0xffff]);
+
+	/* One freed: one more fits, then NOMEM again. */
+	dereg(&a, mrs[0]);
+	ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+			 VRDMA_CS_OK);
+	ck_assert_uint_ne(out[1], keys[0]);
+	mrs[0] = out[0];
+	ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+			 VRDMA_CS_NOMEM);
 	for (i = 0; i < n; i++)
 		dereg(&a, mrs[i]);
+	vbe_node_census(node, &c);
+	ck_assert_uint_eq(c.mrs, c0.mrs);
+	ck_assert_uint_eq(bg->mr_bytes, bytes0);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
 	tg_stop(&a);
 }
@@ -178,18 +231,22 @@ static uint8_t try_key(struct tg *a, struct tg *b, uint32_t key, uint64_t id)
 	return c.status;
 }
 
-/* The guesses: a small tag at every slot (a counter), the old layout
- * (index << 8 | gen8, slots 0..4), and uniform ones (xorshift32). */
+/* The guesses: a counter tag at sequential slots, the old layouts
+ * (index << 8 | gen8; tag24 << 8 | slot with small tags), small tags at
+ * the hidden key's own slot (an attacker who learnt it, e.g. by seeing
+ * which slots other keys never take), and uniform ones (xorshift32). */
 #define NGUESS	(3 * 1024)
-static void guesses(uint32_t *g)
+static void guesses(uint32_t *g, uint32_t hslot)
 {
 	uint32_t x = 0x9e3779b9u;
 	unsigned i;
 
-	for (i = 0; i < 1024; i++)
-		g[i] = (1 + i / VBE_MAX_MRS) << VBE_KEY_IDX_BITS | i % VBE_MAX_MRS;
-	for (i = 0; i < 1024; i++)
-		g[1024 + i] = (i / 255) << 8 | (1 + i % 255);
+	for (i = 0; i < 512; i++) {
+		g[i] = 1u << VBE_KEY_IDX_BITS | i;
+		g[512 + i] = (i / 255) << 8 | (1 + i % 255);
+		g[1024 + i] = (1 + i / 256) << 8 | i % 256;
+		g[1536 + i] = (1 + i) << VBE_KEY_IDX_BITS | hslot;
+	}
 	for (i = 0; i < 1024; i++) {
 		x ^= x << 13;
 		x ^= x >> 17;
@@ -211,7 +268,8 @@ static bool guessed(const uint32_t *g, uint32_t key)
 /*
  * The attacker test of issue 12, inside one PD: b holds a REMOTE_WRITE
  * MR it never disclosed; a guesses its rkey from the spaces a counter or
- * the old layout would use, and at random.  None is accepted, each is a
+ * the old layouts would use, with small tags at its real slot, and at
+ * random.  None is accepted, each is a
  * REM_ACCESS_ERR completion, nobody is disabled, and the real key (the
  * positive control: the harness can accept) works.
  */
@@ -223,18 +281,19 @@ START_TEST(keys_guessing_refused)
 	uint64_t id = 1;
 	unsigned i, draw;
 
-	guesses(g);
 	tg_full(&a, 5);
 	tg_full(&b, 6);
 	dereg(&b, b.mr);	/* b's only MR is the hidden one */
-	/* A random key lands in the guess set once in ~5000 runs: draw again
-	 * then; a predictable one lands there every time. */
+	/* A random key lands in the guess set once in ~1000 runs (the tags
+	 * at its own slot): draw again then; a predictable one lands there
+	 * every time. */
 	for (draw = 0;; draw++) {
 		ck_assert_int_eq(tg_reg_mr(&b, HID_OFF, 4096,
 					   VRDMA_ACC_LOCAL_WRITE | VRDMA_ACC_REMOTE_WRITE, out),
 				 VRDMA_CS_OK);
 		hmr = out[0];
 		hidden = out[1];
+		guesses(g, vbe_key_idx(hidden));
 		if (!guessed(g, hidden))
 			break;
 		ck_assert_msg(draw < 2, "hidden key %#x in the guess set 3 times", hidden);
@@ -261,12 +320,48 @@ START_TEST(keys_guessing_refused)
 }
 END_TEST
 
+/* Two MRs of b over the same bytes: the tag of one with the key slot of
+ * the other names no MR (the whole key is compared), either way. */
+START_TEST(keys_wrong_slot)
+{
+	const uint32_t acc = VRDMA_ACC_LOCAL_WRITE | VRDMA_ACC_REMOTE_WRITE;
+	uint32_t out[4], kx, ky, my;
+	struct tg a, b;
+	uint64_t id = 1;
+
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	ck_assert_int_eq(tg_reg_mr(&b, HID_OFF, 4096, acc, out), VRDMA_CS_OK);
+	kx = out[1];
+	do {	/* equal tags (once in 2^19) would make a mix a real key */
+		ck_assert_int_eq(tg_reg_mr(&b, HID_OFF, 4096, acc, out), VRDMA_CS_OK);
+		my = out[0];
+		ky = out[1];
+		if ((kx ^ ky) & TAG_MASK)
+			break;
+		dereg(&b, my);
+	} while (1);
+	ck_assert_uint_eq(try_key(&a, &b, (kx & TAG_MASK) | (ky & SLOT_MASK), id++),
+			  VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(try_key(&a, &b, (ky & TAG_MASK) | (kx & SLOT_MASK), id++),
+			  VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(try_key(&a, &b, kx, id++), VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(try_key(&a, &b, ky, id++), VRDMA_WS_SUCCESS);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	ck_assert_int_eq(back_state(&b), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+	tg_stop(&b);
+}
+END_TEST
+
 TCase *backend_keys_tcase(void)
 {
 	TCase *t = tcase_create("keys");
 
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
-	tcase_add_test(t, keys_random_tags);
+	tcase_add_test(t, keys_random_tags_and_slots);
+	tcase_add_test(t, keys_fill_max_mr);
+	tcase_add_test(t, keys_wrong_slot);
 	tcase_add_test(t, keys_no_random);
 	tcase_add_test(t, keys_guessing_refused);
 	tcase_set_timeout(t, 120);

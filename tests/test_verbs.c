@@ -189,7 +189,7 @@ END_TEST
 START_TEST(test_rkt_check)
 {
 	const uint32_t rw = VRDMA_ACC_LOCAL_WRITE | VRDMA_ACC_REMOTE_WRITE;
-	const uint32_t K = 0xa5c3e105u;		/* tag 0xa5c3e1, slot 5 */
+	const uint32_t K = 0xa5c3e105u;		/* tag 0x52e1f, key slot 0x105 */
 	unsigned bit;
 	struct vbe_rkt e = {
 		.gkey = K, .rkey = 99, .iova = 0x10000, .length = 0x2000,
@@ -217,13 +217,13 @@ START_TEST(test_rkt_check)
 			 VRDMA_WS_REM_ACCESS_ERR);
 	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 2, 0x10000, 8,
 					  VRDMA_ACC_REMOTE_ATOMIC), VRDMA_WS_REM_ACCESS_ERR);
-	/* Another PD of the same guest, a stale or guessed key (other tag). */
+	/* Another PD of the same guest, a stale or guessed key (other slot). */
 	ck_assert_int_eq(vbe_vx_rkt_check(&e, K, 1, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
 	ck_assert_int_eq(vbe_vx_rkt_check(&e, K ^ 0x200, 2, 0x10000, 8, VRDMA_ACC_REMOTE_WRITE),
 			 VRDMA_WS_REM_ACCESS_ERR);
 	/* The right slot with any one tag bit wrong (issue 12). */
-	for (bit = 8; bit < 32; bit++)
+	for (bit = VBE_KEY_IDX_BITS; bit < 32; bit++)
 		ck_assert_int_eq(vbe_vx_rkt_check(&e, K ^ 1u << bit, 2, 0x10000, 8,
 						  VRDMA_ACC_REMOTE_WRITE), VRDMA_WS_REM_ACCESS_ERR);
 	/* An empty slot matches nothing, not even key 0. */
