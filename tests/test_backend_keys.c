@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend_tg.h"
 #include "../backend/vbe.h"
@@ -129,6 +130,68 @@ START_TEST(keys_fill_max_mr)
 	ck_assert_uint_eq(c.mrs, c0.mrs);
 	ck_assert_uint_eq(bg->mr_bytes, bytes0);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+/* Resident KiB of [p, p + len) (mincore: pages a lookup only read count
+ * too, as the shared zero page, so this is an upper bound). */
+static unsigned long rss_kib(const void *p, size_t len)
+{
+	static unsigned char vec[(VBE_MR_PRE + VBE_MAX_MRS * sizeof(struct vbe_mr)) /
+				 VRDMA_PAGE_SIZE + 1];
+	size_t i, pages = (len + VRDMA_PAGE_SIZE - 1) / VRDMA_PAGE_SIZE;
+	unsigned long n = 0;
+
+	ck_assert_uint_le(pages, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)p, len, vec), 0);
+	for (i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n * (VRDMA_PAGE_SIZE / 1024);
+}
+
+/*
+ * What random key slots cost vrdmad: the key map (32 KiB) is touched at
+ * random, the MRs stay dense.  A guest that churns 4000 registrations
+ * with 32 live MRs costs the map and a page or two of MRs; a full table
+ * the map and 4096 MRs (an MR table indexed by key slot would be 448 KiB).
+ */
+START_TEST(keys_memory)
+{
+	static uint32_t mrs[VBE_MAX_MRS];
+	struct vbe_guest *bg;
+	unsigned long churn, full;
+	uint32_t out[4];
+	const size_t len = VBE_MR_PRE + VBE_MAX_MRS * sizeof(struct vbe_mr);
+	const void *tab;
+	unsigned i, n;
+	struct tg a;
+
+	tg_full(&a, 5);
+	bg = vbe_node_guest(node, a.domid, 0);
+	tab = (const char *)bg->mrs - VBE_MR_PRE;
+	for (i = 0; i < 4000; i++) {
+		if (i >= 32)
+			dereg(&a, mrs[i % 32]);
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_OK);
+		mrs[i % 32] = out[0];
+	}
+	churn = rss_kib(tab, len);
+	for (i = 0; i < 32; i++)
+		dereg(&a, mrs[i]);
+	for (n = 0; n < VBE_MAX_MRS - 1; n++) {
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_OK);
+		mrs[n] = out[0];
+	}
+	full = rss_kib(tab, len);
+	fprintf(stderr, "keys_memory: MR table + key map resident: %lu KiB after churn"
+		" (32 live), %lu KiB full (%u MRs)\n", churn, full, VBE_MAX_MRS);
+	ck_assert_uint_le(churn, VBE_MR_MAP_LEN / 1024 + 8);
+	ck_assert_uint_le(full, len / 1024 + 4);
+	for (i = 0; i < n; i++)
+		dereg(&a, mrs[i]);
 	tg_stop(&a);
 }
 END_TEST
@@ -362,6 +425,7 @@ TCase *backend_keys_tcase(void)
 	tcase_add_test(t, keys_random_tags_and_slots);
 	tcase_add_test(t, keys_fill_max_mr);
 	tcase_add_test(t, keys_wrong_slot);
+	tcase_add_test(t, keys_memory);
 	tcase_add_test(t, keys_no_random);
 	tcase_add_test(t, keys_guessing_refused);
 	tcase_set_timeout(t, 120);
