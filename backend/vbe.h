@@ -13,7 +13,7 @@
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
  *   cmd.c        the commands of wire.h
- *   key.c        memory keys: random tags from a getrandom(2) pool
+ *   key.c        memory keys: random keys in random free key slots (getrandom)
  *   srq.c        shared receive queues
  *   cm.c         intra-node connection management
  *   cm_qpn.c     verbs-style connection: MODIFY_QP binds QPs by number
