@@ -8,6 +8,7 @@
  * domain dies.  A guest that breaks the protocol is disconnected; dom0
  * never trusts a byte it receives.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,7 +33,10 @@
  * let this much pile up is not reading at all (a watch event repeated
  * before the first went out is not queued twice). */
 #define HD_OUT_MAX		(1u << 20)
-#define HD_SCM_MAX_FD		253	/* the kernel's SCM_MAX_FD: fds per message */
+/* Guests' sockets are not read while fewer fds than this are free: a
+ * message installs up to VHP_SCM_MAX_FD, and the kernel drops (closes, in
+ * vrdmad) what finds no free fd. */
+#define HD_FDS_LOW		(VHP_SCM_MAX_FD + 32)
 
 struct hd_out {
 	struct hd_out *next;
@@ -119,14 +124,19 @@ void hd_guest_kill(struct hd_guest *g, const char *why)
 
 static void hd_out_poll(struct hd_guest *g, bool out)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = g };
+	struct epoll_event ev = {
+		.events = (g->d->fds_low ? 0 : EPOLLIN) | (out ? EPOLLOUT : 0), .data.ptr = g,
+	};
 
 	epoll_ctl(g->d->epfd, EPOLL_CTL_MOD, g->sock, &ev);
 }
 
-static void hd_out_free(struct hd_out *o)
+/* dom0's own fds, closed on the reaper all the same: before Linux 6.1.147
+ * releasing a unix socket could run the unix GC in the caller. */
+static void hd_out_free(struct hd_guest *g, struct hd_out *o)
 {
-	vhp_close_fds(o->fds, &o->nfds);
+	g->out_fds -= (uint32_t)o->nfds;
+	hd_fds_drop(NULL, o->fds, &o->nfds);
 	free(o);
 }
 
@@ -146,7 +156,7 @@ static void hd_out_flush(struct hd_guest *g)
 		}
 		g->out = o->next;
 		g->out_bytes -= sizeof(*o) + o->h.len;
-		hd_out_free(o);
+		hd_out_free(g, o);
 	}
 	if (!g->out) {
 		g->out_tail = &g->out;
@@ -195,6 +205,12 @@ int hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload
 		r = -EPIPE;
 		goto out_close;
 	}
+	/* Each queued CHAN reply holds two fds no other cap counts. */
+	if (g->out_fds + (uint32_t)nfds > 2 * g->d->max_chans) {
+		hd_guest_kill(g, "not reading its socket (channel replies waiting)");
+		r = -EPIPE;
+		goto out_close;
+	}
 	o = malloc(sizeof(*o) + h->len);
 	if (!o) {
 		hd_guest_kill(g, "out of memory for its messages");
@@ -205,6 +221,7 @@ int hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload
 	o->nfds = nfds;
 	if (nfds)
 		memcpy(o->fds, fds, sizeof(int) * (size_t)nfds);
+	g->out_fds += (uint32_t)nfds;
 	o->h = *h;
 	if (h->len)
 		memcpy(o->payload, payload, h->len);
@@ -216,8 +233,8 @@ int hd_send_fds(struct hd_guest *g, const struct vhp_hdr *h, const void *payload
 	return 0;
 
 out_close:
-	for (i = 0; i < nfds; i++)
-		close(fds[i]);	/* sent (the guest has its own) or never will be */
+	for (i = 0; i < nfds; i++)	/* sent (the guest has its own) or never will be */
+		hd_fd_drop(NULL, fds[i]);	/* see hd_out_free */
 	return r;
 }
 
@@ -250,13 +267,14 @@ static void hd_guest_free(struct hd *d, struct hd_guest *g)
 	}
 	hd_gnt_release(g);
 	/* Unread messages may hold its files: purging them can wait. */
-	hd_fd_drop(g->sock);
+	hd_fd_drop(g->reap, g->sock);
 	while (g->out) {
 		struct hd_out *o = g->out;
 
 		g->out = o->next;
-		hd_out_free(o);
+		hd_out_free(g, o);
 	}
+	hd_reap_put(g->reap);
 	if (g->refused)
 		d->nrefused--;
 	else
@@ -278,70 +296,95 @@ static void hd_reap(struct hd *d)
 	}
 }
 
-/*
- * vhp_recv with room for every fd a message can carry (SCM_MAX_FD): fds
- * that do not fit are dropped by the kernel right here, and dropping a
- * guest's file can wait.  Every fd received beyond VHP_MAX_FDS goes to
- * the reaper and makes the message malformed.
- */
-static int hd_recv(struct hd_guest *g, struct vhp_hdr *h, int *fds, int *nfds)
+/* The drop callback of hd_recv: counts what a message installed. */
+struct hd_rx {
+	struct hd_reap *reap;
+	unsigned nfds;
+};
+
+static void hd_rx_drop(void *arg, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * HD_SCM_MAX_FD)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov[2] = {
-		{ .iov_base = h, .iov_len = sizeof(*h) },
-		{ .iov_base = g->d->rbuf, .iov_len = VHP_PAYLOAD_MAX },
-	};
-	struct msghdr mh = {
-		.msg_iov = iov, .msg_iovlen = 2,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c;
-	int extra = 0;
-	ssize_t n;
+	struct hd_rx *x = arg;
 
-	*nfds = 0;
-	n = recvmsg(g->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return -EPIPE;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		size_t k, cnt;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (k = 0; k < cnt; k++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-			if (*nfds < VHP_MAX_FDS) {
-				fds[(*nfds)++] = fd;
-			} else {
-				hd_fd_drop(fd);
-				extra = 1;
-			}
-		}
-	}
-	if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
-		hd_fds_drop(fds, nfds);
-		return -EBADMSG;
-	}
-	return 0;
+	x->nfds++;
+	hd_fd_drop(x->reap, fd);
 }
 
-static void hd_guest_readable(struct hd_guest *g)
+/*
+ * vhp_recv_drop has room for every fd a message can carry (the kernel
+ * would drop what does not fit right here, and dropping a guest's file
+ * can wait); every fd beyond VHP_MAX_FDS goes to the reaper and makes the
+ * message malformed.  *installed: fds the message put in vrdmad's table.
+ */
+static int hd_recv(struct hd_guest *g, struct vhp_hdr *h, int *fds, int *nfds,
+		   unsigned *installed)
+{
+	struct hd_rx x = { .reap = g->reap };
+	int r;
+
+	r = vhp_recv_drop(g->sock, h, g->d->rbuf, VHP_PAYLOAD_MAX, fds, nfds,
+			  MSG_DONTWAIT, hd_rx_drop, &x);
+	*installed = x.nfds + (unsigned)*nfds;
+	return r;
+}
+
+/* Free fds, counted (/proc/self/fd) once per round that reads guests. */
+static long hd_fds_free(void)
+{
+	struct rlimit rl;
+	struct dirent *e;
+	long n = 0;
+	DIR *dir;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return 0;	/* EMFILE, or no /proc: assume the worst */
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	n--;			/* the directory's own */
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30))
+		return 1l << 30;
+	return (long)rl.rlim_cur - n;
+}
+
+/* Stop or resume reading every guest's socket (EPOLLIN), sends go on. */
+static void hd_fds_pause(struct hd *d, int low)
+{
+	struct hd_guest *g;
+
+	if (d->fds_low == low)
+		return;
+	d->fds_low = low;
+	if (low)
+		vlog_warn("platform: fewer than %d fds free: guests' messages wait",
+			  HD_FDS_LOW);
+	else
+		vlog_info("platform: fds free again: reading guests' messages");
+	/* Each close on the reaper wakes the loop to look again. */
+	hd_reap_wake_fd(low ? d->evfd : -1);
+	for (g = d->guests; g; g = g->next)
+		if (!g->dead)
+			hd_out_poll(g, g->out != NULL);
+}
+
+/* *fds_free: an estimate, less what each message installs. */
+static void hd_guest_readable(struct hd_guest *g, long *fds_free)
 {
 	int fds[VHP_MAX_FDS], nfds, i, r;
 	char *rbuf = g->d->rbuf;
 	struct vhp_hdr h;
+	unsigned got;
 
 	for (i = 0; i < HD_MSGS_PER_GUEST && !g->dead; i++) {
-		r = hd_recv(g, &h, fds, &nfds);
+		if (*fds_free < HD_FDS_LOW) {
+			hd_fds_pause(g->d, 1);
+			return;
+		}
+		r = hd_recv(g, &h, fds, &nfds, &got);
+		*fds_free -= got;
 		if (r == -EAGAIN)
 			return;
 		if (r == -EPIPE || r == -ECONNRESET) {
@@ -358,7 +401,14 @@ static void hd_guest_readable(struct hd_guest *g)
 		}
 		rbuf[h.len] = '\0';
 		r = hd_req_msg(g, &h, rbuf, fds, &nfds);
-		hd_fds_drop(fds, &nfds);	/* whatever the handler did not keep */
+		/* Whatever the handler did not keep (a refused SHARE's memfd:
+		 * anything else was a protocol error) adds to its count. */
+		if (!r && nfds) {
+			hd_fds_drop(g->reap, fds, &nfds);
+			if (hd_reap_over(g->reap))
+				hd_guest_kill(g, "too many of its files waiting to be closed");
+		}
+		hd_fds_drop(g->reap, fds, &nfds);
 		if (r) {
 			char why[64];
 
@@ -418,9 +468,12 @@ static void hd_tenant_of(int s, char *tenant, size_t len)
 
 static void hd_accept(struct hd *d)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = { .events = d->fds_low ? 0 : EPOLLIN };
+	struct ucred cr = { .uid = (uid_t)-1 };
+	socklen_t crl = sizeof(cr);
 	struct hd_guest *g, *x;
 	unsigned mine = 0, max;
+	struct hd_reap *a;
 	int s;
 
 	s = accept4(d->lsock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -429,34 +482,40 @@ static void hd_accept(struct hd *d)
 			vlog_warn("platform: accept: %s", strerror(errno));
 		return;
 	}
+	/* Whose it is: fds waiting to be closed are counted per uid too
+	 * (the credentials the kernel stored at connect; no lock a guest
+	 * holds). */
+	getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl);
+	a = hd_reap_new(cr.uid);
+	if (!a || hd_reap_over(a)) {
+		vlog_warn("platform: refusing a guest of uid %d: %s", (int)cr.uid,
+			  a ? "too many of its files waiting to be closed" : "out of memory");
+		goto err_drop;	/* it may have sent files already */
+	}
 	/* fds are allocated lowest first: a high number means few are left,
 	 * and running out would break every guest's fd passing (review I1). */
 	if ((uint64_t)s + HD_FD_RESERVE / 4 >= d->fd_limit) {
 		vlog_warn("platform: refusing a guest: file descriptors running low");
-		hd_fd_drop(s);
-		return;
+		goto err_drop;
 	}
 	g = calloc(1, sizeof(*g));
-	if (!g) {
-		hd_fd_drop(s);	/* it may have sent files already */
-		return;
-	}
+	if (!g)
+		goto err_drop;
 	g->d = d;
 	g->sock = s;
+	g->reap = a;
 	g->out_tail = &g->out;
 	hd_tenant_of(s, g->tenant, sizeof(g->tenant));
 	if (!g->tenant[0]) {
 		vlog_warn("platform: refusing a guest: SO_PEERCRED: %s", strerror(errno));
-		hd_fd_drop(s);
 		free(g);
-		return;
+		goto err_drop;
 	}
 	ev.data.ptr = g;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
 		vlog_warn("platform: epoll: %s", strerror(errno));
-		hd_fd_drop(s);
 		free(g);
-		return;
+		goto err_drop;
 	}
 	/* Connections count from accept, HELLO or not: a tenant cannot take
 	 * the node's slots with connections that never say hello. */
@@ -476,6 +535,11 @@ static void hd_accept(struct hd *d)
 	} else {
 		d->nguests++;
 	}
+	return;
+
+err_drop:
+	hd_fd_drop(a, s);
+	hd_reap_put(a);
 }
 
 /* ---- the instance ---- */
@@ -610,6 +674,8 @@ static void hd_close(struct vplat *p)
 	close(d->lsock);
 	unlink(d->sock_path);
 	close(d->epfd);
+	if (d->fds_low)
+		hd_reap_wake_fd(-1);
 	close(d->evfd);
 	free(d);
 }
@@ -649,21 +715,39 @@ static int hd_process(struct vplat *p)
 {
 	struct hd *d = hd_of(p);
 	struct epoll_event evs[32];
+	long fds_free = -1;
 	int n, i;
 
+	hd_reap_tick();
+	if (d->fds_low) {
+		fds_free = hd_fds_free();
+		if (fds_free >= HD_FDS_LOW)
+			hd_fds_pause(d, 0);
+	}
 	n = epoll_wait(d->epfd, evs, 32, 0);
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	for (i = 0; i < n; i++) {
 		void *ptr = evs[i].data.ptr;
+		struct hd_guest *g = ptr;
 
 		if (ptr == &d->lsock) {
 			hd_accept(d);
-		} else if (ptr != &d->evfd && !((struct hd_guest *)ptr)->dead) {
+		} else if (ptr != &d->evfd && !g->dead) {
 			if (evs[i].events & EPOLLOUT)
-				hd_out_flush(ptr);
-			if (!((struct hd_guest *)ptr)->dead)
-				hd_guest_readable(ptr);
+				hd_out_flush(g);
+			if (g->dead)
+				continue;
+			if (d->fds_low) {
+				/* Not read (EPOLLIN is off); a hang-up would
+				 * be reported for ever: it is gone anyway. */
+				if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					hd_guest_kill(g, NULL);
+				continue;
+			}
+			if (fds_free < 0)
+				fds_free = hd_fds_free();
+			hd_guest_readable(g, &fds_free);
 		}
 	}
 	hd_reap(d);

@@ -9,6 +9,7 @@
 #define VRDMA_HOST_DOM0_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "host_proto.h"
 #include "vplat_impl.h"
@@ -24,7 +25,13 @@
 #define HD_MAX_PAGES		262144	/* 1 GiB; env VRDMA_MAX_GUEST_PAGES */
 #define HD_MAX_RUNS		1024	/* mmaps a guest's live maps may take */
 #define HD_NODE_RUNS		32768	/* all guests: well below vm.max_map_count */
-#define HD_FD_RESERVE		256	/* fds vrdmad keeps for itself */
+/* fds vrdmad keeps for itself: more than one message can install
+ * (VHP_SCM_MAX_FD), with a margin for its own needs. */
+#define HD_FD_RESERVE		(2 * (VHP_SCM_MAX_FD + 64))
+/* Guest fds waiting to be closed (host_reap_dom0.c): past these its guest
+ * is disconnected, and its uid's new guests refused. */
+#define HD_REAP_GUEST_MAX	(VHP_SCM_MAX_FD + 8)
+#define HD_REAP_UID_MAX		1024
 #define HD_POPULATE_PAGES	64	/* maps this small (rings) are prefaulted */
 
 struct hd_share {
@@ -39,10 +46,13 @@ struct hd_gchan {			/* a channel the guest allocated */
 	int out_fd;			/* dom0's socket end, shut for reading */
 };
 
+struct hd_reap;
+
 struct hd_guest {
 	struct hd_guest *next;
 	struct hd *d;
 	int sock;
+	struct hd_reap *reap;		/* its fds the reaper still holds */
 	uint32_t domid;			/* 0 until HELLO */
 	int dead;
 	int refused;			/* -errno its HELLO gets: over a quota */
@@ -58,6 +68,7 @@ struct hd_guest {
 	 * when it is writable (EPOLLOUT), never waited for. */
 	struct hd_out *out, **out_tail;
 	size_t out_bytes;
+	uint32_t out_fds;		/* dom0's fds in those (CHAN replies) */
 };
 
 struct hd_chan {			/* a channel dom0 bound */
@@ -83,6 +94,7 @@ struct hd {
 	 * drive vrdmad to EMFILE, where every guest's SCM_RIGHTS would fail. */
 	uint32_t max_shares, max_chans;
 	uint64_t fd_limit;		/* refuse guests past this fd number */
+	int fds_low;			/* guests' sockets not read: too few fds */
 	uint32_t runs;			/* mmaps of all live maps */
 	struct hd_lwatch *lwatches;
 	struct hd_levt *levq, **levq_tail;
@@ -104,9 +116,16 @@ int  hd_reply(struct hd_guest *g, const struct vhp_hdr *req, int err,
 	      const void *payload, uint32_t len, uint32_t arg0);
 
 /* host_reap_dom0.c: close a guest-made fd (or a guest's connection) off
- * the loop, on a thread of its own: closing it can wait. */
-void hd_fd_drop(int fd);
-void hd_fds_drop(int *fds, int *nfds);
+ * the loop, on a thread of its own: closing it can wait.  a is the account
+ * of the guest it came from (counted until closed), NULL for dom0's own. */
+struct hd_reap *hd_reap_new(uid_t uid);	/* NULL: out of memory */
+void hd_reap_put(struct hd_reap *a);	/* its guest is gone */
+int  hd_reap_over(const struct hd_reap *a);	/* past a limit: cut it off */
+void hd_reap_wake_fd(int fd);		/* written after each close */
+void hd_reap_tick(void);		/* each round: help a stuck thread */
+void hd_fd_drop(struct hd_reap *a, int fd);
+void hd_fds_drop(struct hd_reap *a, int *fds, int *nfds);
+void hd_fd_drop_cb(void *a, int fd);	/* vhp_drop_fn */
 
 /* host_req_dom0.c: one guest message; 0 or -EBADMSG (disconnect it). */
 int  hd_req_msg(struct hd_guest *g, const struct vhp_hdr *h, char *buf,

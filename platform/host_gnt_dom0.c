@@ -42,7 +42,10 @@ static size_t hd_page_size(void)
  * A share must be a shmem memfd sealed against shrinking: a page past a
  * shrunk end, or a hugetlb page the pool cannot supply, is SIGBUS in dom0
  * at whatever access first touches it.  Seals cannot be removed, so the
- * check holds for every later mapping of this share.
+ * check holds for every later mapping of this share.  Anything else is a
+ * protocol error: closing it may wait (host_reap_dom0.c), and a guest
+ * that could keep sending such files would keep the reaper busy.
+ * -EBADMSG (not a shmem memfd), -EINVAL (too small) or 0.
  */
 static int hd_memfd_ok(int fd, uint32_t npages)
 {
@@ -51,9 +54,9 @@ static int hd_memfd_ok(int fd, uint32_t npages)
 	int seals = fcntl(fd, F_GET_SEALS);
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
-	    fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
-		return 0;
-	return (uint64_t)st.st_size >= (uint64_t)npages * hd_page_size();
+	    !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return -EBADMSG;
+	return (uint64_t)st.st_size >= (uint64_t)npages * hd_page_size() ? 0 : -EINVAL;
 }
 
 static struct hd_share *hd_share_find(struct hd_guest *g, uint32_t ref)
@@ -70,9 +73,14 @@ static int hd_share_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, i
 {
 	uint32_t first = h->arg[0], npages = h->arg[1], i;
 	struct hd_share *s;
+	int r;
 
 	if (*nfds != 1 || npages == 0 || first > UINT32_MAX - npages || h->arg[2] > 1)
 		return -EBADMSG;
+	/* First: no other file is dropped with a polite answer. */
+	r = hd_memfd_ok(fds[0], npages);
+	if (r == -EBADMSG)
+		return r;
 	for (i = 0; i < g->nshares; i++) {
 		s = &g->shares[i];
 		if (first < s->first + s->npages && s->first < first + npages)
@@ -84,8 +92,8 @@ static int hd_share_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, i
 	 * near EMFILE, which would break every guest's fd passing. */
 	if (g->nshares >= g->d->max_shares || (uint64_t)fds[0] >= g->d->fd_limit)
 		return hd_reply(g, h, -ENOSPC, NULL, 0, 0), 0;
-	if (!hd_memfd_ok(fds[0], npages))
-		return hd_reply(g, h, -EINVAL, NULL, 0, 0), 0;
+	if (r)
+		return hd_reply(g, h, r, NULL, 0, 0), 0;
 	if (g->nshares == g->scap) {
 		uint32_t ncap = g->scap ? g->scap * 2 : 16;
 		struct hd_share *n = realloc(g->shares, ncap * sizeof(*n));
@@ -187,8 +195,8 @@ static int hd_chan_msg(struct hd_guest *g, const struct vhp_hdr *h, int *nfds)
 	return 0;
 
 err_sv:
-	close(sv[1]);
-	close(sv[0]);
+	hd_fd_drop(NULL, sv[1]);	/* unix sockets: see hd_gnt_release */
+	hd_fd_drop(NULL, sv[0]);
 err_efd:
 	close(efd);
 	return hd_reply(g, h, r, NULL, 0, 0), 0;
@@ -210,14 +218,16 @@ int hd_gnt_msg(struct hd_guest *g, const struct vhp_hdr *h, int *fds, int *nfds)
 		if (*nfds || !c)
 			return -EBADMSG;
 		close(c->in_fd);
-		close(c->out_fd);
+		hd_fd_drop(NULL, c->out_fd);	/* see hd_gnt_release */
 		*c = g->chans[--g->nchans];
 		return 0;
 	}
 }
 
 /* Kept memfds are shmem (hd_memfd_ok) and channels dom0's own: closing
- * them cannot wait, unlike a file the guest made up (hd_fd_drop). */
+ * them cannot wait, unlike a file the guest made up (hd_fd_drop).  dom0's
+ * socket ends go to the reaper all the same: before Linux 6.1.147,
+ * releasing any unix socket could run the unix GC in the caller. */
 void hd_gnt_release(struct hd_guest *g)
 {
 	uint32_t i;
@@ -226,7 +236,7 @@ void hd_gnt_release(struct hd_guest *g)
 		close(g->shares[i].fd);
 	for (i = 0; i < g->nchans; i++) {
 		close(g->chans[i].in_fd);
-		close(g->chans[i].out_fd);
+		hd_fd_drop(NULL, g->chans[i].out_fd);
 	}
 	free(g->shares);
 	free(g->chans);
@@ -336,8 +346,11 @@ void hd_fd_caps(struct hd *d)
 	/* Floors keep a small setup usable; past them the fd_limit checks
 	 * (accept, SHARE, CHAN) refuse politely instead of hitting EMFILE. */
 	d->max_chans = (uint32_t)hd_clamp(per / 16, 4, HD_MAX_CHANS);
-	per = per > 1 + 4ull * d->max_chans ? per - 1 - 4ull * d->max_chans : 0;
+	/* A channel's four, and two more per reply waiting in its outbox
+	 * (at most max_chans replies there: hd_send_fds). */
+	per = per > 1 + 6ull * d->max_chans ? per - 1 - 6ull * d->max_chans : 0;
 	d->max_shares = (uint32_t)hd_clamp(per, 64, HD_MAX_SHARES);
+	/* Headroom past fd_limit > one message's fds (VHP_SCM_MAX_FD). */
 	d->fd_limit = nofile > HD_FD_RESERVE ? nofile - HD_FD_RESERVE / 2 : nofile / 2;
 }
 
@@ -424,6 +437,6 @@ void hd_chan_close(struct vplat_chan *bc)
 			c->next->pprev = c->pprev;
 	}
 	close(c->in_fd);
-	close(c->out_fd);
+	hd_fd_drop(NULL, c->out_fd);	/* see hd_gnt_release */
 	free(c);
 }

@@ -102,16 +102,33 @@ static inline void vhp_close_fds(int *fds, int *nfds)
 		close(fds[--*nfds]);
 }
 
+/* The kernel's SCM_MAX_FD: the most fds one message can carry. */
+#define VHP_SCM_MAX_FD	253
+
+/* What a receiver does with an fd it will not keep: close it, or (vrdmad)
+ * hand it to a thread that may wait in the close. */
+typedef void vhp_drop_fn(void *arg, int fd);
+
+static inline void vhp_drop_close(void *arg, int fd)
+{
+	(void)arg;
+	close(fd);
+}
+
 /*
  * Receive one message.  0 on success, -EPIPE at end of stream, -EAGAIN,
- * -EBADMSG for a malformed packet (sizes disagree, truncated, fds that do
- * not fit).  Received fds are close-on-exec; on error none are left open.
+ * -EBADMSG for a malformed packet (sizes disagree, truncated, more than
+ * VHP_MAX_FDS fds, fds on an empty packet).  There is room for every fd a
+ * packet can carry, so the kernel never drops (closes) one here; each fd
+ * not returned goes to drop(arg, fd).  Control messages are looked at
+ * before the length: a zero-length packet still carries SCM_RIGHTS, so it
+ * is end of stream only without any.  Received fds are close-on-exec.
  */
-static inline int vhp_recv(int sock, struct vhp_hdr *h, void *payload, size_t cap,
-			   int *fds, int *nfds, int flags)
+static inline int vhp_recv_drop(int sock, struct vhp_hdr *h, void *payload, size_t cap,
+				int *fds, int *nfds, int flags, vhp_drop_fn *drop, void *arg)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * VHP_MAX_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * VHP_SCM_MAX_FD)];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov[2] = {
@@ -123,36 +140,49 @@ static inline int vhp_recv(int sock, struct vhp_hdr *h, void *payload, size_t ca
 		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
 	};
 	struct cmsghdr *c;
+	int extra = 0, any = 0;
 	ssize_t n;
 
 	*nfds = 0;
 	n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
 	if (n < 0)
 		return -errno;
-	if (n == 0)
-		return -EPIPE;
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		size_t k, cnt;
 
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		any = 1;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
 			continue;
 		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (k = 0; k < cnt; k++) {
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-			if (*nfds < VHP_MAX_FDS)
+			if (*nfds < VHP_MAX_FDS && n > 0) {
 				fds[(*nfds)++] = fd;
-			else
-				close(fd);
+			} else {
+				drop(arg, fd);
+				extra = 1;
+			}
 		}
 	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	/* (msg_flags keeps MSG_CMSG_CLOEXEC: only truncation counts.) */
+	if (n == 0 && !any && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -EPIPE;
+	if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (size_t)n < sizeof(*h) || h->len != (size_t)n - sizeof(*h)) {
-		vhp_close_fds(fds, nfds);
+		while (*nfds > 0)
+			drop(arg, fds[--*nfds]);
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+static inline int vhp_recv(int sock, struct vhp_hdr *h, void *payload, size_t cap,
+			   int *fds, int *nfds, int flags)
+{
+	return vhp_recv_drop(sock, h, payload, cap, fds, nfds, flags, vhp_drop_close, NULL);
 }
 
 #endif /* VRDMA_HOST_PROTO_H */
