@@ -204,6 +204,8 @@ static int vfe_sleep_slice(struct vfe_dev *d, int ms)
 	if (rc == -EPIPE) {
 		vfe_set_broken(d, "dom0 went away");
 		rc = -EIO;
+	} else if (rc == -EIO) {
+		vfe_set_broken(d, "dom0 sent files on the channel");
 	}
 	return rc;
 }

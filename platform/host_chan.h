@@ -19,8 +19,18 @@
  * means "notified".  0, -EPIPE when the guest closed or reconnected its
  * end, or -errno. */
 int hc_sock_notify(int fd);
-/* Guest: consume at most HC_ACK_MAX datagrams: 1 if any, 0, or -errno. */
+/* Guest: consume at most HC_ACK_MAX datagrams: 1 if any, 0, or -errno;
+ * -EIO if one carried fds (closed here: dom0 broke the protocol). */
 int hc_sock_ack(int fd);
+/* Guest: its channel end refuses fds (SO_PASSRIGHTS 0, Linux 6.16; an
+ * older kernel cannot: 0 all the same).  0 or -errno. */
+int hc_no_rights(int fd);
+/* Is fd an eventfd (/proc/self/fd)?  1 or 0. */
+int hc_is_eventfd(int fd);
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS	83	/* Linux 6.16 uapi, newer than some libc headers */
+#endif
 /* Guest -> dom0: add 1 to the eventfd; a saturated counter is "notified". */
 int hc_efd_notify(int fd);
 /* dom0: consume the eventfd's count without waiting whatever its flags

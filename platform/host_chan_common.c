@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "host_chan.h"
+#include "host_proto.h"
 #include "vplat.h"
 
 int hc_sock_notify(int fd)
@@ -32,12 +34,20 @@ int hc_sock_notify(int fd)
 	}
 }
 
+/* Room for a few fds per datagram: more are closed by the kernel in
+ * recvmmsg (docs/platform.md: what a guest cannot help). */
+#define HC_ACK_FDS	4
+
 int hc_sock_ack(int fd)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * HC_ACK_FDS)];
+		struct cmsghdr align;
+	} cb[HC_ACK_MAX];
 	struct iovec iov[HC_ACK_MAX];
 	struct mmsghdr m[HC_ACK_MAX];
 	char buf[HC_ACK_MAX];
-	int i, n;
+	int i, n, bad = 0;
 
 	memset(m, 0, sizeof(m));
 	for (i = 0; i < HC_ACK_MAX; i++) {
@@ -45,13 +55,60 @@ int hc_sock_ack(int fd)
 		iov[i].iov_len = 1;
 		m[i].msg_hdr.msg_iov = &iov[i];
 		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_hdr.msg_control = cb[i].buf;
+		m[i].msg_hdr.msg_controllen = sizeof(cb[i].buf);
 	}
-	n = recvmmsg(fd, m, HC_ACK_MAX, MSG_DONTWAIT, NULL);
+	n = recvmmsg(fd, m, HC_ACK_MAX, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
+	/* A notification carries no fds: any is dom0 breaking the protocol
+	 * (the guest's end refuses them where the kernel can: SO_PASSRIGHTS). */
+	for (i = 0; i < n; i++) {
+		struct cmsghdr *c;
+
+		bad |= (m[i].msg_hdr.msg_flags & MSG_CTRUNC) != 0;
+		for (c = CMSG_FIRSTHDR(&m[i].msg_hdr); c; c = CMSG_NXTHDR(&m[i].msg_hdr, c)) {
+			size_t k;
+
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+			    c->cmsg_len < CMSG_LEN(0))
+				continue;
+			for (k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				vhp_drop_close(NULL, f);
+				bad = 1;
+			}
+		}
+	}
+	if (bad)
+		return -EIO;
 	if (n > 0)
 		return 1;
 	if (n == 0 || errno == EAGAIN || errno == EINTR)
 		return 0;
 	return -errno;
+}
+
+int hc_no_rights(int fd)
+{
+	int zero = 0;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &zero, sizeof(zero)) == 0)
+		return 0;
+	return errno == ENOPROTOOPT ? 0 : -errno;	/* before Linux 6.16 */
+}
+
+int hc_is_eventfd(int fd)
+{
+	char path[32], link[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return 0;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
 int hc_efd_notify(int fd)
@@ -101,10 +158,12 @@ int hc_chan_wait(int fd, int (*ack)(int fd), int peer_sock, int timeout_ms)
 			{ .fd = peer_sock, .events = POLLRDHUP },
 		};
 		int64_t left = deadline - vplat_now_ms();
-		int r;
+		int r = ack(fd);
 
-		if (ack(fd) > 0)
+		if (r > 0)
 			return 0;
+		if (r == -EIO)
+			return r;	/* the peer broke the protocol */
 		if (left <= 0)
 			return -ETIMEDOUT;
 		r = poll(pfd, 2, (int)left);

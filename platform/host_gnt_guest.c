@@ -149,9 +149,12 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 	c->to_dom0 = g->rfd[0];
 	c->to_guest = g->rfd[1];
 	g->rfd[0] = g->rfd[1] = -1;
-	if (c->to_dom0 < 0 || c->to_guest < 0 ||
+	/* What dom0 says it made: the guest writes to_dom0 (an eventfd:
+	 * anything else could be a file whose write waits on someone) and
+	 * reads to_guest, which then refuses fds from dom0. */
+	if (c->to_dom0 < 0 || c->to_guest < 0 || !hc_is_eventfd(c->to_dom0) ||
 	    getsockopt(c->to_guest, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
-	    type != SOCK_DGRAM) {
+	    type != SOCK_DGRAM || hc_no_rights(c->to_guest) < 0) {
 		r = -EIO;	/* dom0 is not making sense */
 		goto err_close;
 	}
@@ -161,9 +164,9 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 
 err_close:
 	if (c->to_dom0 >= 0)
-		close(c->to_dom0);
+		vhp_drop_close(NULL, c->to_dom0);
 	if (c->to_guest >= 0)
-		close(c->to_guest);
+		vhp_drop_close(NULL, c->to_guest);
 err_free:
 	free(c);
 	return r;

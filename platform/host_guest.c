@@ -68,7 +68,7 @@ static void hg_rfd_close(struct hg *g)
 
 	for (i = 0; i < VHP_MAX_FDS; i++) {
 		if (g->rfd[i] >= 0)
-			close(g->rfd[i]);
+			vhp_drop_close(NULL, g->rfd[i]);	/* dom0's: may be anything */
 		g->rfd[i] = -1;
 	}
 }
@@ -99,7 +99,8 @@ static int hg_recv_one(struct hg *g, int flags)
 			nfds--;
 			g->rfd[nfds] = fds[nfds];
 		}
-	vhp_close_fds(fds, &nfds);
+	while (nfds > 0)
+		vhp_drop_close(NULL, fds[--nfds]);
 	g->rbuf[g->rh.len] = '\0';
 	if (g->rh.type == VHP_EVENT)
 		hg_queue_event(g, &g->rh, g->rbuf);

@@ -96,12 +96,6 @@ static inline int vhp_send(int sock, struct vhp_hdr *h, const void *payload,
 	return (size_t)n == sizeof(*h) + h->len ? 0 : -EMSGSIZE;
 }
 
-static inline void vhp_close_fds(int *fds, int *nfds)
-{
-	while (*nfds > 0)
-		close(fds[--*nfds]);
-}
-
 /* The kernel's SCM_MAX_FD: the most fds one message can carry. */
 #define VHP_SCM_MAX_FD	253
 
@@ -109,9 +103,15 @@ static inline void vhp_close_fds(int *fds, int *nfds)
  * hand it to a thread that may wait in the close. */
 typedef void vhp_drop_fn(void *arg, int fd);
 
+/* The guest's: a socket closes at once rather than lingering (files
+ * queued inside it still may: a guest cannot help that, and it waits on
+ * dom0 anyway). */
 static inline void vhp_drop_close(void *arg, int fd)
 {
+	struct linger off = { 0, 0 };
+
 	(void)arg;
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
 	close(fd);
 }
 

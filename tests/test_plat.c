@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -1579,6 +1580,117 @@ START_TEST(t_fds_low)
 }
 END_TEST
 
+/* ---- a guest never trusts dom0 either ---- */
+
+struct fake_dom0 {
+	int lsock, chan_sv[2];	/* the channel socketpair it hands out */
+	int bad;		/* CHAN replies a pipe for the eventfd */
+};
+
+/* A dom0 that says HELLO back and makes channels, as told. */
+static void *fake_dom0_run(void *arg)
+{
+	struct fake_dom0 *f = arg;
+	int s = accept(f->lsock, NULL, NULL), fds[VHP_MAX_FDS], nfds, p[2], efd;
+	struct vhp_hdr h;
+	char buf[256];
+
+	while (s >= 0 && vhp_recv(s, &h, buf, sizeof(buf), fds, &nfds, 0) == 0) {
+		struct vhp_hdr r = { .type = VHP_REPLY, .seq = h.seq };
+
+		if (h.type == VHP_HELLO) {
+			r.type = VHP_WELCOME;
+			r.arg[0] = 9;
+		}
+		if (h.type == VHP_CHAN_CLOSE || h.type == VHP_UNSHARE)
+			continue;
+		if (h.type != VHP_CHAN) {
+			vhp_send(s, &r, NULL, NULL, 0, MSG_NOSIGNAL);
+			continue;
+		}
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, f->chan_sv), 0);
+		if (f->bad) {
+			ck_assert_int_eq(pipe(p), 0);
+			vhp_send(s, &r, NULL, (int[]){ p[1], f->chan_sv[1] }, 2, MSG_NOSIGNAL);
+			close(p[0]);
+			close(p[1]);
+			close(f->chan_sv[0]);
+		} else {
+			efd = eventfd(0, 0);
+			vhp_send(s, &r, NULL, (int[]){ efd, f->chan_sv[1] }, 2, MSG_NOSIGNAL);
+			close(efd);
+		}
+		close(f->chan_sv[1]);
+	}
+	if (s >= 0)
+		close(s);
+	return NULL;
+}
+
+/*
+ * A guest checks what dom0 makes for it: a channel whose guest->dom0
+ * object is not an eventfd is refused (before: taken, and a pipe's write
+ * can wait on whoever fills it), and fds dom0 sends on a channel are
+ * refused by the guest's end (SO_PASSRIGHTS) or, on an older kernel,
+ * break the channel (-EIO); none is left open.
+ */
+START_TEST(t_guest_distrust)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake_dom0 f = { .bad = 1 };
+	char dir[64] = "/tmp/vrdma-fake-XXXXXX";
+	struct vplat_chan *c;
+	struct vplat *g;
+	pthread_t th;
+	uint32_t port;
+	int base, pfd, r;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, VHP_SOCK_NAME);
+	f.lsock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ck_assert_int_eq(bind(f.lsock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(f.lsock, 1), 0);
+	base = count_fds();
+	ck_assert_int_eq(pthread_create(&th, NULL, fake_dom0_run, &f), 0);
+	cfg.run_dir = dir;
+	ck_assert_int_eq(vplat_open(&cfg, &g), 0);
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &c, &port), -EIO);
+
+	f.bad = 0;
+	ck_assert_int_eq(vplat_chan_alloc(g, VPLAT_DOM0, &c, &port), 0);
+	pfd = eventfd(0, 0);
+	{
+		char cb[CMSG_SPACE(sizeof(int))] = { 0 }, x = 'x';
+		struct iovec io = { .iov_base = &x, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &io, .msg_iovlen = 1,
+				     .msg_control = cb, .msg_controllen = sizeof(cb) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pfd, sizeof(int));
+		r = (int)sendmsg(f.chan_sv[0], &mh, MSG_DONTWAIT);
+	}
+	close(pfd);
+	if (r < 0)		/* refused by the guest's end (Linux 6.16) */
+		ck_assert_int_eq(vplat_chan_ack(c), 0);
+	else
+		ck_assert_int_eq(vplat_chan_ack(c), -EIO);
+	ck_assert_int_eq(send(f.chan_sv[0], "y", 1, 0), 1);	/* plain ones pass */
+	ck_assert_int_eq(vplat_chan_wait(c, T_WAIT_MS), 0);
+	vplat_chan_close(c);
+	close(f.chan_sv[0]);
+	vplat_close(g);
+	pthread_join(th, NULL);
+	close(f.lsock);
+	unlink(sa.sun_path);
+	rmdir(dir);
+	ck_assert_int_eq(count_fds(), base - 1);
+}
+END_TEST
+
 static Suite *plat_suite(void)
 {
 	Suite *s = suite_create("plat");
@@ -1610,6 +1722,7 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_reaper_stuck);
 	tcase_add_test(tc, t_chan_outbox);
 	tcase_add_test(tc, t_fds_low);
+	tcase_add_test(tc, t_guest_distrust);
 	suite_add_tcase(s, tc);
 	return s;
 }
