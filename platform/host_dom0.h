@@ -123,6 +123,7 @@ void hd_reap_put(struct hd_reap *a);	/* its guest is gone */
 int  hd_reap_over(const struct hd_reap *a);	/* past a limit: cut it off */
 void hd_reap_wake_fd(int fd);		/* written after each close */
 void hd_reap_tick(void);		/* each round: help a stuck thread */
+unsigned hd_reap_busy(void);		/* fds queued or being closed */
 void hd_fd_drop(struct hd_reap *a, int fd);
 void hd_fds_drop(struct hd_reap *a, int *fds, int *nfds);
 void hd_fd_drop_cb(void *a, int fd);	/* vhp_drop_fn */

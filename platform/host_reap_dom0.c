@@ -243,6 +243,20 @@ int hd_reap_over(const struct hd_reap *a)
 	return r;
 }
 
+unsigned hd_reap_busy(void)
+{
+	unsigned n = 0, i;
+	struct hd_reap_ent *e;
+
+	pthread_mutex_lock(&hd_rp.mu);
+	for (e = hd_rp.q; e; e = e->next)
+		n++;
+	for (i = 0; i < hd_rp.nthreads; i++)
+		n += hd_rp.busy_since[i] != 0;
+	pthread_mutex_unlock(&hd_rp.mu);
+	return n;
+}
+
 void hd_reap_wake_fd(int fd)
 {
 	pthread_mutex_lock(&hd_rp.mu);

@@ -146,6 +146,7 @@ check "wedging guest: vrdmad still answers" ctl ping
 wait $WP; wpr=$?
 check "wedging guest: it ran its time (not killed by timeout)" [ $wpr -eq 0 ]
 grep "wedge:" "$RUN/w.out"
+check "wedging guest: dom0 notified into its full queue" grep -q "queue full" "$RUN/w.out"
 wait $WC; wcr=$?
 wait $WS; wsr=$?
 check "transfer beside a wedging guest, client" [ $wcr -eq 0 ]

@@ -182,28 +182,27 @@ static int c_listen_unterminated(struct vfe_dev *d)
 	return cmd_refused(d, &r);
 }
 
-/* Fill what dom0 writes to as far as it goes, leaving it blocking. */
-static void wedge_fill(int fd)
+/* A datagram end: flood dom0 with it (dom0's end is shut for reading,
+ * so the first send fails), leaving it blocking. */
+static void wedge_flood(int fd)
 {
-	uint64_t cnt, max = UINT64_MAX - 1;
 	int fl = fcntl(fd, F_GETFL), i;
 
 	if (fl < 0)
 		return;
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	if (read(fd, &cnt, sizeof(cnt)) < 0 || write(fd, &max, sizeof(max)) < 0)
-		for (i = 0; i < 100000; i++)	/* a datagram end: flood dom0 */
-			if (send(fd, "x", 1, MSG_DONTWAIT) < 0)
-				break;
+	for (i = 0; i < 100000; i++)
+		if (send(fd, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			break;
 	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 }
 
 /*
  * Everything this guest holds, made as hostile to dom0 as it can be
- * (issue 12): every fd blocking; eventfds drained of dom0's notifications
- * (a guest-made channel, before dom0 made them), the one dom0 writes to
- * (chan_fd) filled to its maximum; datagram sockets (channel ends)
- * flooded towards dom0; its socket to vrdmad never read again.
+ * (issue 12): every fd blocking; eventfds drained; datagram sockets
+ * (channel ends) flooded towards dom0; its socket to vrdmad never read
+ * again.  What dom0 writes to, the guest's end of its channel (chan_fd),
+ * only dom0's notifications can fill: c_wedge makes dom0 notify until it
+ * is full and never reads it.
  */
 static void wedge_fds(int chan_fd)
 {
@@ -220,7 +219,8 @@ static void wedge_fds(int chan_fd)
 		if (e->d_name[0] == '.' || fd == dirfd(dir) || fd <= 2)
 			continue;
 		if (fd == chan_fd) {
-			wedge_fill(fd);
+			fl = fcntl(fd, F_GETFL);
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 			continue;
 		}
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -230,7 +230,7 @@ static void wedge_fds(int chan_fd)
 			n = read(fd, &cnt, sizeof(cnt));
 		else if (!getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
 			 type == SOCK_DGRAM)
-			wedge_fill(fd);
+			wedge_flood(fd);
 		fl = fcntl(fd, F_GETFL);
 		if (fl >= 0)
 			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -239,13 +239,30 @@ static void wedge_fds(int chan_fd)
 		closedir(dir);
 }
 
+/* Datagrams a fresh pair like a channel's holds unread: dom0's end fills
+ * the guest's at this many. */
+static int wedge_dgram_cap(void)
+{
+	int sv[2], n = 0;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+		return -1;
+	while (n < 100000 && send(sv[0], "x", 1, MSG_DONTWAIT) == 1)
+		n++;
+	close(sv[0]);
+	close(sv[1]);
+	return n;
+}
+
 /* Commands whose answers dom0 must notify (the event index armed each
- * time, the answers skipped unread), the channel refilled before each. */
+ * time, the answers skipped unread), far more than the channel holds:
+ * dom0 notifies into a full queue (EAGAIN) for most of the run. */
 static int c_wedge(struct vfe_dev *d)
 {
 	int64_t end = vplat_now_ms() + WEDGE_MS;
-	int cfd = vplat_chan_fd(d->chan);
+	int cfd = vplat_chan_fd(d->chan), cap = wedge_dgram_cap(), queued = 0;
 	unsigned put = 0;
+	char c;
 
 	wedge_fds(cfd);
 	printf("wedge-ready\n");
@@ -254,7 +271,6 @@ static int c_wedge(struct vfe_dev *d)
 		struct vrdma_req r = { .opcode = VRDMA_CMD_ALLOC_PD };
 		uint32_t prod = vring_load_acq(&d->sring->evt.prod);
 
-		wedge_fill(cfd);
 		d->evt_cons = prod;
 		vring_store_rel(&d->sring->evt.cons, prod);
 		vring_arm(&d->sring->evt, prod);
@@ -262,9 +278,12 @@ static int c_wedge(struct vfe_dev *d)
 		if (!vfe_ring_put(d, &r))
 			put++;
 		vfe_ring_unlock(d);
-		usleep(50000);
+		usleep(2000);
 	}
-	printf("wedge: %u commands put, dom0 notified each answer\n", put);
+	while (queued < 100000 && recv(cfd, &c, 1, MSG_DONTWAIT) == 1)
+		queued++;
+	printf("wedge: %u commands put, %d notifications left unread, %d fill the queue%s\n",
+	       put, queued, cap, queued >= cap && cap > 0 ? ": queue full" : "");
 	fflush(stdout);
 	return 1;
 }

@@ -93,6 +93,7 @@ static void t0_open(int run)
 
 static void t0_close(void)
 {
+	int64_t end;
 	char p[128];
 
 	if (t0.running) {
@@ -102,6 +103,10 @@ static void t0_close(void)
 		pthread_join(t0.th, NULL);
 	}
 	vplat_close(t0.d);
+	/* dom0 closes what it drops on threads: done before the next
+	 * test counts fds (bounded) */
+	for (end = vplat_now_ms() + T_WAIT_MS; hd_reap_busy() && vplat_now_ms() < end;)
+		usleep(2000);
 	snprintf(p, sizeof(p), "%s/%s", t0.dir, VHP_SOCK_NAME);
 	unlink(p);
 	rmdir(t0.dir);
@@ -1156,10 +1161,10 @@ static int d0_bounded(struct d0_notify_arg *a)
  * last reference to it, dom0 would wait 2 s (or, with a longer linger,
  * for ever).
  */
-static int lingering_socket(int *peer)
+static int lingering_for(int *peer, int secs)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct linger lg = { 1, 2 };
+	struct linger lg = { 1, secs };
 	socklen_t sl = sizeof(sa);
 	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
 	static char buf[65536];
@@ -1177,6 +1182,24 @@ static int lingering_socket(int *peer)
 		;
 	setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	return c;
+}
+
+static int lingering_socket(int *peer)
+{
+	return lingering_for(peer, 2);
+}
+
+/* Datagrams a fresh pair like a channel's holds unread. */
+static int dgram_cap(void)
+{
+	int sv[2], n = 0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+	while (n < 100000 && send(sv[0], "x", 1, MSG_DONTWAIT) == 1)
+		n++;
+	close(sv[0]);
+	close(sv[1]);
+	return n;
 }
 
 /*
@@ -1203,11 +1226,12 @@ START_TEST(t_chan_hostile)
 	ck_assert_int_eq(vplat_chan_bind(t0.d, vplat_domid(g), port, &dc), 0);
 	t0_unlock();
 
-	/* Fill what dom0 writes to as far as it goes, then make it blocking. */
+	/* What dom0 writes to, the guest's end, made blocking; the guest
+	 * cannot fill it (a write reaches dom0's end, shut for reading),
+	 * only dom0's own notifications do: 10000 of them, never read. */
 	fd = vplat_chan_fd(gc);
-	for (i = 0; i < 100000; i++)
-		if (write(fd, &max, sizeof(max)) < 0)
-			break;
+	ck_assert_int_lt(write(fd, &max, sizeof(max)), 0);
+	ck_assert_int_eq(errno, EPIPE);
 	fl = fcntl(fd, F_GETFL);
 	ck_assert_int_ge(fl, 0);
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fl & ~O_NONBLOCK), 0);
@@ -1217,6 +1241,13 @@ START_TEST(t_chan_hostile)
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	ck_assert_int_eq(poll(&pfd, 1, 0), 1);	/* the guest was notified */
+	/* ... and dom0 did run into a full queue (EAGAIN: "notified"). */
+	n = dgram_cap();
+	for (i = 0; i < 10000 && recv(fd, &max, 1, MSG_DONTWAIT) == 1; i++)
+		;
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_ge(i, n);
+	ck_assert_int_lt(i, 10000);
 
 	/* What dom0 reads, emptied by the guest and made blocking (the
 	 * guest shares it: here dom0's copy of the same description). */
@@ -1313,8 +1344,10 @@ START_TEST(t_guest_files)
 	h.seq = 1;
 	h.arg[0] = 100;
 	h.arg[1] = 1;
+	t0_lock();		/* dom0 receives it after this close */
 	ck_assert_int_eq(vhp_send(s, &h, NULL, &ls[0], 1, 0), 0);
 	close(ls[0]);		/* dom0 holds the last reference */
+	t0_unlock();
 	raw_expect_eof(s);
 	ck_assert_int_lt(honest_ms(g), 1000);
 
@@ -1354,11 +1387,12 @@ START_TEST(t_guest_files)
 }
 END_TEST
 
-/* A unix socket holding a lingering TCP socket (linger 2 s) in its queue:
- * whoever drops the last reference to it waits.  *keep: its peer. */
+/* A unix socket holding a lingering TCP socket (linger 30 s, ended when
+ * *tcp_peer closes) in its queue: whoever drops the last reference to it
+ * waits.  *keep: its peer. */
 static int nested_lingering(int *keep, int *tcp_peer)
 {
-	int sv[2], ls = lingering_socket(tcp_peer);
+	int sv[2], ls = lingering_for(tcp_peer, 30);
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
 	ck_assert_int_eq(raw_send_fds(sv[0], "x", 1, ls, 1), 1);
@@ -1376,8 +1410,10 @@ static int raw_share_bad(int fd)
 	int s = raw_connect();
 
 	raw_hello(s);
+	t0_lock();		/* dom0 receives it after this close */
 	ck_assert_int_eq(vhp_send(s, &h, NULL, &fd, 1, 0), 0);
 	close(fd);
+	t0_unlock();
 	return s;
 }
 
@@ -1392,7 +1428,7 @@ static int raw_share_bad(int fd)
  */
 START_TEST(t_reaper_stuck)
 {
-	int keep[2], tpeer[2], u, s, p[2], base, i, pump[8];
+	int keep[2], tpeer[2], u, s, p[2], base, i, r, pump[8];
 	struct vhp_hdr h;
 	char c;
 	struct vplat *g, *g2;
@@ -1436,17 +1472,21 @@ START_TEST(t_reaper_stuck)
 	h.arg[0] = VHP_VERSION;
 	vhp_send(s, &h, "raw", NULL, 0, MSG_NOSIGNAL);
 	ck_assert_int_lt(honest_ms(g), 1000);	/* a guest already in is fine */
-	ck_assert_int_le(recv(s, &c, 1, 0), 0);
-	close(s);
-	while (i-- > 0)
-		raw_expect_eof(pump[i]);
-	raw_expect_eof(pump[7]);
+	ck_assert_int_le(recv(s, &c, 1, MSG_DONTWAIT), 0);
 
-	/* Once the lingers end everything is closed, and the uid welcome. */
+	/* Once the lingers end (their peers gone) everything is closed, and
+	 * the uid welcome again. */
 	for (i = 0; i < 2; i++) {
 		close(keep[i]);
 		close(tpeer[i]);
 	}
+	r = (int)recv(s, &c, 1, 0);	/* the end, no WELCOME first */
+	ck_assert_msg(r == 0 || (r < 0 && errno == ECONNRESET), "refused guest: %d %s",
+		      r, strerror(errno));
+	close(s);
+	for (i = 0; i < HD_REAP_UID_MAX / VHP_SCM_MAX_FD + 1; i++)
+		raw_expect_eof(pump[i]);
+	raw_expect_eof(pump[7]);
 	ck_assert_int_eq(count_fds_wait(base), base);
 	/* (its counts drop a moment after each close returns) */
 	for (i = 0; i < 50; i++) {
@@ -1567,6 +1607,7 @@ START_TEST(t_fds_low)
 	low = rl;
 	low.rlim_cur = (rlim_t)count_fds() + 200;
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	usleep(100000);		/* dom0 counts free fds once a round */
 	ck_assert_int_eq(raw_send_fds(s, NULL, 0, p[0], 100), 0);
 	usleep(300000);		/* many rounds of dom0's loop */
 	ck_assert_int_eq(recv(s, &c, 1, MSG_DONTWAIT), -1);
