@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,15 @@ static int vbe_xb_connect(struct vbe_guest *g)
 				     strerror(-err));
 	}
 	g->chan_fd = vplat_chan_fd(g->chan);
+	/* Our own liveness for the guest, set before it sees Connected: a
+	 * guest that only polls learns at once that we died (docs/wire.md). */
+	err = vplat_map_live(map, offsetof(struct vrdma_sring, dom0_live), g->chan);
+	if (err)
+		vlog_warn("guest %u: cannot arm dom0_live (it will not see us die): %s",
+			  g->domid, strerror(-err));
+	else
+		__atomic_store_n(&((struct vrdma_sring *)vplat_map_addr(map))->dom0_live,
+				 (uint8_t)VRDMA_SRING_LIVE, __ATOMIC_RELEASE);
 
 	g->sring = vplat_map_addr(map);
 	g->req = (struct vrdma_req *)((uint8_t *)g->sring + vring_req_off());

@@ -837,6 +837,7 @@ const struct vplat_ops vplat_host_dom0_ops = {
 	.process	= hd_process,
 	.map		= hd_map,
 	.unmap		= hd_unmap,
+	.map_live	= hd_map_live,
 	.chan_bind	= hd_chan_bind,
 	.notify		= hd_notify,
 	.chan_fd	= hd_chan_fd,

@@ -139,6 +139,7 @@ void hd_gnt_release(struct hd_guest *g);	/* guest gone: close its fds */
 int  hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	    int writable, struct vplat_map **out);
 void hd_unmap(struct vplat_map *m);
+int  hd_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c);
 void hd_fd_caps(struct hd *d);
 int  hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 		  struct vplat_chan **out);

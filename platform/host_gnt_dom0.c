@@ -31,6 +31,8 @@ struct hd_map {
 	size_t len;
 	struct hd *d;
 	uint32_t domid, runs;		/* against the guest's and node's caps */
+	int writable;
+	uint8_t *live;			/* vplat_map_live's byte, NULL: none */
 };
 
 static size_t hd_page_size(void)
@@ -309,6 +311,7 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	m->d = g->d;
 	m->domid = domid;
 	m->runs = runs;
+	m->writable = writable;
 	g->runs += runs;
 	g->d->runs += runs;
 	*out = &m->base;
@@ -324,8 +327,27 @@ void hd_unmap(struct vplat_map *bm)
 	if (g && g->runs >= m->runs)
 		g->runs -= m->runs;
 	m->d->runs -= m->runs;
+	/* As gntdev's unmap-notify does; dom0's death the guest sees itself. */
+	if (m->live)
+		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
 	munmap(m->base.addr, m->len);
 	free(m);
+}
+
+/*
+ * No kernel clears a byte when vrdmad dies here: the guest's platform
+ * does, when vrdmad's socket hangs up (host_guest.c).  We only clear it
+ * at unmap, and the guest needs no kick: its waiters see the socket too.
+ */
+int hd_map_live(struct vplat_map *bm, size_t off, struct vplat_chan *c)
+{
+	struct hd_map *m = (struct hd_map *)bm;
+
+	(void)c;
+	if (!m->writable || off >= m->len)
+		return -EINVAL;
+	m->live = (uint8_t *)m->base.addr + off;
+	return 0;
 }
 
 static uint64_t hd_clamp(uint64_t v, uint64_t lo, uint64_t hi)

@@ -5,19 +5,32 @@
  * write and our end of a datagram socketpair we read, both made by vrdmad
  * and handed to us the same way (host_chan.h).  Blocking or not on them
  * is our business: dom0 never waits on either.
+ *
+ * dom0's liveness (docs/wire.md, dom0_live): on Xen the dom0 kernel clears
+ * the byte when vrdmad dies; here nothing would, so when the frontend
+ * allocates its channel -- right after sharing and filling its device
+ * area, as on Xen (xen_guest.c) -- we remember the area's byte and start
+ * one thread that sleeps in poll() on our socket to vrdmad, asking for no
+ * events: it wakes only when the socket hangs up (vrdmad died or cut us
+ * off) and then clears the byte.  A program that only polls its CQs then
+ * sees dom0 gone with one load, and nothing is added to any call.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "host_guest.h"
 #include "host_chan.h"
 #include "log.h"
+#include "vrdma/wire.h"
 
 struct hg_share {
 	struct vplat_share base;
@@ -97,6 +110,7 @@ int hg_share(struct vplat *p, uint32_t peer, uint32_t npages, int writable,
 	for (i = 0; i < npages; i++)
 		s->base.refs[i] = g->next_ref + i;
 	g->next_ref += npages;
+	g->newest = &s->base;
 	*out = &s->base;
 	return 0;
 
@@ -113,12 +127,108 @@ err_free:
 void hg_unshare(struct vplat_share *bs)
 {
 	struct hg_share *s = (struct hg_share *)bs;
+	struct hg *g = s->g;
 
+	if (g->newest == bs)
+		g->newest = NULL;
+	/* Before the munmap: the thread must not write into it after. */
+	pthread_mutex_lock(&g->live_lock);
+	if (g->live_share == bs) {
+		g->live_share = NULL;
+		g->live = NULL;
+	}
+	pthread_mutex_unlock(&g->live_lock);
 	if (s->base.addr)	/* NULL: disowned (vplat_share_disown) */
 		munmap(s->base.addr, s->len);
 	hg_post(s->g, VHP_UNSHARE, s->base.refs[0], s->base.npages);
 	free(s->base.refs);
 	free(s);
+}
+
+/* ---- dom0's liveness ---- */
+
+static void *hg_live_main(void *arg)
+{
+	struct hg *g = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = g->sock, .events = 0 },		/* POLLHUP, POLLERR only */
+		{ .fd = g->live_stop, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			vlog_warn("platform: dom0 watch: %s", strerror(errno));
+			return NULL;
+		}
+		if (pfd[1].revents)
+			return NULL;
+		if (pfd[0].revents)
+			break;
+	}
+	pthread_mutex_lock(&g->live_lock);
+	if (g->live)
+		__atomic_store_n(g->live, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g->live_lock);
+	return NULL;
+}
+
+/* The newest share is the device area when its page 0 says so. */
+static void hg_live_arm(struct hg *g)
+{
+	const struct vrdma_sring *sr;
+	sigset_t all, old;
+	int err;
+
+	if (!g->newest || g->live_share || !g->newest->addr)
+		return;
+	sr = g->newest->addr;
+	if (sr->magic != VRDMA_WIRE_MAGIC || sr->version != VRDMA_WIRE_VERSION)
+		return;
+	pthread_mutex_lock(&g->live_lock);
+	g->live_share = g->newest;
+	g->live = (uint8_t *)g->newest->addr + offsetof(struct vrdma_sring, dom0_live);
+	pthread_mutex_unlock(&g->live_lock);
+	if (g->live_pid)
+		return;
+	g->live_stop = eventfd(0, EFD_CLOEXEC);
+	if (g->live_stop < 0) {
+		err = errno;
+		goto err_warn;
+	}
+	/* The program's signals are not for our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&g->live_thr, NULL, hg_live_main, g);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(g->live_stop);
+		g->live_stop = -1;
+		goto err_warn;
+	}
+	g->live_pid = getpid();
+	return;
+
+err_warn:
+	vlog_warn("platform: cannot watch dom0 (a poller will not see it die): %s",
+		  strerror(err));
+}
+
+void hg_live_stop(struct hg *g)
+{
+	uint64_t one = 1;
+
+	/* A forked child has no such thread: only its starter joins it. */
+	if (g->live_pid && g->live_pid == getpid()) {
+		if (write(g->live_stop, &one, sizeof(one)) < 0)
+			vlog_warn("platform: dom0 watch stop: %s", strerror(errno));
+		pthread_join(g->live_thr, NULL);
+	}
+	if (g->live_stop >= 0)
+		close(g->live_stop);
+	g->live_stop = -1;
+	g->live_pid = 0;
 }
 
 /* ---- channels ---- */
@@ -158,6 +268,7 @@ int hg_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 		r = -EIO;	/* dom0 is not making sense */
 		goto err_close;
 	}
+	hg_live_arm(g);
 	*port = c->port;
 	*out = &c->base;
 	return 0;

@@ -231,7 +231,8 @@ static int hg_open(const struct vplat_cfg *cfg, struct vplat **out)
 	if (!g)
 		return -ENOMEM;
 	g->base.ops = &vplat_host_guest_ops;
-	g->sock = g->epfd = g->evfd = g->rfd[0] = g->rfd[1] = -1;
+	g->sock = g->epfd = g->evfd = g->rfd[0] = g->rfd[1] = g->live_stop = -1;
+	pthread_mutex_init(&g->live_lock, NULL);
 	g->evq_tail = &g->evq;
 	g->next_ref = HG_FIRST_REF;
 	g->next_port = 1;
@@ -269,6 +270,7 @@ err_free:
 		close(g->epfd);
 	if (g->evfd >= 0)
 		close(g->evfd);
+	pthread_mutex_destroy(&g->live_lock);
 	free(g);
 	return r;
 }
@@ -289,10 +291,12 @@ static void hg_close(struct vplat *p)
 		g->evq = e->next;
 		free(e);
 	}
+	hg_live_stop(g);		/* before its socket goes */
 	hg_rfd_close(g);
 	close(g->sock);
 	close(g->epfd);
 	close(g->evfd);
+	pthread_mutex_destroy(&g->live_lock);
 	free(g);
 }
 

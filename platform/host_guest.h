@@ -6,8 +6,10 @@
 #ifndef VRDMA_HOST_GUEST_H
 #define VRDMA_HOST_GUEST_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "host_proto.h"
 #include "vplat_impl.h"
@@ -26,6 +28,15 @@ struct hg {
 	struct vhp_hdr rh;		/* last reply */
 	int rfd[VHP_MAX_FDS];		/* fds it carried, until claimed; -1: none */
 	char rbuf[VHP_PAYLOAD_MAX + 1];
+	struct vplat_share *newest;	/* the last share, until unshared */
+	/* dom0_live (docs/wire.md): no kernel clears it when vrdmad dies
+	 * here, so a thread of ours does when vrdmad's socket hangs up. */
+	pthread_mutex_t live_lock;
+	uint8_t *live;			/* the device area's byte (live_lock) */
+	struct vplat_share *live_share;	/* the share it lies in (live_lock) */
+	pthread_t live_thr;
+	pid_t live_pid;			/* who started it; 0: not running */
+	int live_stop;			/* eventfd: hg_close stops it */
 };
 
 #define hg_of(p) ((struct hg *)(p))
@@ -48,5 +59,6 @@ int  hg_chan_fd(const struct vplat_chan *c);
 int  hg_chan_ack(struct vplat_chan *c);
 int  hg_chan_wait(struct vplat_chan *c, int timeout_ms);
 void hg_chan_close(struct vplat_chan *c);
+void hg_live_stop(struct hg *g);
 
 #endif /* VRDMA_HOST_GUEST_H */

@@ -197,6 +197,13 @@ void vplat_unmap(struct vplat_map *m)
 		m->ops->unmap(m);
 }
 
+int vplat_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c)
+{
+	if (!m->ops->map_live)
+		return -EOPNOTSUPP;
+	return m->ops->map_live(m, off, c);
+}
+
 /* ---- channels ---- */
 
 int vplat_chan_alloc(struct vplat *p, uint32_t peer, struct vplat_chan **out,

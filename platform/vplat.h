@@ -93,6 +93,17 @@ int  vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n
 	       int writable, struct vplat_map **out);
 void *vplat_map_addr(const struct vplat_map *m);
 void vplat_unmap(struct vplat_map *m);
+/*
+ * Our liveness, seen by the peer (docs/wire.md, dom0_live): once armed,
+ * when this process lets go of the mapping -- vplat_unmap, exit, a crash,
+ * SIGKILL -- the byte at offset `off` of it becomes 0 and the peer is
+ * notified on `c`.  The caller sets the byte afterwards.  Xen: gntdev's
+ * unmap-notify, done by the dom0 kernel.  Plain host: the guest's
+ * platform clears the byte in the page 0 of its device area itself when
+ * vrdmad's socket hangs up; vplat_unmap clears it here.  Writable
+ * mappings only (-EINVAL); -EOPNOTSUPP where nothing can be armed.
+ */
+int  vplat_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c);
 
 /* ---- notification channels ---- */
 /* Guest: allocate an unbound channel to `peer`, *port to publish. */

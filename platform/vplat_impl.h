@@ -25,6 +25,7 @@ struct vplat_ops {
 	int  (*map)(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		    int writable, struct vplat_map **out);
 	void (*unmap)(struct vplat_map *m);
+	int  (*map_live)(struct vplat_map *m, size_t off, struct vplat_chan *c);
 
 	int  (*chan_alloc)(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 			   uint32_t *port);

@@ -5,13 +5,23 @@
  * through xenstore.  The toolstack part (creating a guest's device nodes)
  * is the backend's, through vplat_key_perm(); guests come and go with
  * their xenstore directories, which xl removes when a domain dies.
+ *
+ * Liveness (docs/wire.md, dom0_live): the device area's mapping gets
+ * gntdev's unmap-notify, as libxenvchan's client does with
+ * xengnttab_map_grant_ref_notify() -- but on the existing multi-page
+ * mapping, through libxengnttab's own gntdev fd: when vrdmad lets go of it
+ * (unmap, exit, SIGKILL) the dom0 kernel clears the byte and signals the
+ * guest's channel.
  */
 #include <errno.h>
+#include <stdint.h>	/* before xen/sys/gntdev.h, which needs it */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <xen/sys/gntdev.h>
 
 #include "log.h"
 #include "xen_common.h"
@@ -22,6 +32,7 @@ struct xd_map {
 	struct vplat_map base;
 	struct xp *x;
 	uint32_t n;
+	int writable;
 };
 
 static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
@@ -51,6 +62,7 @@ static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_
 	m->base.addr = addr;
 	m->x = x;
 	m->n = n;
+	m->writable = writable;
 	*out = &m->base;
 	return 0;
 }
@@ -62,6 +74,30 @@ static void xd_unmap(struct vplat_map *bm)
 	if (xengnttab_unmap(m->x->gtab, m->base.addr, m->n) < 0)
 		vlog_warn("platform: unmap of %u pages: %s", m->n, strerror(errno));
 	free(m);
+}
+
+/* See the top of the file.  The notify holds a reference on the port, so
+ * the guest still gets its signal if our channel was closed first. */
+static int xd_map_live(struct vplat_map *bm, size_t off, struct vplat_chan *bc)
+{
+	struct xd_map *m = (struct xd_map *)bm;
+	struct ioctl_gntdev_get_offset_for_vaddr where = {
+		.vaddr = (uint64_t)(uintptr_t)m->base.addr,
+	};
+	struct ioctl_gntdev_unmap_notify op = {
+		.action = UNMAP_NOTIFY_CLEAR_BYTE | UNMAP_NOTIFY_SEND_EVENT,
+		.event_channel_port = ((struct xp_chan *)bc)->local,
+	};
+	int fd = xengnttab_fd(m->x->gtab);
+
+	if (!m->writable || off >= (size_t)m->n * (size_t)sysconf(_SC_PAGESIZE))
+		return -EINVAL;
+	if (ioctl(fd, IOCTL_GNTDEV_GET_OFFSET_FOR_VADDR, &where) < 0)
+		return -errno;
+	op.index = where.offset + off;
+	if (ioctl(fd, IOCTL_GNTDEV_SET_UNMAP_NOTIFY, &op) < 0)
+		return -errno;
+	return 0;
 }
 
 static int xd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
@@ -127,6 +163,7 @@ const struct vplat_ops vplat_xen_dom0_ops = {
 	.process	= xp_process,
 	.map		= xd_map,
 	.unmap		= xd_unmap,
+	.map_live	= xd_map_live,
 	.chan_bind	= xd_chan_bind,
 	.notify		= xp_notify,
 	.chan_fd	= xp_chan_fd,

@@ -57,6 +57,7 @@ struct vplat_share {
 struct vplat_map {
 	void *addr;
 	size_t len;
+	uint8_t *live;		/* vplat_map_live: cleared at unmap */
 };
 
 struct stub_chan {
@@ -325,8 +326,20 @@ void *vplat_map_addr(const struct vplat_map *m)
 	return m->addr;
 }
 
+/* As the plain host: cleared at unmap, nothing else dies here. */
+int vplat_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c)
+{
+	(void)c;
+	if (off >= m->len)
+		return -EINVAL;
+	m->live = (uint8_t *)m->addr + off;
+	return 0;
+}
+
 void vplat_unmap(struct vplat_map *m)
 {
+	if (m->live)
+		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
 	munmap(m->addr, m->len);
 	stub_maps--;
 	free(m);

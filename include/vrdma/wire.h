@@ -98,7 +98,12 @@ struct vrdma_ring_ctl {
  * guest_live: VRDMA_SRING_LIVE while the guest process holds the area.
  * On Xen the guest platform arms a gntalloc unmap-notify that clears it
  * and signals the device's event channel when the process lets go (exit,
- * crash); 0 at connect means "not tracked" (docs/wire.md, Liveness). */
+ * crash); 0 at connect means "not tracked" (docs/wire.md, Liveness).
+ * dom0_live: the same the other way, written by the backend before it
+ * says Connected (Xen: gntdev's unmap-notify clears it when vrdmad lets
+ * go; plain host: the guest's platform clears it when vrdmad's socket
+ * hangs up).  0 at Connected means "not tracked" (an older backend); only
+ * a 1 seen and then 0 means dom0 is gone. */
 #define VRDMA_SRING_LIVE	1u
 
 struct vrdma_sring {
@@ -107,7 +112,8 @@ struct vrdma_sring {
 	uint8_t  req_order;
 	uint8_t  evt_order;
 	uint8_t  guest_live;	/* guest process alive (see above) */
-	uint8_t  reserved0[3];
+	uint8_t  dom0_live;	/* vrdmad alive (see above) */
+	uint8_t  reserved0[2];
 	uint32_t reserved[13];
 	struct vrdma_ring_ctl req;	/* guest produces, dom0 consumes */
 	struct vrdma_ring_ctl evt;	/* dom0 produces, guest consumes */
@@ -393,6 +399,7 @@ _Static_assert(sizeof(struct vrdma_ring_ctl) == 128, "ring ctl");
 _Static_assert(offsetof(struct vrdma_ring_ctl, cons) == 64, "ring cons line");
 _Static_assert(sizeof(struct vrdma_sring) == 320, "sring");
 _Static_assert(offsetof(struct vrdma_sring, guest_live) == 8, "sring guest_live");
+_Static_assert(offsetof(struct vrdma_sring, dom0_live) == 9, "sring dom0_live");
 _Static_assert(offsetof(struct vrdma_sring, req) == 64, "sring req");
 _Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
 _Static_assert(sizeof(struct vrdma_wire_sge) == 16, "sge");
