@@ -16,6 +16,8 @@
 #include "vring.h"
 
 static const char *const vfe_stop_states[] = { "5", "6", NULL };
+/* What d->live points at: dom0 does not track its liveness; broken. */
+static const uint8_t vfe_untracked = 1, vfe_dead;
 
 void vfe_set_broken(struct vfe_dev *d, const char *why)
 {
@@ -23,10 +25,18 @@ void vfe_set_broken(struct vfe_dev *d, const char *why)
 
 	if (__atomic_exchange_n(&d->broken, 1, __ATOMIC_SEQ_CST))
 		return;
+	__atomic_store_n(&d->live, &vfe_dead, __ATOMIC_RELEASE);
 	vlog_err("vrdma device broken: %s", why);
 	cb = __atomic_load_n(&d->broken_cb, __ATOMIC_ACQUIRE);
 	if (cb)
 		cb(d->broken_arg);
+}
+
+int vfe_dom0_gone(struct vfe_dev *d)
+{
+	if (!vfe_is_broken(d) && !vfe_live(d))
+		vfe_set_broken(d, "dom0 went away (its liveness byte was cleared)");
+	return vfe_is_broken(d) ? -EIO : 0;
 }
 
 void vfe_on_broken(struct vfe_dev *d, void (*cb)(void *arg), void *arg)
@@ -443,6 +453,7 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	d->evt_cb = cb;
 	d->evt_arg = cb_arg;
 	d->cmd_next_id = 1;
+	d->live = &vfe_untracked;
 	vfe_init_locks(d);
 
 	rc = vplat_open(&cfg, &d->plat);
@@ -469,6 +480,9 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	rc = vfe_wait_back_state(d, "4", deadline);
 	if (rc)
 		goto err_area;
+	/* Set before Connected by a backend that tracks it; 0 = an older one. */
+	if (__atomic_load_n(&d->sring->dom0_live, __ATOMIC_ACQUIRE) == VRDMA_SRING_LIVE)
+		__atomic_store_n(&d->live, &d->sring->dom0_live, __ATOMIC_RELEASE);
 	rc = vfe_fwrite(d, "state", VRDMA_XB_CONNECTED);
 	if (rc)
 		goto err_area;

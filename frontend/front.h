@@ -97,6 +97,10 @@ struct vfe_dev {
 	uint32_t evt_cons;		/* private consumer index (evt_lock) */
 
 	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
+	/* What a poller loads (vfe_live): &sring->dom0_live once dom0 set it
+	 * before Connected (docs/wire.md), else a private 1 ("not tracked");
+	 * a private 0 once the device is broken, so one load answers both. */
+	const uint8_t *live;
 
 	/* The command in flight (cmd_lock issues, evt_lock completes). */
 	uint64_t cmd_next_id;
@@ -131,6 +135,16 @@ static inline bool vfe_is_broken(const struct vfe_dev *d)
 {
 	return __atomic_load_n(&d->broken, __ATOMIC_ACQUIRE) != 0;
 }
+/* For a poller (vrdma_poll_cq), as cheap as vfe_is_broken(): false once
+ * the device is broken or dom0 died (its byte went 1 -> 0); the caller
+ * then tells which with vfe_is_broken() and, if dom0 died, breaks the
+ * device with vfe_dom0_gone(). */
+static inline bool vfe_live(const struct vfe_dev *d)
+{
+	return *__atomic_load_n(&d->live, __ATOMIC_ACQUIRE) != 0;
+}
+/* Cold: the device is broken if dom0's byte was cleared; -EIO if broken. */
+int  vfe_dom0_gone(struct vfe_dev *d);
 
 /* Shareable pages for buffers and CQ areas (serialised vplat calls). */
 int  vfe_share(struct vfe_dev *d, uint32_t npages, int writable,

@@ -110,6 +110,9 @@ int vfe_poll_events(struct vfe_dev *d)
 	uint32_t prod;
 	int n = 0;
 
+	/* Every waiter passes here; on Xen the byte's clearing also kicked us. */
+	if (vfe_unlikely(!vfe_live(d)))
+		return vfe_dom0_gone(d);
 	if (vfe_is_broken(d))
 		return -EIO;
 	pthread_mutex_lock(&d->evt_lock);

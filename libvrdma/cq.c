@@ -357,7 +357,8 @@ static __attribute__((noinline)) int vlib_poll_locked(struct vlib_cq *c, int num
 	/* The shared line is written only when something was consumed. */
 	if (c->cons != start)
 		vring_consumed(&c->hdr->ring, c->cons);
-	if (!n && vfe_is_broken(&dev->fe))
+	/* CQEs dom0 wrote before it died are handed out first. */
+	if (!n && !vfe_live(&dev->fe) && vfe_dom0_gone(&dev->fe))
 		goto err_io;
 	vlock_unlock(&c->lock);
 	if (!n)
@@ -403,8 +404,10 @@ int vrdma_poll_cq(struct vrdma_cq *cq, int num_entries, struct vrdma_wc *wc)
 		return vlib_poll_odd(cq, num_entries, wc);
 	c = vlib_cq(cq);
 	/* Nothing new, the usual answer to a busy poller: no lock.  cons
-	 * moves only under the lock, prod == cons needs no sanity check. */
-	if (vfe_likely(!vfe_is_broken(&dev->fe) &&
+	 * moves only under the lock, prod == cons needs no sanity check.
+	 * vfe_live() is false on a broken device and once dom0 died: a
+	 * program that only polls learns it here, with the same one look. */
+	if (vfe_likely(vfe_live(&dev->fe) &&
 		       vring_load_acq(&c->hdr->ring.prod) ==
 		       __atomic_load_n(&c->cons, __ATOMIC_ACQUIRE)))
 		return vlib_async_pending(dev) ? vlib_poll_empty(dev) : 0;
