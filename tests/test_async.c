@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -239,6 +240,44 @@ START_TEST(t_device_fatal)
 }
 END_TEST
 
+/*
+ * Issue 12: dom0 dies under a program that only polls.  Before the
+ * dom0_live byte it saw "no completion" until its own time limit (23 s);
+ * now EIO within a fraction of a second (asserted loosely, printed), and
+ * DEVICE_FATAL is queued.
+ */
+START_TEST(t_poll_dom0_gone)
+{
+	struct vrdma_async_event ev;
+	struct vrdma_wc wc;
+	int64_t t0, dt;
+	struct ta t;
+	int n;
+
+	NEED_DAEMON();
+	ta_init(&t, 8);
+	ck_assert_int_eq(vrdma_poll_cq(t.cq, 1, &wc), 0);
+	ck_assert_int_eq(kill(d_pid, SIGKILL), 0);
+	t0 = now_ms();
+	do
+		n = vrdma_poll_cq(t.cq, 1, &wc);
+	while (n == 0 && now_ms() - t0 < 30000);
+	dt = now_ms() - t0;
+	waitpid(d_pid, NULL, 0);
+	d_pid = 0;
+	ck_assert_int_eq(n, -1);
+	ck_assert_int_eq(errno, EIO);
+	fprintf(stderr, "t_poll_dom0_gone: a poller saw vrdmad's kill -9 after %lld ms\n",
+		(long long)dt);
+	ck_assert_msg(dt < 5000, "EIO after %lld ms", (long long)dt);
+	ck_assert_int_eq(vrdma_poll_cq(t.cq, 1, &wc), -1);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(vrdma_get_async_event(t.dev, &ev, 0), 0);
+	ck_assert_int_eq(ev.type, VRDMA_EVENT_DEVICE_FATAL);
+	ck_assert_int_eq(vrdma_close(t.dev), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("async");
@@ -248,6 +287,7 @@ int main(void)
 	tcase_add_test(live, t_cq_overrun);
 	tcase_add_test(live, t_srq_last_wqe);
 	tcase_add_test(live, t_device_fatal);
+	tcase_add_test(live, t_poll_dom0_gone);
 	suite_add_tcase(s, live);
 	return tlive_main("async", s);
 }
