@@ -286,17 +286,80 @@ fi
 # every guest gone from vrdmad once the programs exited
 vp_leaks
 
+# A program that only calls ibv_poll_cq while vrdmad is killed (issue 12):
+# ibv_poll_cq < 0 soon (dom0_live, docs/wire.md), then DEVICE_FATAL.
+if want poll_fatal; then
+	cat >"$RUN/poll_fatal.c" <<'EOF_C'
+#include <time.h>
+#include <unistd.h>
+#include "vp.h"
+
+static long long ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+	static struct vp v;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	long long end, t0 = 0;
+	int n = 0;
+
+	if (argc != 2 || vp_open(&v, 8))
+		return 1;
+	printf("polling\n");
+	fflush(stdout);
+	end = ms() + 30000;
+	while (n == 0 && ms() < end) {
+		if (!t0 && access(argv[1], F_OK) == 0)
+			t0 = ms();	/* the kill is next */
+		n = ibv_poll_cq(v.cq, 1, &wc);
+	}
+	if (n >= 0)
+		return 1;
+	printf("ibv_poll_cq %d, %lld ms after the kill\n", n, t0 ? ms() - t0 : -1);
+	if (ibv_get_async_event(v.c, &ev))
+		return 1;
+	printf("event %s\n", ibv_event_type_str(ev.event_type));
+	ibv_ack_async_event(&ev);
+	return 0;
+}
+EOF_C
+	build poll_fatal || skip_poll=1
+fi
+
 # Last, as it kills vrdmad: ibv_asyncwatch (ibverbs-utils) waits for
 # events; dom0's death reaches it as IBV_EVENT_DEVICE_FATAL, then it ends.
-if want asyncwatch; then
-	out=$RUN/asyncwatch.out ok=0
-	timeout $T "$VR" ibv_asyncwatch >"$out" 2>&1 &
-	wpid=$!
-	for _ in $(seq 100); do grep -q "async event FD" "$out" && break; sleep 0.1; done
-	kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=
-	wait "$wpid"
-	grep -q "async event FD" "$out" && grep -q "IBV_EVENT_DEVICE_FATAL" "$out" && ok=1
-	report asyncwatch $ok "$out"
+# poll_fatal polls beside it.
+if want asyncwatch || want poll_fatal; then
+	out=$RUN/asyncwatch.out pout=$RUN/poll_fatal.out ok=0 pok=0 wpid= ppid=
+	if want asyncwatch; then
+		timeout $T "$VR" ibv_asyncwatch >"$out" 2>&1 &
+		wpid=$!
+		for _ in $(seq 100); do grep -q "async event FD" "$out" && break; sleep 0.1; done
+	fi
+	if want poll_fatal && [ -z "${skip_poll:-}" ]; then
+		rm -f "$RUN/killed"
+		timeout $T "$VR" "$RUN/poll_fatal" "$RUN/killed" >"$pout" 2>&1 &
+		ppid=$!
+		for _ in $(seq 100); do grep -q "^polling" "$pout" && break; sleep 0.1; done
+	fi
+	touch "$RUN/killed"; kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+	if [ -n "$wpid" ]; then
+		wait "$wpid"
+		grep -q "async event FD" "$out" && grep -q "IBV_EVENT_DEVICE_FATAL" "$out" && ok=1
+		report asyncwatch $ok "$out"
+	fi
+	if [ -n "$ppid" ]; then
+		wait "$ppid" && grep -q "^event local catastrophic error$" "$pout" && pok=1
+		grep "after the kill" "$pout"
+		report poll_fatal $pok "$pout"
+	fi
 fi
 
 echo "$pass passed, $fail failed${xfail:+, $xfail pending (XFAIL)}"
