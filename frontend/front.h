@@ -141,7 +141,8 @@ static inline bool vfe_is_broken(const struct vfe_dev *d)
  * device with vfe_dom0_gone(). */
 static inline bool vfe_live(const struct vfe_dev *d)
 {
-	return *__atomic_load_n(&d->live, __ATOMIC_ACQUIRE) != 0;
+	return __atomic_load_n(__atomic_load_n(&d->live, __ATOMIC_ACQUIRE),
+			       __ATOMIC_RELAXED) == VRDMA_SRING_LIVE;
 }
 /* Cold: the device is broken if dom0's byte was cleared; -EIO if broken. */
 int  vfe_dom0_gone(struct vfe_dev *d);

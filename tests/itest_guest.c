@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vrdma/vrdma.h"
 
@@ -606,15 +607,50 @@ static int client(const char *service)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Issue 12: a program that only polls one CQ while dom0 kills vrdmad
+ * must get EIO soon, not "no completion" until some time limit of its own.
+ * Prints "poll-ready", then the wall-clock time of the EIO (ms), so dom0
+ * can set it against the time it killed vrdmad.
+ */
+static int poll_dom0(int limit_s)
+{
+	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct timespec ts;
+	struct vrdma_cq *cq;
+	struct vrdma_wc wc;
+	time_t end;
+	int n = 0;
+
+	if (!dev)
+		die("vrdma_open", errno);
+	cq = vrdma_create_cq(dev, 16, NULL);
+	if (!cq)
+		die("vrdma_create_cq", errno);
+	printf("poll-ready\n");
+	end = time(NULL) + limit_s;
+	while (n == 0 && time(NULL) < end)
+		n = vrdma_poll_cq(cq, 1, &wc);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	report("poll-dom0-eio", n < 0 && errno == EIO, "poll_cq %d (%s) at %lld ms", n,
+	       n < 0 ? strerror(errno) : "no error",
+	       (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	vrdma_close(dev);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "poll-dom0"))
+		return poll_dom0(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "server"))
 		return serve(argv[2]);
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "client")) {
 		peer_node = argc == 4 ? argv[3] : NULL;
 		return client(argv[2]);
 	}
-	fprintf(stderr, "usage: itest_guest server SERVICE | client SERVICE [NODE]\n");
+	fprintf(stderr, "usage: itest_guest server SERVICE | client SERVICE [NODE] | "
+		"poll-dom0 SECONDS\n");
 	return 2;
 }

@@ -11,7 +11,8 @@
  *          the unmap-notify gets armed), allocates a channel, publishes
  *          refs + port, state = ready, then waits for dom0's kick
  *   dom0   maps, checks the guest's pattern and the liveness byte, writes
- *          its own pattern, binds, kicks; the guest checks, kicks back,
+ *          its own pattern, binds, arms its own liveness byte
+ *          (vplat_map_live) and sets it, kicks; the guest checks, kicks back,
  *          tries a share past gntalloc's limit (must fail whole, -ENOSPC)
  *          and exits WITHOUT unsharing: dom0 must see the liveness byte
  *          cleared and an event (the way vrdmad learns a guest died)
@@ -23,6 +24,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,8 @@ static int guest(uint32_t be)
 	r = vplat_chan_wait(c, SMOKE_WAIT_MS);
 	check("guest-kicked", r == 0, "%s", strerror(-r));
 	check("guest-sees-dom0", page_has(base, 2, 2), "page 2 pattern from dom0");
+	check("guest-dom0-live", sr->dom0_live == VRDMA_SRING_LIVE, "dom0_live=%u",
+	      sr->dom0_live);
 	r = vplat_notify(c);
 	check("guest-notify", r == 0, "%s", strerror(-r));
 	guest_limit(p, be);
@@ -272,6 +276,11 @@ static int dom0(uint32_t g)
 	check("dom0-bind", r == 0, "port %u: %s", port, strerror(-r));
 	if (r)
 		goto out_unmap;
+	/* Our liveness for the guest, as vrdmad arms it (gntdev unmap-notify). */
+	r = vplat_map_live(m, offsetof(struct vrdma_sring, dom0_live), c);
+	check("dom0-arm-live", r == 0, "%s", strerror(-r));
+	if (!r)
+		sr->dom0_live = VRDMA_SRING_LIVE;
 	r = vplat_notify(c);
 	check("dom0-notify", r == 0, "%s", strerror(-r));
 	r = vplat_chan_wait(c, SMOKE_WAIT_MS);
