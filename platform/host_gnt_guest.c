@@ -192,7 +192,7 @@ static void hg_live_arm(struct hg *g)
 	pthread_mutex_unlock(&g->live_lock);
 	if (g->live_pid)
 		return;
-	g->live_stop = eventfd(0, EFD_CLOEXEC);
+	g->live_stop = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (g->live_stop < 0) {
 		err = errno;
 		goto err_warn;
