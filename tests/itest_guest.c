@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vrdma/vrdma.h"
 
@@ -635,8 +636,10 @@ static int poll_dom0(int limit_s)
 	report("poll-dom0-eio", n < 0 && errno == EIO, "poll_cq %d (%s) at %lld ms", n,
 	       n < 0 ? strerror(errno) : "no error",
 	       (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-	vrdma_close(dev);
-	return failures ? 1 : 0;
+	/* No vrdma_close(): it would wait (bounded) for a backend that is
+	 * gone, and dom0 times how soon we end. */
+	fflush(stdout);
+	_exit(failures ? 1 : 0);
 }
 
 int main(int argc, char **argv)

@@ -8,7 +8,7 @@
 # the console: "VRDMA-TEST <name> PASS|FAIL|SKIP" and the final
 # "VRDMA-RIG-DONE suite=S pass=P fail=F".
 # Exit 0 iff the rig finished, nothing failed and something passed.
-# Usage: run.sh SUITE IMAGE_DIR       (check | demo | bench | smoke | prio)
+# Usage: run.sh SUITE IMAGE_DIR       (check | demo | bench | smoke | prio | live)
 # env: TIMEOUT (s, default 280), CPU (default qemu64: no SMAP), MEM, SMP,
 #      LOG (default IMAGE_DIR/boot-SUITE.log), XEN_EXTRA, DOM0_EXTRA
 #      (e.g. vrdma.diag: always print the diagnostics), QEMU_WRAP

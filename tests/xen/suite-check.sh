@@ -211,29 +211,5 @@ else
 fi
 
 # ---- f. vrdmad killed under a domU that only polls (issue 12) ----
-# Xen gives dom0 and its domUs one wall clock: the poller prints its time
-# at EIO, we take ours at the kill (busybox date may lack %N: no figure).
-ms_now() {
-	_t=$(date +%s%N)
-	case $_t in *N) echo "" ;; *) echo $((_t / 1000000)) ;; esac
-}
-np=$(du_run $D1 "timeout 150 itest_guest poll-dom0 120" poll-ready)
-if du_ready $D1 $np 60; then
-	sleep 1
-	t0=$(ms_now)
-	kill -9 $VPID
-	if du_wait $D1 $np 130; then
-		out=$(du_out $D1 $np)
-		echo "$out" | tail -n 3
-		vt_check dom0-killed-poller-eio [ "$DU_RC" = 0 ]
-		t1=$(echo "$out" | sed -n 's/^ITEST poll-dom0-eio PASS.* at \([0-9]*\) ms$/\1/p')
-		if [ -n "$t0" ] && [ -n "$t1" ]; then
-			echo "a domU that only polls saw vrdmad's kill -9 after $((t1 - t0)) ms"
-			vt_check dom0-killed-poller-soon [ $((t1 - t0)) -lt 5000 ]
-		fi
-	else
-		vt_fail dom0-killed-poller-eio "still polling 130 s after vrdmad's kill -9"
-	fi
-else
-	vt_fail dom0-killed-poller-ready "$(du_out $D1 $np | tail -n 5)"
-fi
+# Last: it ends vrdmad.  Also a suite of its own (rig.sh live build).
+. /vrdma/suite-live.sh
