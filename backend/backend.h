@@ -32,6 +32,10 @@ struct vbe_node_cfg {
 	unsigned rdma_port;
 };
 
+/* Wait (bounded) until the kernel's CSPRNG is seeded: memory keys take
+ * random bytes without ever blocking, so a daemon waits here once, at
+ * start.  0, or -ETIMEDOUT (registrations are refused until it is). */
+int  vbe_rng_wait(int timeout_ms);
 int  vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out);
 void vbe_node_free(struct vbe_node *n);	/* tears down every guest */
 

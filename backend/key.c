@@ -13,8 +13,10 @@
  * fails and REG_MR is refused with NOMEM rather than made guessable.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "log.h"
 #include "vbe.h"
@@ -76,4 +78,59 @@ int vbe_key_new(struct vbe_guest *g, uint32_t idx, uint32_t *key)
 		return 0;
 	}
 	return -EAGAIN;
+}
+
+/* The waiter's one blocking getrandom: it makes Linux (>= 5.18) seed the
+ * pool at once from CPU jitter, which a GRND_NONBLOCK caller never does
+ * (a fresh VM without a hardware RNG can go minutes without it). */
+static pthread_mutex_t vbe_seed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t vbe_seed_cond = PTHREAD_COND_INITIALIZER;
+static bool vbe_seeded;
+
+static void *vbe_seed_thread(void *arg)
+{
+	uint8_t b;
+
+	(void)arg;
+	while (getrandom(&b, 1, 0) < 0 && errno == EINTR)
+		;
+	pthread_mutex_lock(&vbe_seed_lock);
+	vbe_seeded = true;
+	pthread_cond_broadcast(&vbe_seed_cond);
+	pthread_mutex_unlock(&vbe_seed_lock);
+	return NULL;
+}
+
+int vbe_rng_wait(int timeout_ms)
+{
+	struct timespec ts;
+	pthread_attr_t at;
+	pthread_t th;
+	uint8_t b;
+	int rc = 0;
+
+	if (getrandom(&b, 1, GRND_NONBLOCK) == 1)
+		return 0;
+	vlog_info("waiting up to %d ms for the kernel's random pool (memory keys)",
+		  timeout_ms);
+	if (pthread_attr_init(&at))
+		return -ENOMEM;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = -pthread_create(&th, &at, vbe_seed_thread, NULL);
+	pthread_attr_destroy(&at);
+	if (rc)
+		return rc;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&vbe_seed_lock);
+	while (!vbe_seeded && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&vbe_seed_cond, &vbe_seed_lock, &ts);
+	rc = vbe_seeded ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&vbe_seed_lock);
+	return rc;
 }

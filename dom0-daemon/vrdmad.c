@@ -24,6 +24,7 @@
 #include "vplat.h"
 #include "vrdmad.h"
 
+#define VD_RNG_WAIT_MS		30000	/* for the kernel's random pool, at start */
 #define VD_TICK_MS		100
 #define VD_RUN_DIR_DEF		"/run/vrdma"
 #define VD_PID_NAME		"vrdmad.pid"
@@ -255,6 +256,9 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 		return err;
 	}
 	ncfg.plat = d->plat;
+	if (vbe_rng_wait(VD_RNG_WAIT_MS))
+		vlog_warn("the kernel's random pool is not ready: memory registrations"
+			  " are refused until it is");
 	err = vbe_node_new(&ncfg, &d->node);
 	if (err) {
 		vlog_err("backend node: %s", strerror(-err));
