@@ -514,6 +514,15 @@ void vfe_disconnect(struct vfe_dev *d)
 		goto out;
 	d->disconnected = true;
 	vfe_unwatch_backend(d);
+	/* Our own close: the backend's unmap clears dom0_live, which a
+	 * thread still polling must not take for dom0's death (a device
+	 * already broken keeps saying so). */
+	if (d->sring) {
+		const uint8_t *was = &d->sring->dom0_live;
+
+		__atomic_compare_exchange_n(&d->live, &was, &vfe_untracked, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
 	if (vfe_fwrite(d, "state", VRDMA_XB_CLOSING) == 0 &&
 	    vfe_back_path(d, "state", path, sizeof(path)) == 0) {
 		/* The backend unmaps before saying Closed; bounded either way. */
