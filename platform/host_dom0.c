@@ -457,17 +457,6 @@ static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
 	d->nrefused++;
 }
 
-/* The tenant of socket s: its peer's uid; "" if unknown. */
-static void hd_tenant_of(int s, char *tenant, size_t len)
-{
-	struct ucred uc;
-	socklen_t n = sizeof(uc);
-
-	tenant[0] = '\0';
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &uc, &n) == 0 && n == sizeof(uc))
-		snprintf(tenant, len, "uid%u", (unsigned)uc.uid);
-}
-
 static void hd_accept(struct hd *d)
 {
 	struct epoll_event ev = { .events = d->fds_low ? 0 : EPOLLIN };
@@ -487,7 +476,11 @@ static void hd_accept(struct hd *d)
 	/* Whose it is: fds waiting to be closed are counted per uid too
 	 * (the credentials the kernel stored at connect; no lock a guest
 	 * holds). */
-	getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl);
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || crl != sizeof(cr)) {
+		vlog_warn("platform: refusing a guest: SO_PEERCRED: %s", strerror(errno));
+		hd_fd_drop(NULL, s);
+		return;
+	}
 	a = hd_reap_new(cr.uid);
 	if (!a || hd_reap_over(a)) {
 		vlog_warn("platform: refusing a guest of uid %d: %s", (int)cr.uid,
@@ -507,12 +500,8 @@ static void hd_accept(struct hd *d)
 	g->sock = s;
 	g->reap = a;
 	g->out_tail = &g->out;
-	hd_tenant_of(s, g->tenant, sizeof(g->tenant));
-	if (!g->tenant[0]) {
-		vlog_warn("platform: refusing a guest: SO_PEERCRED: %s", strerror(errno));
-		free(g);
-		goto err_drop;
-	}
+	/* The tenant: the peer's uid (docs/tenants.md). */
+	snprintf(g->tenant, sizeof(g->tenant), "uid%u", (unsigned)cr.uid);
 	ev.data.ptr = g;
 	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, s, &ev) < 0) {
 		vlog_warn("platform: epoll: %s", strerror(errno));
