@@ -30,6 +30,9 @@ struct vbe_node_cfg {
 	 * no device (remote connects are refused UNREACH).  0 = port 18515. */
 	const char *rdma_addr;
 	unsigned rdma_port;
+	/* Connect policy file (issue 12): loaded now, rewritten at every
+	 * `vrdmactl policy` change; NULL or "" = held in memory only. */
+	const char *policy_path;
 };
 
 /* Wait (bounded) until the kernel's CSPRNG is seeded: memory keys take
@@ -76,6 +79,10 @@ int  vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out);
  * quotas summed over a tenant's guests.  May domain domid be given one
  * more device (`vrdmactl attach`)?  0, or -EUSERS with an "error:" line. */
 int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out);
+/* `vrdmactl policy [show | check F T | change...]` (docs/tenants.md):
+ * a change is saved to the policy file before it applies.  0 / -errno
+ * with an "error:" line. */
+int  vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out);
 /* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals. */
 void vbe_node_stats(struct vbe_node *n, FILE *out, int json);
 

@@ -17,9 +17,15 @@
  * Quotas (review I2): a guest holds at most 16 listeners and 32 pending
  * CONNECTs, so no guest takes a node table; and a tenant (all guests of
  * one uid or domain) at most a quarter of each (tenant.c, issue 12).
- * Service names are one node-wide namespace, first come first served.  A
- * CONN_REQUEST waits in its vbe_conn until the listener's event ring has
- * room (never dropped).
+ *
+ * Names (issue 12): each tenant group (policy.c) is a namespace of its
+ * own, so nobody can take or shadow another group's service.  A CONNECT
+ * to "svc" reaches its own group's listener, else the one listener of
+ * another group the policy lets it reach (several: refused as
+ * ambiguous); "group/svc" names the group.  The listener learns who asks
+ * (CONN_FROM: node and domain, as dom0 knows them).  A CONN_REQUEST
+ * waits in its vbe_conn until the listener's event ring has room (never
+ * dropped).
  *
  * Connector and acceptor are remembered by (domid, devid, handle), never by
  * pointer, so either side may vanish at any time.
@@ -109,21 +115,101 @@ static void vbe_cm_conn_end(struct vbe_node *n, struct vbe_conn *c, int status,
 	vbe_cm_refuse(cg, h, id, status, pdata, pdata_len);
 }
 
+/* Names that cross nodes: the hash of the name as the connector wrote
+ * it, bare ("svc") or qualified ("group/svc"). */
+uint32_t vbe_cm_svc_hash(const char *group, const char *svc)
+{
+	char full[2 * VRDMA_NAME_MAX + 2];
+
+	if (!group)
+		return vbe_policy_hash(svc);
+	snprintf(full, sizeof(full), "%s/%s", group, svc);
+	return vbe_policy_hash(full);
+}
+
+/*
+ * The listener a CONNECT from group hg reaches: by name (svc, from this
+ * node) or by hash (hsvc, from another).  Its own group's, or a
+ * qualified name's, first; else the only one of another group the policy
+ * allows.  VRDMA_CS_OK with *out, NOENT (none, or several: ambiguous),
+ * ACCESS (only listeners the policy keeps it from).
+ */
+int vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hsvc,
+		   struct vbe_listener **out)
+{
+	const char *slash = svc ? strchr(svc, '/') : NULL;
+	struct vbe_listener *first = NULL, *other = NULL;
+	unsigned nother = 0, denied = 0;
+	uint32_t i;
+
+	*out = NULL;
+	for (i = 0; i < VBE_MAX_LISTENERS; i++) {
+		struct vbe_listener *l = &n->lis[i];
+		const char *grp;
+		uint32_t lg;
+		bool qual;
+
+		if (!l->s.used)
+			continue;
+		grp = vbe_policy_group(n, l->tenant);
+		lg = vbe_policy_hash(grp);
+		if (slash) {
+			qual = (size_t)(slash - svc) == strlen(grp) &&
+			       !strncmp(svc, grp, (size_t)(slash - svc)) &&
+			       !strcmp(l->service, slash + 1);
+			if (!qual)
+				continue;
+		} else if (svc) {
+			if (strcmp(l->service, svc))
+				continue;
+			qual = false;
+		} else {
+			qual = vbe_cm_svc_hash(grp, l->service) == hsvc;
+			if (!qual && vbe_cm_svc_hash(NULL, l->service) != hsvc)
+				continue;
+		}
+		if (!vbe_policy_allow(n, hg, lg)) {
+			denied++;
+			continue;
+		}
+		if (qual || lg == hg) {
+			if (!first)
+				first = l;
+		} else {
+			other = l;
+			nother++;
+		}
+	}
+	if (first || nother == 1) {
+		*out = first ? first : other;
+		return VRDMA_CS_OK;
+	}
+	if (nother > 1) {
+		vlog_info("backend: connect to service '%.31s': %u groups listen on it; "
+			  "name one as group/service", svc ? svc : "(remote)", nother);
+		return VRDMA_CS_NOENT;
+	}
+	return denied ? VRDMA_CS_ACCESS : VRDMA_CS_NOENT;
+}
+
 int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 {
 	struct vbe_node *n = g->node;
 	const char *svc = r->u.listen.service;
+	uint32_t i, hg = vbe_policy_ghash(n, g->tenant);
 	struct vbe_listener *l;
-	uint32_t i;
-
 	unsigned mine = 0;
 
-	if (!vbe_cm_name_ok(svc, false))
+	/* '/' is how a connector names another group's service. */
+	if (!vbe_cm_name_ok(svc, false) || strchr(svc, '/'))
 		return VRDMA_CS_INVAL;
 	for (i = 0; i < VBE_MAX_LISTENERS; i++) {
 		if (!n->lis[i].s.used)
 			continue;
-		if (!strcmp(n->lis[i].service, svc))
+		/* Taken only within its group: a squatter elsewhere is no one's
+		 * concern but its own group's. */
+		if (!strcmp(n->lis[i].service, svc) &&
+		    vbe_policy_ghash(n, n->lis[i].tenant) == hg)
 			return VRDMA_CS_EXIST;
 		mine += vbe_cm_mine(g, n->lis[i].domid, n->lis[i].devid);
 	}
@@ -176,6 +262,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	struct vbe_guest *lg;
 	unsigned mine = 0, backlog = 0;
 	uint32_t i, li;
+	int st;
 
 	(void)out;
 	if (!qp)
@@ -189,11 +276,12 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	late->e.handle = qp->handle;
 	if (c->node[0] && strcmp(c->node, n->name))
 		return vbe_rcm_connect(g, qp, c, late);
-	for (i = 0; i < VBE_MAX_LISTENERS && !l; i++)
-		if (n->lis[i].s.used && !strcmp(n->lis[i].service, c->service))
-			l = &n->lis[i];
-	if (!l)
-		return VRDMA_CS_NOENT;
+	st = vbe_cm_resolve(n, vbe_policy_ghash(n, g->tenant), c->service, 0, &l);
+	if (st == VRDMA_CS_ACCESS)
+		vlog_info("guest %u (tenant %s): connect to '%.31s' refused by policy",
+			  g->domid, g->tenant, c->service);
+	if (st)
+		return st;
 	li = l->handle & 0xffff;
 	for (i = 0; i < VBE_MAX_CONNS; i++) {
 		struct vbe_conn *x = &n->conns[i];
@@ -227,6 +315,9 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	memcpy(cn->pdata, c->pdata, c->pdata_len);
 	cn->delivered = false;
 	memcpy(cn->tenant, g->tenant, sizeof(cn->tenant));
+	memcpy(cn->from_node, n->name, sizeof(cn->from_node));
+	cn->from_domid = g->domid;
+	cn->from_devid = g->devid;
 	cn->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
 	qp->state = VBE_QPS_CONNECTING;
 	qp->conn_id = cn->id;
@@ -257,7 +348,7 @@ void vbe_cm_late(struct vbe_node *n, struct vbe_late *late)
 void vbe_cm_deliver(struct vbe_guest *g)
 {
 	struct vbe_node *n = g->node;
-	struct vrdma_evt e;
+	struct vrdma_evt e, f;
 
 	while (g->nconnq && !g->dead) {
 		struct vbe_conn *c = NULL;
@@ -282,8 +373,21 @@ void vbe_cm_deliver(struct vbe_guest *g)
 		e.u.conn.peer_qpn = c->qpn;
 		e.u.conn.pdata_len = c->pdata_len;
 		memcpy(e.u.conn.pdata, c->pdata, c->pdata_len);
-		if (vbe_evt_post(g, &e, false))
+		if (g->conn_from) {
+			/* Who asks, then the request: both or neither. */
+			memset(&f, 0, sizeof(f));
+			f.type = VRDMA_EVT_CONN_FROM;
+			f.handle = e.handle;
+			f.id = e.id;
+			memcpy(f.u.from.node, c->from_node, sizeof(f.u.from.node));
+			f.u.from.node[VRDMA_NAME_MAX - 1] = '\0';
+			f.u.from.domid = c->from_domid;
+			f.u.from.devid = c->from_devid;
+			if (vbe_evt_post2(g, &f, &e))
+				return;
+		} else if (vbe_evt_post(g, &e, false)) {
 			return;
+		}
 		c->delivered = true;
 		g->nconnq--;
 	}

@@ -129,6 +129,15 @@ static void vbe_qpn_bind_one(struct vbe_qp *qp, const struct vbe_guest *pg,
 	vbe_sched_held(pg->node, qp);
 }
 
+/* A binding has no direction: either group may reach the other. */
+static bool vbe_qpn_policy_ok(const struct vbe_guest *g, const struct vbe_guest *pg)
+{
+	uint32_t a = vbe_policy_ghash(g->node, g->tenant);
+	uint32_t b = vbe_policy_ghash(g->node, pg->tenant);
+
+	return vbe_policy_allow(g->node, a, b) || vbe_policy_allow(g->node, b, a);
+}
+
 /* qp named its peer: bind both if the peer named qp too. */
 static void vbe_qpn_try_bind(struct vbe_guest *g, struct vbe_qp *qp)
 {
@@ -137,7 +146,8 @@ static void vbe_qpn_try_bind(struct vbe_guest *g, struct vbe_qp *qp)
 
 	if (!pqp || !pqp->vwait || pqp->state != VBE_QPS_CONNECTING ||
 	    pqp->peer_qpn != qp->qpn ||
-	    memcmp(pqp->peer_gid, g->node->gid, sizeof(pqp->peer_gid)))
+	    memcmp(pqp->peer_gid, g->node->gid, sizeof(pqp->peer_gid)) ||
+	    !vbe_qpn_policy_ok(g, pg))	/* the policy changed meanwhile */
 		return;
 	vbe_qpn_bind_one(qp, pg, pqp);
 	vbe_qpn_bind_one(pqp, g, qp);
@@ -165,11 +175,19 @@ static int vbe_qpn_rtr(struct vbe_guest *g, struct vbe_qp *qp,
 		       const struct vrdma_cmd_modify_qp *m)
 {
 	struct vbe_node *n = g->node;
+	struct vbe_guest *pg;
 	int st;
 
 	if (qp->state != VBE_QPS_RESET || qp->conn_id || !m->dest_qpn ||
 	    m->dest_qpn >= 1u << 24)
 		return VRDMA_CS_INVAL;
+	/* A QP of this node the policy keeps us from: refused now. */
+	if (!memcmp(m->dest_gid, n->gid, sizeof(n->gid)) &&
+	    vbe_qpn_find(n, m->dest_qpn, &pg) && !vbe_qpn_policy_ok(g, pg)) {
+		vlog_info("guest %u (tenant %s): binding to QP %u of tenant %s refused by "
+			  "policy", g->domid, g->tenant, m->dest_qpn, pg->tenant);
+		return VRDMA_CS_ACCESS;
+	}
 	vbe_qpn_wait(g, qp, m->dest_gid, m->dest_qpn);
 	if (!memcmp(m->dest_gid, n->gid, sizeof(n->gid))) {
 		vbe_qpn_try_bind(g, qp);

@@ -24,6 +24,7 @@
  * conn slot + 1 with the top bit set for a request awaiting its guest).
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <string.h>
 
@@ -90,6 +91,8 @@ int vbe_rcm_start(struct vbe_guest *g, struct vbe_qp *qp, const struct sockaddr 
 	vq->hello.pd = (uint16_t)qp->pd;
 	vq->hello.qpn = qp->qpn;
 	vq->hello.rkt_rkey = vq->vg->rkt_mr->rkey;
+	vq->hello.group = vbe_policy_ghash(g->node, g->tenant);
+	vq->hello.domid = g->domid;
 	err = rdma_create_id(vx->ech, &vq->id,
 			     (void *)(uintptr_t)vbe_handle(&vq->s, (uint32_t)(vq - vx->qps)),
 			     RDMA_PS_TCP);
@@ -140,7 +143,8 @@ int vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 			return VRDMA_CS_OK;
 	}
 	memset(&h, 0, sizeof(h));
-	h.svc_hash = vbe_vx_svc_hash(c->service);
+	/* "svc" or "group/svc": the listener's node resolves the hash. */
+	h.svc_hash = vbe_policy_hash(c->service);
 	h.pdata_len = c->pdata_len;
 	memcpy(h.pdata, c->pdata, c->pdata_len);
 	err = vbe_rcm_start(g, qp, res->ai_addr, &h);
@@ -205,6 +209,32 @@ static void vbe_rcm_route_ok(struct vbe_vx *vx, struct vbe_vqp *vq)
 		vbe_rcm_refuse(vx, vq, VRDMA_CS_UNREACH, NULL, 0);
 }
 
+/* May g's QP be connected to a guest of group `peer` on another node?
+ * A service connect goes from g to the peer; a binding has no direction,
+ * so either way will do. */
+bool vbe_rcm_policy_ok(const struct vbe_guest *g, uint32_t peer, bool binding)
+{
+	uint32_t mine = vbe_policy_ghash(g->node, g->tenant);
+
+	return vbe_policy_allow(g->node, mine, peer) ||
+	       (binding && vbe_policy_allow(g->node, peer, mine));
+}
+
+/* The connecting node as a listener is told: its RDMA address. */
+static void vbe_rcm_peer_name(struct rdma_cm_id *id, char name[VRDMA_NAME_MAX])
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+
+	name[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, name, VRDMA_NAME_MAX);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, name,
+			  VRDMA_NAME_MAX);
+	if (!name[0])
+		snprintf(name, VRDMA_NAME_MAX, "remote");
+}
+
 static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 				const void *pd, size_t pd_len)
 {
@@ -225,6 +255,13 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) ||
 	    (qp->vwait && h.qpn != qp->peer_qpn)) {
 		vbe_rcm_refuse(vx, vq, VRDMA_CS_UNREACH, NULL, 0);
+		return;
+	}
+	/* Our side of the policy (the peer's node checked its own). */
+	if (!vbe_rcm_policy_ok(g, h.group, qp->vwait)) {
+		vlog_info("guest %u (tenant %s): connection to a remote group refused by "
+			  "policy", g->domid, g->tenant);
+		vbe_rcm_refuse(vx, vq, VRDMA_CS_ACCESS, NULL, 0);
 		return;
 	}
 	vq->state = VBE_VQ_UP;
@@ -274,8 +311,10 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	struct vbe_conn *cn = NULL;
 	struct vbe_vx_hello h;
 	struct vbe_guest *lg;
-	unsigned backlog = 0;
+	unsigned backlog = 0, from = 0;
+	char peer[VRDMA_NAME_MAX];
 	uint32_t i, li;
+	int st;
 
 	if (!vbe_vx_hello_unpack(pd, pd_len, &h) && h.dest_qpn) {
 		vbe_rqpn_request(vx, id, &h);
@@ -285,11 +324,13 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
-	for (i = 0; i < VBE_MAX_LISTENERS && !l; i++)
-		if (n->lis[i].s.used && vbe_vx_svc_hash(n->lis[i].service) == h.svc_hash)
-			l = &n->lis[i];
-	if (!l) {
-		vbe_rcm_reject_id(id, VRDMA_CS_NOENT, NULL, 0);
+	vbe_rcm_peer_name(id, peer);
+	st = vbe_cm_resolve(n, h.group, NULL, h.svc_hash, &l);
+	if (st) {
+		if (st == VRDMA_CS_ACCESS)
+			vlog_info("rdma: request from %s (domain %u): refused by policy",
+				  peer, h.domid);
+		vbe_rcm_reject_id(id, st, NULL, 0);
 		return;
 	}
 	li = l->handle & 0xffff;
@@ -300,9 +341,13 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 			continue;
 		}
 		backlog += n->conns[i].lis == li;
+		from += n->conns[i].domid == VBE_DOMID_REMOTE &&
+			!strcmp(n->conns[i].from_node, peer);
 	}
 	lg = vbe_node_guest(n, l->domid, l->devid);
-	if (!cn || backlog >= VBE_LISTEN_BACKLOG || !lg || lg->dead || !lg->connected) {
+	/* No other node holds more than its share of the table either. */
+	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE || !lg ||
+	    lg->dead || !lg->connected) {
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -316,6 +361,9 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	cn->pdata_len = h.pdata_len;
 	memcpy(cn->pdata, h.pdata, h.pdata_len);
 	cn->delivered = false;
+	memcpy(cn->from_node, peer, sizeof(cn->from_node));
+	cn->from_domid = h.domid;
+	cn->from_devid = 0;
 	cn->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
 	vx->rconn[i].id = id;
 	vx->rconn[i].hello = h;
@@ -368,6 +416,8 @@ int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id 
 	mine.pd = (uint16_t)qp->pd;
 	mine.qpn = qp->qpn;
 	mine.rkt_rkey = vq->vg->rkt_mr->rkey;
+	mine.group = vbe_policy_ghash(g->node, g->tenant);
+	mine.domid = g->domid;
 	mine.pdata_len = pdata_len;
 	memcpy(mine.pdata, pdata, pdata_len);
 	len = vbe_vx_hello_pack(&mine, buf, sizeof(buf));

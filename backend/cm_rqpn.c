@@ -21,8 +21,7 @@
 #include "verbs.h"
 #include "target.h"
 
-/* Binding REQs waiting for their QP's RTR: from one node, to one guest. */
-#define VBE_RQPN_PER_NODE	64
+/* Binding REQs waiting for their QP's RTR: to one guest. */
 #define VBE_RQPN_PER_GUEST	32
 
 static bool vbe_rqpn_v4(const uint8_t gid[16], struct sockaddr_in *sin)
@@ -137,6 +136,12 @@ void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe
 	qp = vbe_qpn_find(vx->node, h->dest_qpn, &g);
 	if (!qp || (qp->state != VBE_QPS_RESET && !vbe_rqpn_match(qp, gid, h->qpn))) {
 		vbe_rqpn_reject(id, VRDMA_CS_NOENT);
+		return;
+	}
+	if (!vbe_rcm_policy_ok(g, h->group, true)) {
+		vlog_info("guest %u (tenant %s): binding from a remote group refused by "
+			  "policy", g->domid, g->tenant);
+		vbe_rqpn_reject(id, VRDMA_CS_ACCESS);
 		return;
 	}
 	if (qp->state != VBE_QPS_RESET) {

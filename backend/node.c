@@ -212,6 +212,12 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		free(n);
 		return -ENOMEM;
 	}
+	err = vbe_policy_new(n, cfg->policy_path);
+	if (err) {
+		free(n->qpn_map);
+		free(n);
+		return err;
+	}
 	/* No device is no error: remote connects are refused UNREACH. */
 	err = vbe_vx_open(n, cfg);
 	if (err)
@@ -230,6 +236,7 @@ err_tenant:
 	vbe_tenant_unwatch(n);
 err_vx:
 	vbe_vx_close(n);
+	vbe_policy_free(n);
 	free(n->qpn_map);
 	free(n);
 	return err;
@@ -250,6 +257,7 @@ void vbe_node_free(struct vbe_node *n)
 	}
 	vbe_vx_close(n);
 	vbe_qpn_fini(n);
+	vbe_policy_free(n);
 	free(n->qpn_map);
 	free(n);
 }

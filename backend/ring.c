@@ -82,6 +82,23 @@ int vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd)
 	return -ENOSPC;
 }
 
+/* Two events back to back (CONN_FROM, CONN_REQUEST), or neither:
+ * -ENOSPC while the ring has not room for both and a command's result. */
+int vbe_evt_post2(struct vbe_guest *g, const struct vrdma_evt *a, const struct vrdma_evt *b)
+{
+	uint32_t space;
+
+	if (g->dead || !g->connected)
+		return -EPIPE;
+	if (vbe_evt_space(g, &space))
+		return -EPROTO;
+	if (space <= 2)
+		return -ENOSPC;
+	vbe_evt_put(g, a);
+	vbe_evt_put(g, b);
+	return 0;
+}
+
 /* End of a batch: publish events and CQEs, one notification at most. */
 void vbe_ring_flush(struct vbe_guest *g)
 {

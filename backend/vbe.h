@@ -12,6 +12,7 @@
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
+ *   policy.c     connect policy: tenant groups, allow/deny rules, its file
  *   cmd.c        the commands of wire.h
  *   key.c        memory keys: random keys in random free key slots (getrandom)
  *   srq.c        shared receive queues
@@ -273,6 +274,7 @@ struct vbe_guest {
 	int state;			/* our XenbusState */
 	int front_state;
 	bool watching, seen;
+	bool conn_from;			/* frontend takes VRDMA_EVT_CONN_FROM */
 	bool dead;			/* disabled: rings no longer read */
 	bool released;			/* dead and resources dropped */
 	bool connected, kick;
@@ -341,6 +343,8 @@ struct vbe_conn {
 	uint8_t pdata[VRDMA_PDATA_MAX];
 	bool delivered;			/* CONN_REQUEST is on the listener's ring */
 	char tenant[VPLAT_TENANT_NAME];	/* the connector's; "" from another node */
+	char from_node[VRDMA_NAME_MAX];	/* CONN_FROM: its node (name or address) */
+	uint32_t from_domid, from_devid;
 	int64_t deadline;
 };
 
@@ -369,6 +373,7 @@ struct vbe_node {
 	void *fd_arg;
 	struct vbe_guest *guests;
 	struct vbe_tenant *tenants;	/* of the guests, issue 12 */
+	struct vbe_policy *pol;		/* connect policy (policy.c) */
 	uint32_t next_qpn;
 	uint64_t next_conn_id;
 	int64_t now_ms;
@@ -487,6 +492,7 @@ void vbe_xb_tick(struct vbe_guest *g);		/* domain gone? remove its dir */
 int  vbe_ring_poll(struct vbe_guest *g);
 void vbe_ring_flush(struct vbe_guest *g);
 int  vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd);
+int  vbe_evt_post2(struct vbe_guest *g, const struct vrdma_evt *a, const struct vrdma_evt *b);
 int  vbe_guest_fatal(struct vbe_guest *g, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -652,6 +658,14 @@ int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 
+/* policy.c: groups compared by hash of name (what crosses nodes). */
+int  vbe_policy_new(struct vbe_node *n, const char *path);	/* loads the file */
+void vbe_policy_free(struct vbe_node *n);
+uint32_t vbe_policy_hash(const char *name);			/* never 0 */
+const char *vbe_policy_group(const struct vbe_node *n, const char *tenant);
+uint32_t vbe_policy_ghash(const struct vbe_node *n, const char *tenant);
+bool vbe_policy_allow(const struct vbe_node *n, uint32_t from, uint32_t to);
+
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
 /* srq.c */
@@ -667,6 +681,9 @@ struct vbe_late {
 	int conn;			/* conn slot for a CONN_REQUEST, else -1 */
 };
 int  vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
+uint32_t vbe_cm_svc_hash(const char *group, const char *svc);	/* NULL group: bare */
+int  vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hsvc,
+		    struct vbe_listener **out);
 int  vbe_cm_unlisten(struct vbe_guest *g, const struct vrdma_req *r);
 int  vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out,
 		    struct vbe_late *late);

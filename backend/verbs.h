@@ -42,6 +42,9 @@
 #define VBE_VX_POLL_CQES	256	/* device CQEs per node poll */
 #define VBE_VX_RKT_CACHE	8	/* translated rkeys per QP */
 #define VBE_VX_RD_ATOM		4	/* outstanding READ/atomics */
+/* Requests waiting for an answer from one other node (services and
+ * bindings each): no node takes more than its share of the tables. */
+#define VBE_RQPN_PER_NODE	64
 #define VBE_VX_ACK_TIMEOUT	14	/* 4.096 us << 14 = 67 ms, as perftest */
 /* Bytes of send WRs on the device per QP (at least one WR): enough for
  * the bandwidth-delay product of any RNIC, small enough that Soft-RoCE
@@ -52,20 +55,24 @@
 
 uint8_t  vbe_vx_status(int ibv_wc_status);
 int      vbe_vx_access(uint32_t vrdma_acc);
-uint64_t vbe_vx_svc_hash(const char *service);
 
 /* Private data, little endian, fits rdma_cm's 56-byte REQ limit:
- *   0 u8 magic | 1 u8 pdata_len | 2 u16 pd | 4 u32 qpn | 8 u32 rkt rkey
- *   12 u64 service hash (0 in a reply or a binding)
- *   20 u32 dest qpn (a binding: the QP named by MODIFY_QP RTR; else 0)
+ *   0 u8 magic | 1 u8 pdata_len, bit 7: a binding | 2 u16 pd
+ *   4 u32 qpn | 8 u32 rkt rkey
+ *   12 u32 a binding: dest qpn (the QP named by MODIFY_QP RTR); else the
+ *          service's hash (vbe_cm_svc_hash; 0 in a reply)
+ *   16 u32 the sender's guest's tenant group (vbe_policy_hash of its name)
+ *   20 u32 the sender's guest's domain
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-/* 0xa4: keys are tag19 << 13 | key slot (key table of 8192 entries);
- * 0xa3 had tag24 << 8 | index (256 entries), 0xa2 index << 8 | gen8,
- * 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a cluster
- * run one version, and an old peer would read the other's key table
- * wrongly. */
-#define VBE_VX_PD_MAGIC		0xa4
+/* 0xa5: the group and domain (connect policy, issue 12), a 32-bit
+ * service hash; 0xa4 keys tag19 << 13 | key slot (key table of 8192
+ * entries), 0xa3 tag24 << 8 | index (256 entries), 0xa2 index << 8 |
+ * gen8, 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a
+ * cluster run one version, and an old peer would read the other's key
+ * table wrongly. */
+#define VBE_VX_PD_MAGIC		0xa5
+#define VBE_VX_HELLO_BIND	0x80
 #define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4
@@ -76,8 +83,10 @@ struct vbe_vx_hello {
 	uint16_t pd;			/* vbe PD index of the guest QP */
 	uint32_t qpn;			/* guest QP number */
 	uint32_t rkt_rkey;		/* device rkey of the key table */
-	uint64_t svc_hash;		/* service connect; 0 for a binding */
+	uint32_t svc_hash;		/* service connect; 0 for a binding */
 	uint32_t dest_qpn;		/* binding by QP number (cm_rqpn.c), else 0 */
+	uint32_t group;			/* sender's tenant group, by hash */
+	uint32_t domid;			/* sender's guest */
 	uint32_t pdata_len;
 	uint8_t  pdata[VRDMA_PDATA_MAX];
 };
@@ -263,6 +272,7 @@ int  vbe_rcm_start(struct vbe_guest *g, struct vbe_qp *qp, const struct sockaddr
 int  vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id *id,
 		       const struct vbe_vx_hello *h, const uint8_t *pdata,
 		       uint32_t pdata_len, bool *taken);
+bool vbe_rcm_policy_ok(const struct vbe_guest *g, uint32_t peer, bool binding);
 
 /* cm_rqpn.c: binding QPs of two nodes by number (MODIFY_QP RTR) */
 void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id,

@@ -66,20 +66,6 @@ int vbe_vx_access(uint32_t acc)
 	return f;
 }
 
-/* FNV-1a over the NUL-padded name: the REQ has no room for 32 bytes of
- * name beside 32 bytes of guest pdata.  Never 0 (0 marks a reply). */
-uint64_t vbe_vx_svc_hash(const char *service)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i, len = strnlen(service, VRDMA_NAME_MAX);
-
-	for (i = 0; i < len; i++) {
-		h ^= (uint8_t)service[i];
-		h *= 0x100000001b3ull;
-	}
-	return h ? h : 1;
-}
-
 static void vbe_put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
@@ -118,17 +104,18 @@ int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
 {
 	size_t need = VBE_VX_HELLO_HDR + h->pdata_len;
 
-	if (h->pdata_len > VRDMA_PDATA_MAX)
+	if (h->pdata_len > VRDMA_PDATA_MAX || (h->svc_hash && h->dest_qpn))
 		return -EINVAL;
 	if (len < need)
 		return -ENOSPC;
 	buf[0] = VBE_VX_PD_MAGIC;
-	buf[1] = (uint8_t)h->pdata_len;
+	buf[1] = (uint8_t)(h->pdata_len | (h->dest_qpn ? VBE_VX_HELLO_BIND : 0));
 	vbe_put16(buf + 2, h->pd);
 	vbe_put32(buf + 4, h->qpn);
 	vbe_put32(buf + 8, h->rkt_rkey);
-	vbe_put64(buf + 12, h->svc_hash);
-	vbe_put32(buf + 20, h->dest_qpn);
+	vbe_put32(buf + 12, h->dest_qpn ? h->dest_qpn : h->svc_hash);
+	vbe_put32(buf + 16, h->group);
+	vbe_put32(buf + 20, h->domid);
 	memcpy(buf + VBE_VX_HELLO_HDR, h->pdata, h->pdata_len);
 	return (int)need;
 }
@@ -138,20 +125,27 @@ int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
 int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
 {
 	const uint8_t *p = buf;
+	uint32_t word, plen;
 
 	memset(h, 0, sizeof(*h));
 	if (!p || len < VBE_VX_HELLO_HDR || p[0] != VBE_VX_PD_MAGIC)
 		return -EPROTO;
-	if (p[1] > VRDMA_PDATA_MAX || len < VBE_VX_HELLO_HDR + (size_t)p[1])
+	plen = p[1] & ~VBE_VX_HELLO_BIND;
+	if (plen > VRDMA_PDATA_MAX || len < VBE_VX_HELLO_HDR + (size_t)plen)
 		return -EPROTO;
-	h->pdata_len = p[1];
+	h->pdata_len = plen;
 	h->pd = vbe_get16(p + 2);
 	h->qpn = vbe_get32(p + 4);
 	h->rkt_rkey = vbe_get32(p + 8);
-	h->svc_hash = vbe_get64(p + 12);
-	h->dest_qpn = vbe_get32(p + 20);
-	if (!h->qpn || h->qpn >= 1u << 24 || h->dest_qpn >= 1u << 24 ||
-	    (h->svc_hash && h->dest_qpn)) {
+	word = vbe_get32(p + 12);
+	if (p[1] & VBE_VX_HELLO_BIND)
+		h->dest_qpn = word;
+	else
+		h->svc_hash = word;
+	h->group = vbe_get32(p + 16);
+	h->domid = vbe_get32(p + 20);
+	if (!h->qpn || h->qpn >= 1u << 24 || h->dest_qpn >= 1u << 24 || !h->group ||
+	    ((p[1] & VBE_VX_HELLO_BIND) && !h->dest_qpn)) {
 		memset(h, 0, sizeof(*h));
 		return -EPROTO;
 	}
@@ -188,7 +182,8 @@ int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
 	*status = vbe_get16(p + 2);
 	/* Only statuses a listener side sends; anything else is noise. */
 	if (*status != VRDMA_CS_REFUSED && *status != VRDMA_CS_NOENT &&
-	    *status != VRDMA_CS_TIMEDOUT && *status != VRDMA_CS_NOMEM)
+	    *status != VRDMA_CS_TIMEDOUT && *status != VRDMA_CS_NOMEM &&
+	    *status != VRDMA_CS_ACCESS)
 		*status = VRDMA_CS_REFUSED;
 	*pdata_len = p[1];
 	memcpy(pdata, p + VBE_VX_REJ_HDR, p[1]);

@@ -169,7 +169,7 @@ static int vbe_xb_read_opt(struct vbe_guest *g, const char *key, uint32_t *val)
 static int vbe_xb_connect(struct vbe_guest *g)
 {
 	uint32_t ver = VRDMA_WIRE_VERSION, req_order = VRDMA_REQ_RING_ORDER_DEF;
-	uint32_t evt_order = VRDMA_EVT_RING_ORDER_DEF, pages, port, i;
+	uint32_t evt_order = VRDMA_EVT_RING_ORDER_DEF, pages, port, i, conn_from = 0;
 	uint32_t refs[64];
 	struct vplat *plat = g->node->plat;
 	struct vrdma_sring hdr;
@@ -199,6 +199,10 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	}
 	if (vbe_xb_read_u32(g, "event-channel", &port))
 		return vbe_xb_refuse(g, "missing or bad event-channel");
+	/* Issue 12: the frontend takes CONN_FROM before each CONN_REQUEST. */
+	if (vbe_xb_read_opt(g, "feature-conn-from", &conn_from) || conn_from > 1)
+		return vbe_xb_refuse(g, "bad feature-conn-from");
+	g->conn_from = conn_from;
 	/* Devices of one tenant (issue 12): a domain's, or a uid's processes. */
 	if (vbe_tenant_check(g, VBE_TQ_GUESTS))
 		return vbe_xb_refuse(g, "tenant %s has its limit of connected devices",

@@ -166,6 +166,12 @@ static void vd_cmd_stats(struct vd_daemon *d, int argc, char **argv, FILE *out)
 	vbe_node_stats(d->node, out, json);
 }
 
+/* Issue 12: policy [show | check FROM TO | change...] (docs/tenants.md). */
+static void vd_cmd_policy(struct vd_daemon *d, int argc, char **argv, FILE *out)
+{
+	vbe_node_policy(d->node, argc - 1, argv + 1, out);
+}
+
 static const struct vd_cmd vd_cmds[] = {
 	{ "set", vd_cmd_set },
 	{ "get", vd_cmd_get },
@@ -175,6 +181,7 @@ static const struct vd_cmd vd_cmds[] = {
 	{ "ping", vd_cmd_ping },
 	{ "attach", vd_cmd_attach },
 	{ "detach", vd_cmd_detach },
+	{ "policy", vd_cmd_policy },
 };
 
 void vd_cmd_handle(void *arg, const char *line, FILE *out)

@@ -264,20 +264,13 @@ static int vc_cmd_dev(struct vc_opts *o, int argc, char **argv)
 
 /* set|get <vm> [key=value...]: the words go to vrdmad as they are; it
  * checks every value (the same check as for keys written in xenstore). */
-static int vc_cmd_prio(struct vc_opts *o, int argc, char **argv)
+/* Words -> one request line (no word may hold a blank). */
+static int vc_join(struct vc_opts *o, int argc, char **argv)
 {
 	char req[240];
-	size_t len;
+	size_t len = 0;
 	int i, n;
 
-	if (argc < 2 || (!strcmp(argv[0], "get") && argc != 2) ||
-	    (!strcmp(argv[0], "set") && argc < 3)) {
-		fprintf(stderr, "%s: usage: %s %s\n", prog, prog, !strcmp(argv[0], "get") ?
-			"get <vm>" : "set <vm> weight=N class=high|normal|low "
-			"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N]");
-		return 1;
-	}
-	len = 0;
 	for (i = 0; i < argc; i++) {
 		if (!argv[i][0] || strpbrk(argv[i], " \t\n")) {
 			fprintf(stderr, "%s: %s: bad word '%s'\n", prog, argv[0], argv[i]);
@@ -291,6 +284,24 @@ static int vc_cmd_prio(struct vc_opts *o, int argc, char **argv)
 		len += (size_t)n;
 	}
 	return vc_request(o, req);
+}
+
+static int vc_cmd_prio(struct vc_opts *o, int argc, char **argv)
+{
+	if (argc < 2 || (!strcmp(argv[0], "get") && argc != 2) ||
+	    (!strcmp(argv[0], "set") && argc < 3)) {
+		fprintf(stderr, "%s: usage: %s %s\n", prog, prog, !strcmp(argv[0], "get") ?
+			"get <vm>" : "set <vm> weight=N class=high|normal|low "
+			"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N]");
+		return 1;
+	}
+	return vc_join(o, argc, argv);
+}
+
+/* policy [words]: passed on as they are; vrdmad checks them. */
+static int vc_cmd_policy(struct vc_opts *o, int argc, char **argv)
+{
+	return vc_join(o, argc, argv);
 }
 
 static int vc_cmd_stats(struct vc_opts *o, int argc, char **argv)
@@ -400,6 +411,9 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name); "
 	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N qps=N mem=B, "
 	  "get tenants" },
+	{ "policy", vc_cmd_policy, "[args]", "connect policy: show; check FROM TO; default "
+	  "open|tenant; group G T..; ungroup T..; allow|deny FROM TO; remove allow|deny "
+	  "FROM TO; clear" },
 	{ "stats", vc_cmd_stats, "[-j]", "per-guest traffic, queue delay, throttling, refusals" },
 	{ "top", vc_cmd_top, "[-n N]", "stats refreshed every second (q or Ctrl-C ends)" },
 	{ "help", vc_cmd_help, "", "this text" },

@@ -40,6 +40,7 @@ static void vd_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: vrdmad [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none] [-p port]\n"
+		"              [-P policy_file]\n"
 		"              [--spin-us N] [--rt-prio N]\n"
 		"  -f, --foreground   stay in the foreground (the default)\n"
 		"  -S, --run-dir DIR  socket directory (env VRDMA_RUN_DIR, else %s)\n"
@@ -49,6 +50,10 @@ static void vd_usage(FILE *f)
 		"  -R, --rdma none    no RDMA device: connects to other nodes are refused\n"
 		"  -p, --rdma-port P  rdma_cm port, the same on every node (env\n"
 		"                     VRDMA_RDMA_PORT, default %u)\n"
+		"  -P, --policy FILE  connect policy, loaded at start and rewritten by\n"
+		"                     `vrdmactl policy` (env VRDMA_POLICY; default: none,\n"
+		"                     held in memory; the packaged unit passes\n"
+		"                     /var/lib/vrdma/policy)\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
@@ -212,6 +217,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	struct vbe_node_cfg ncfg = {
 		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
 		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
+		.policy_path = d->policy_path,
 	};
 	int err;
 
@@ -352,6 +358,7 @@ int main(int argc, char **argv)
 		{ "rdma-addr", required_argument, NULL, 'a' },
 		{ "rdma", required_argument, NULL, 'R' },
 		{ "rdma-port", required_argument, NULL, 'p' },
+		{ "policy", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -365,9 +372,11 @@ int main(int argc, char **argv)
 
 	if (getenv("VRDMA_RDMA_ADDR"))
 		vd_rdma_addr = getenv("VRDMA_RDMA_ADDR");
+	if (getenv("VRDMA_POLICY") && *getenv("VRDMA_POLICY"))
+		d.policy_path = getenv("VRDMA_POLICY");
 	if (getenv("VRDMA_RDMA_PORT") && vd_parse_port(getenv("VRDMA_RDMA_PORT")))
 		return 1;
-	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:P:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			break;
@@ -393,6 +402,9 @@ int main(int argc, char **argv)
 		case 'p':
 			if (vd_parse_port(optarg))
 				return 1;
+			break;
+		case 'P':
+			d.policy_path = strcmp(optarg, "none") ? optarg : NULL;
 			break;
 		case 's':
 			errno = 0;

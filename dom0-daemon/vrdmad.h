@@ -21,6 +21,7 @@ struct vd_daemon {
 	int64_t plat_err_ms;	/* last logged vplat_process error */
 	const char *run_dir;
 	const char *node_name;
+	const char *policy_path;	/* connect policy file, NULL: in memory */
 	char ctl_path[256];
 	char pid_path[256];
 };

@@ -332,6 +332,9 @@ static int vfe_publish(struct vfe_dev *d)
 	}
 	if (!rc)
 		rc = vfe_fwrite(d, "event-channel", d->port);
+	/* We take VRDMA_EVT_CONN_FROM (who connects, issue 12). */
+	if (!rc)
+		rc = vfe_fwrite(d, "feature-conn-from", 1);
 	if (!rc)
 		rc = vfe_fwrite(d, "state", VRDMA_XB_INITIALISED);
 	return rc;

@@ -96,6 +96,11 @@ static int vfe_evt_one(struct vfe_dev *d, const struct vrdma_evt *e)
 		if (e->u.conn.pdata_len > VRDMA_PDATA_MAX)
 			return -EPROTO;
 		/* fall through */
+	case VRDMA_EVT_CONN_FROM:
+		/* A name dom0 writes: NUL-terminated, or we refuse it. */
+		if (strnlen(e->u.from.node, VRDMA_NAME_MAX) == VRDMA_NAME_MAX)
+			return -EPROTO;
+		/* fall through */
 	case VRDMA_EVT_QP_ERROR:
 	case VRDMA_EVT_CQ_ERROR:
 		return d->evt_cb ? d->evt_cb(d->evt_arg, e) : 0;

@@ -71,18 +71,63 @@ int vrdma_close_listener(struct vrdma_listener *l)
 	return vlib_ret(vlib_close_listener(l, false));
 }
 
+static struct vrdma_listener *vlib_listener_find(struct vrdma_device *dev, uint32_t h)
+{
+	struct vrdma_listener *l;
+
+	pthread_mutex_lock(&dev->obj_lock);
+	for (l = dev->listeners; l; l = l->next)
+		if (l->handle == h)
+			break;
+	pthread_mutex_unlock(&dev->obj_lock);
+	return l;
+}
+
+/* CONN_FROM (evt_lock held; frontend checked the name's NUL): keep who
+ * asks until the program wants to know. */
+int vlib_listener_from(struct vrdma_device *dev, const struct vrdma_evt *e)
+{
+	struct vrdma_listener *l = vlib_listener_find(dev, e->handle);
+	struct vlib_from *f;
+
+	if (!l || !e->id)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	f = &l->from[l->from_next++ % (2 * VLIB_LISTEN_QUEUE)];
+	f->id = e->id;
+	memcpy(f->peer.node, e->u.from.node, sizeof(f->peer.node));
+	f->peer.domid = e->u.from.domid;
+	f->peer.devid = e->u.from.devid;
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+int vrdma_get_request_peer(struct vrdma_listener *l, const struct vrdma_conn_req *req,
+			   struct vrdma_conn_peer *peer)
+{
+	unsigned i;
+	int rc = ENOENT;
+
+	if (!l || !l->dev || !req || !peer || !req->id)
+		return EINVAL;
+	pthread_mutex_lock(&l->lock);
+	for (i = 0; i < 2 * VLIB_LISTEN_QUEUE; i++)
+		if (l->from[i].id == req->id) {
+			*peer = l->from[i].peer;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
 /* CONN_REQUEST (evt_lock held): queue it; a full queue drops it and dom0
  * times the request out (the connecting side sees ETIMEDOUT). */
 int vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e)
 {
-	struct vrdma_listener *l;
+	struct vrdma_listener *l = vlib_listener_find(dev, e->handle);
 	struct vrdma_conn_req *r;
 
-	pthread_mutex_lock(&dev->obj_lock);
-	for (l = dev->listeners; l; l = l->next)
-		if (l->handle == e->handle)
-			break;
-	pthread_mutex_unlock(&dev->obj_lock);
 	if (!l) {
 		vlog_dbg("vrdma: request for unknown listener %u dropped", e->handle);
 		return 0;

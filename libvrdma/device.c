@@ -16,6 +16,8 @@ static int vlib_dispatch(void *arg, const struct vrdma_evt *e)
 	switch (e->type) {
 	case VRDMA_EVT_CONN_REQUEST:
 		return vlib_listener_event(dev, e);
+	case VRDMA_EVT_CONN_FROM:
+		return vlib_listener_from(dev, e);
 	case VRDMA_EVT_CONNECTED:
 	case VRDMA_EVT_REJECTED:
 	case VRDMA_EVT_QP_ERROR:

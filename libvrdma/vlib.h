@@ -157,6 +157,12 @@ struct vlib_qp {
 	struct vrdma_qp_attr va;
 };
 
+/* CONN_FROM: who sent request `id` (vrdma_get_request_peer). */
+struct vlib_from {
+	uint64_t id;			/* 0 = empty */
+	struct vrdma_conn_peer peer;
+};
+
 struct vrdma_listener {
 	struct vrdma_device *dev;
 	struct vrdma_listener *next;
@@ -164,6 +170,8 @@ struct vrdma_listener {
 	pthread_mutex_t lock;
 	struct vrdma_conn_req q[VLIB_LISTEN_QUEUE];
 	unsigned head, count;
+	struct vlib_from from[2 * VLIB_LISTEN_QUEUE];	/* oldest overwritten */
+	unsigned from_next;
 };
 
 struct vrdma_device {
@@ -298,6 +306,7 @@ void vlib_srq_free(struct vlib_srq *s);
 
 /* cm.c */
 int  vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+int  vlib_listener_from(struct vrdma_device *dev, const struct vrdma_evt *e);
 int  vlib_close_listener(struct vrdma_listener *l, bool force);
 
 /* Copy a name into a wire field; -EINVAL if longer than VRDMA_MAX_NAME. */

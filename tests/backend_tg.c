@@ -9,6 +9,7 @@
 
 struct vplat *dom0;
 struct vbe_node *node;
+bool tg_conn_from;
 
 void tg_setup(void)
 {
@@ -92,6 +93,8 @@ void tg_handshake(struct tg *g, enum hs how)
 		fkey(g, key, how == HS_BADREF && i == 3 ? 999999 : vplat_share_refs(g->dev)[i]);
 	}
 	fkey(g, "event-channel", port);
+	if (tg_conn_from)
+		fkey(g, "feature-conn-from", 1);
 	fkey(g, "state", VRDMA_XB_INITIALISED);
 	stub_run();
 }

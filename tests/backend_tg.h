@@ -8,6 +8,7 @@
 #define VRDMA_BACKEND_TG_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vrdma/wire.h"
@@ -49,6 +50,8 @@ enum hs { HS_GOOD, HS_BADVER, HS_BADPAGES, HS_BADREF, HS_BADMAGIC, HS_BIGORDER }
 /* dom0's platform and the node under test (tg_setup / tg_teardown). */
 extern struct vplat *dom0;
 extern struct vbe_node *node;
+/* tg_handshake writes feature-conn-from (issue 12) when set. */
+extern bool tg_conn_from;
 
 void tg_setup(void);
 void tg_teardown(void);
@@ -80,5 +83,6 @@ void node_gid(struct tg *g, uint8_t gid[16]);
 TCase *backend_bad_tcase(void);
 TCase *backend_fair_tcase(void);
 TCase *backend_keys_tcase(void);
+TCase *backend_policy_tcase(void);
 
 #endif /* VRDMA_BACKEND_TG_H */

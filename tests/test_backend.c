@@ -207,12 +207,14 @@ START_TEST(commands_cm)
 	ck_assert_uint_eq(a.nasync, 1);
 	ck_assert_int_eq(a.async[0].type, VRDMA_EVT_REJECTED);
 	ck_assert_int_eq(a.async[0].status, VRDMA_CS_UNREACH);
-	/* Names are unique per node. */
+	/* Names are unique per tenant group (test_policy.c: across them). */
 	r = mkreq(VRDMA_CMD_LISTEN, 0);
 	strcpy(r.u.listen.service, "echo");
 	ck_assert_int_eq(tg_cmd(&b, &r, out), VRDMA_CS_OK);
 	lis = out[0];
-	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_EXIST);
+	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_EXIST);
+	strcpy(r.u.listen.service, "a/b");	/* '/' names a group */
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
 	memset(r.u.listen.service, 'x', sizeof(r.u.listen.service));
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);	/* no NUL */
 	/* Rejected. */
@@ -872,6 +874,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_bad_tcase());
 	suite_add_tcase(s, backend_fair_tcase());
 	suite_add_tcase(s, backend_keys_tcase());
+	suite_add_tcase(s, backend_policy_tcase());
 	return s;
 }
 

@@ -174,8 +174,9 @@ START_TEST(cm_listener_quota)
 	}
 	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_NOMEM);
 	ck_assert_int_eq(listen_on(&b, "b0", NULL), VRDMA_CS_OK);
-	/* First come: a's names stay a's. */
-	ck_assert_int_eq(listen_on(&b, "a0", NULL), VRDMA_CS_EXIST);
+	/* First come within a group; b (another tenant) has names of its own. */
+	ck_assert_int_eq(listen_on(&b, "b0", NULL), VRDMA_CS_EXIST);
+	ck_assert_int_eq(listen_on(&b, "a0", NULL), VRDMA_CS_OK);
 	r = mkreq(VRDMA_CMD_UNLISTEN, lis);
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
 	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_OK);

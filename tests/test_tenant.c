@@ -5,10 +5,13 @@
  * takes devices (or bare connections that never say hello, or listeners)
  * until it is refused, and another tenant can still connect and listen.
  * Guests of two uids need root (children setuid); otherwise the tests
- * skip with a message.
+ * skip with a message.  And (item 3) a tenant that takes a service name
+ * first only takes it in its own namespace, the listener learns who
+ * connects, and `vrdmactl policy` keeps tenants apart.
  */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +200,103 @@ static struct t_res t_listen(int ndev)
 	return r;
 }
 
+/* Item 3: the listener says it listens (t_ready), then reports the
+ * sender of one request (n = its domain; err 0 if the node is ours). */
+static int t_ready[2] = { -1, -1 };
+
+static struct t_res t_pol_listen(int wait)
+{
+	struct vrdma_device *d = vrdma_open(NULL, T_OPEN_MS);
+	struct t_res r = { 0, 0 };
+	struct vrdma_conn_peer peer;
+	struct vrdma_conn_req req;
+	struct vrdma_listener *l;
+
+	if (!d || !(l = vrdma_listen(d, "db"))) {
+		r.err = errno;
+		return r;
+	}
+	if (!wait)
+		return r;
+	if (write(t_ready[1], "r", 1) != 1) {
+		r.err = EPIPE;
+		return r;
+	}
+	r.err = vrdma_get_request(l, &req, 15000);
+	if (r.err)
+		return r;
+	r.err = vrdma_get_request_peer(l, &req, &peer);
+	if (!r.err && strcmp(peer.node, "api-node"))
+		r.err = EBADMSG;
+	r.n = (int)peer.domid;
+	vrdma_reject(l, &req);
+	return r;
+}
+
+/* Connect to "db" (qualified: uid65533's "db"); err = vrdma_connect's. */
+static struct t_res t_pol_connect(int qualified)
+{
+	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
+	struct vrdma_device *d = vrdma_open(NULL, T_OPEN_MS);
+	struct t_res r = { 0, 0 };
+	struct vrdma_pd *pd;
+	struct vrdma_qp *qp;
+
+	if (!d || !(pd = vrdma_alloc_pd(d)) ||
+	    !(a.send_cq = a.recv_cq = vrdma_create_cq(d, 8, NULL)) ||
+	    !(qp = vrdma_create_qp(pd, &a))) {
+		r.err = -errno;
+		return r;
+	}
+	r.err = vrdma_connect(qp, NULL, qualified ? "uid65533/db" : "db", NULL, 0, NULL,
+			      NULL, 10000);
+	return r;
+}
+
+START_TEST(t_tenant_policy)
+{
+	struct pollfd pfd;
+	struct t_child a, b, c, e;
+	struct t_res ra, rb, rc, re;
+	char x;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	ck_assert_int_eq(pipe(t_ready), 0);
+	/* The squatter takes "db" first; the owner listens all the same. */
+	a = t_run(UID_A, t_pol_listen, 0);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.err, 0);
+	b = t_run(UID_B, t_pol_listen, 1);
+	pfd.fd = t_ready[0];
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	/* The owner's client reaches the owner, who sees who asks. */
+	c = t_run(UID_B, t_pol_connect, 0);
+	rc = t_result(&c);
+	ck_assert_int_eq(rc.err, ECONNREFUSED);		/* it rejected us */
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.err, 0);
+	ck_assert_int_gt(rb.n, 0);
+	/* Same tenant only: the squatter cannot reach the owner's name. */
+	ctl("policy default tenant");
+	e = t_run(UID_A, t_pol_connect, 1);
+	re = t_result(&e);
+	ck_assert_int_eq(re.err, EACCES);
+	ck_assert(log_has("connect to 'uid65533/db' refused by policy"));
+	ctl("policy check uid65534 uid65533");
+	t_release(&e);
+	t_release(&c);
+	t_release(&b);
+	t_release(&a);
+	close(t_ready[0]);
+	close(t_ready[1]);
+}
+END_TEST
+
 START_TEST(t_tenant_devices)
 {
 	struct t_child a, b;
@@ -301,6 +401,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(tc, t_tenant_bare);
 	tcase_add_test(tc, t_tenant_set);
 	tcase_add_test(tc, t_tenant_listeners);
+	tcase_add_test(tc, t_tenant_policy);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -573,6 +573,23 @@ int vrdma_close_listener(struct vrdma_listener *l);
 int vrdma_get_request(struct vrdma_listener *l, struct vrdma_conn_req *req,
 		      int timeout_ms);
 
+/* Who sent a connection request, as dom0 vouches for it (issue 12). */
+struct vrdma_conn_peer {
+	char     node[VRDMA_MAX_NAME + 1];	/* its node's name; another node's
+						 * RDMA address when remote */
+	uint32_t domid;				/* its domain (plain host: the
+						 * guest number vrdmactl shows) */
+	uint32_t devid;				/* its device (0 when remote) */
+};
+
+/*
+ * vrdma_get_request_peer - the sender of @req, a request this listener
+ * returned lately (the last 128 are kept).  Returns 0, EINVAL, ENOENT
+ * (not known: too old, or a dom0 that does not say).
+ */
+int vrdma_get_request_peer(struct vrdma_listener *l, const struct vrdma_conn_req *req,
+			   struct vrdma_conn_peer *peer);
+
 /*
  * vrdma_accept - connect @qp (state RESET, same device) to the requester,
  * sending @private_data (<= VRDMA_MAX_PRIVATE_DATA bytes).  On return 0 the

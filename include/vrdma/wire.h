@@ -305,6 +305,9 @@ enum {
 	VRDMA_EVT_QP_ERROR	= 5,	/* handle=qp, status: UNREACH peer gone,
 					 * NOMEM its CQ overran */
 	VRDMA_EVT_CQ_ERROR	= 6,	/* handle=cq: overrun, later CQEs lost */
+	VRDMA_EVT_CONN_FROM	= 7,	/* handle=listener, id=conn_id: who asks;
+					 * just before its CONN_REQUEST, only to a
+					 * frontend that wrote feature-conn-from */
 };
 
 /* Command status: protocol constants, mapped to errno by libvrdma. */
@@ -336,6 +339,14 @@ struct vrdma_evt {
 			uint32_t pdata_len;
 			uint8_t  pdata[VRDMA_PDATA_MAX];
 		} conn;
+		struct {		/* CONN_FROM: vouched for by dom0 */
+			char     node[VRDMA_NAME_MAX];	/* the connector's node:
+							 * its name, or its RDMA
+							 * address if remote */
+			uint32_t domid;	/* the connector's domain (guest) */
+			uint32_t devid;	/* its device (0 if remote) */
+			uint32_t reserved[2];
+		} from;
 		uint8_t raw[48];
 	} u;
 };
@@ -414,6 +425,7 @@ _Static_assert(sizeof(struct vrdma_cmd_connect) == 104, "connect");
 _Static_assert(sizeof(struct vrdma_cmd_accept) == 48, "accept");
 _Static_assert(sizeof(struct vrdma_cmd_modify_qp) == 32, "modify_qp");
 _Static_assert(sizeof(struct vrdma_req) == 128, "req");
+_Static_assert(offsetof(struct vrdma_evt, u.from.domid) == 48, "evt from domid");
 _Static_assert(offsetof(struct vrdma_req, id) == 8, "req id");
 _Static_assert(offsetof(struct vrdma_req, u) == 16, "req body");
 _Static_assert(sizeof(struct vrdma_evt) == 64, "evt");

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connect policy (issue 12 item 3, docs/tenants.md "Connect policy"):
+ * which tenants' guests may connect to which.  Tenants are put in groups
+ * (a tenant in no group is a group of its own, named as it); a group is
+ * one service namespace (cm.c) and may always reach itself.  Between
+ * groups: a matching deny rule refuses, else a matching allow rule
+ * admits, else the default (open, or tenant: same group only) decides.
+ *
+ * Groups travel between nodes as a 32-bit hash of their name (the
+ * hello of cm_rdmacm.c has no room for names), so every node of a
+ * cluster is given the same policy, as every host of a cluster is given
+ * the same firewall.  Rules are held by name and hash; a decision
+ * compares hashes.
+ *
+ * `vrdmactl policy` changes it; every change is written (temporary file,
+ * fsync, rename) to the policy file before it takes effect, so what runs
+ * is what a restart loads.  The file holds the same lines as the
+ * commands.  A file that does not parse stops vrdmad at start: a
+ * security policy is never half applied.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "vbe.h"
+
+#define VBE_POL_MEMBERS	256		/* tenants placed in groups */
+#define VBE_POL_RULES	256
+#define VBE_POL_ANY	0u		/* "*": a rule side that matches all */
+
+struct vbe_pol_member {
+	char tenant[VPLAT_TENANT_NAME];
+	char group[VPLAT_TENANT_NAME];
+};
+
+struct vbe_pol_rule {
+	bool deny;
+	char from[VPLAT_TENANT_NAME], to[VPLAT_TENANT_NAME];
+	uint32_t hfrom, hto;		/* VBE_POL_ANY for "*" */
+};
+
+struct vbe_policy {
+	bool closed;			/* default: same group only */
+	unsigned nmem, nrule;
+	struct vbe_pol_member mem[VBE_POL_MEMBERS];
+	struct vbe_pol_rule rule[VBE_POL_RULES];
+	char path[256];			/* "" = not persisted */
+};
+
+/* FNV-1a, never VBE_POL_ANY: names a group on the wire. */
+uint32_t vbe_policy_hash(const char *s)
+{
+	uint32_t h = 0x811c9dc5u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x01000193u;
+	return h ? h : 1;
+}
+
+const char *vbe_policy_group(const struct vbe_node *n, const char *tenant)
+{
+	const struct vbe_policy *p = n->pol;
+	unsigned i;
+
+	for (i = 0; p && i < p->nmem; i++)
+		if (!strcmp(p->mem[i].tenant, tenant))
+			return p->mem[i].group;
+	return tenant;
+}
+
+uint32_t vbe_policy_ghash(const struct vbe_node *n, const char *tenant)
+{
+	return vbe_policy_hash(vbe_policy_group(n, tenant));
+}
+
+static bool vbe_pol_match(uint32_t rule, uint32_t h)
+{
+	return rule == VBE_POL_ANY || rule == h;
+}
+
+/* The decision and, in *why, the rule or default that made it. */
+static bool vbe_pol_decide(const struct vbe_policy *p, uint32_t from, uint32_t to,
+			   const struct vbe_pol_rule **why)
+{
+	unsigned i;
+	int pass;
+
+	*why = NULL;
+	if (from == to)
+		return true;
+	for (pass = 0; pass < 2; pass++)	/* deny rules first */
+		for (i = 0; i < p->nrule; i++) {
+			const struct vbe_pol_rule *r = &p->rule[i];
+
+			if (r->deny == !pass && vbe_pol_match(r->hfrom, from) &&
+			    vbe_pol_match(r->hto, to)) {
+				*why = r;
+				return !r->deny;
+			}
+		}
+	return !p->closed;
+}
+
+bool vbe_policy_allow(const struct vbe_node *n, uint32_t from, uint32_t to)
+{
+	const struct vbe_pol_rule *why;
+
+	return vbe_pol_decide(n->pol, from, to, &why);
+}
+
+/* ---- parsing: one line, a command's words ---- */
+
+static bool vbe_pol_name_ok(const char *s, bool star)
+{
+	return (star && !strcmp(s, "*")) || vbe_tenant_name_ok(s);
+}
+
+static struct vbe_pol_member *vbe_pol_member(struct vbe_policy *p, const char *tenant)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nmem; i++)
+		if (!strcmp(p->mem[i].tenant, tenant))
+			return &p->mem[i];
+	return NULL;
+}
+
+static struct vbe_pol_rule *vbe_pol_rule_find(struct vbe_policy *p, bool deny,
+					      const char *from, const char *to)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nrule; i++)
+		if (p->rule[i].deny == deny && !strcmp(p->rule[i].from, from) &&
+		    !strcmp(p->rule[i].to, to))
+			return &p->rule[i];
+	return NULL;
+}
+
+static int __attribute__((format(printf, 3, 4)))
+vbe_pol_err(FILE *out, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out) {
+		fputs("error: policy: ", out);
+		va_start(ap, fmt);
+		vfprintf(out, fmt, ap);
+		va_end(ap);
+		fputc('\n', out);
+	}
+	return err;
+}
+
+#define VBE_POL_USAGE "default open|tenant; group GROUP TENANT..; ungroup TENANT..; " \
+		      "allow|deny FROM TO; remove allow|deny FROM TO; clear"
+
+/* Apply one change (words of a command, "policy" left out) to p. */
+static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
+{
+	int i;
+
+	if (argc == 2 && !strcmp(argv[0], "default")) {
+		if (strcmp(argv[1], "open") && strcmp(argv[1], "tenant"))
+			return vbe_pol_err(out, -EINVAL, "default '%.32s': open or tenant",
+					   argv[1]);
+		p->closed = !strcmp(argv[1], "tenant");
+		return 0;
+	}
+	if (argc == 1 && !strcmp(argv[0], "clear")) {
+		p->closed = false;
+		p->nmem = p->nrule = 0;
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[0], "group")) {
+		if (!vbe_pol_name_ok(argv[1], false))
+			return vbe_pol_err(out, -EINVAL, "bad group name '%.64s' (letters, "
+					   "digits, _-.@; up to 31)", argv[1]);
+		for (i = 2; i < argc; i++)
+			if (!vbe_pol_name_ok(argv[i], false))
+				return vbe_pol_err(out, -EINVAL, "bad tenant name '%.64s'",
+						   argv[i]);
+		for (i = 2; i < argc; i++) {
+			struct vbe_pol_member *m = vbe_pol_member(p, argv[i]);
+
+			if (!m) {
+				if (p->nmem == VBE_POL_MEMBERS)
+					return vbe_pol_err(out, -ENOSPC, "%s",
+							   "256 grouped tenants is the limit");
+				m = &p->mem[p->nmem++];
+				snprintf(m->tenant, sizeof(m->tenant), "%s", argv[i]);
+			}
+			snprintf(m->group, sizeof(m->group), "%s", argv[1]);
+		}
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[0], "ungroup")) {
+		for (i = 1; i < argc; i++) {
+			struct vbe_pol_member *m = vbe_pol_member(p, argv[i]);
+
+			if (!m)
+				return vbe_pol_err(out, -ENOENT, "tenant '%.64s' is in no group",
+						   argv[i]);
+			*m = p->mem[--p->nmem];
+		}
+		return 0;
+	}
+	if ((argc == 3 && (!strcmp(argv[0], "allow") || !strcmp(argv[0], "deny"))) ||
+	    (argc == 4 && !strcmp(argv[0], "remove") &&
+	     (!strcmp(argv[1], "allow") || !strcmp(argv[1], "deny")))) {
+		bool rm = argc == 4;
+		bool deny = !strcmp(argv[rm], "deny");
+		const char *from = argv[rm + 1], *to = argv[rm + 2];
+		struct vbe_pol_rule *r;
+
+		if (!vbe_pol_name_ok(from, true) || !vbe_pol_name_ok(to, true))
+			return vbe_pol_err(out, -EINVAL, "bad name in rule '%.64s' (a group, "
+					   "a tenant or *)", !vbe_pol_name_ok(from, true) ?
+					   from : to);
+		r = vbe_pol_rule_find(p, deny, from, to);
+		if (rm) {
+			if (!r)
+				return vbe_pol_err(out, -ENOENT, "no such rule: %s", deny ?
+						   "deny" : "allow");
+			memmove(r, r + 1, (size_t)(&p->rule[p->nrule] - (r + 1)) * sizeof(*r));
+			p->nrule--;
+			return 0;
+		}
+		if (r)
+			return 0;
+		if (p->nrule == VBE_POL_RULES)
+			return vbe_pol_err(out, -ENOSPC, "%s", "256 rules is the limit");
+		r = &p->rule[p->nrule++];
+		r->deny = deny;
+		snprintf(r->from, sizeof(r->from), "%s", from);
+		snprintf(r->to, sizeof(r->to), "%s", to);
+		r->hfrom = strcmp(from, "*") ? vbe_policy_hash(from) : VBE_POL_ANY;
+		r->hto = strcmp(to, "*") ? vbe_policy_hash(to) : VBE_POL_ANY;
+		return 0;
+	}
+	return vbe_pol_err(out, -EINVAL, "unknown or incomplete change '%.32s' (" VBE_POL_USAGE
+			   ")", argc ? argv[0] : "");
+}
+
+/* The policy as the lines that make it (the file, `policy show`). */
+static void vbe_pol_print(const struct vbe_policy *p, FILE *out)
+{
+	unsigned i, j;
+
+	fprintf(out, "default %s\n", p->closed ? "tenant" : "open");
+	/* One line per group, its tenants in table order. */
+	for (i = 0; i < p->nmem; i++) {
+		for (j = 0; j < i && strcmp(p->mem[j].group, p->mem[i].group); j++)
+			;
+		if (j < i)
+			continue;
+		fprintf(out, "group %s", p->mem[i].group);
+		for (j = i; j < p->nmem; j++)
+			if (!strcmp(p->mem[j].group, p->mem[i].group))
+				fprintf(out, " %s", p->mem[j].tenant);
+		fputc('\n', out);
+	}
+	for (i = 0; i < p->nrule; i++)
+		fprintf(out, "%s %s %s\n", p->rule[i].deny ? "deny" : "allow", p->rule[i].from,
+			p->rule[i].to);
+}
+
+/* Split a line into words (in place); a '#' starts a comment. */
+static int vbe_pol_words(char *line, char **argv, int max)
+{
+	char *save = NULL, *tok, *hash = strchr(line, '#');
+	int argc = 0;
+
+	if (hash)
+		*hash = '\0';
+	for (tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+		if (argc == max)
+			return -E2BIG;
+		argv[argc++] = tok;
+	}
+	return argc;
+}
+
+static int vbe_pol_load(struct vbe_policy *p, const char *path)
+{
+	char line[1024], *argv[40], msg[256] = "";
+	unsigned lineno = 0;
+	FILE *f, *err;
+	int argc, rc = 0;
+
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			vlog_err("policy: %s:%u: line too long", path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		argc = vbe_pol_words(line, argv, 40);
+		if (argc < 0) {
+			vlog_err("policy: %s:%u: too many words", path, lineno);
+			rc = -EINVAL;
+		} else if (argc) {
+			err = fmemopen(msg, sizeof(msg), "w");
+			rc = vbe_pol_apply(p, argc, argv, err);
+			if (err)
+				fclose(err);
+			if (rc) {
+				const char *m = err ? msg : strerror(-rc);
+				size_t pre = strlen("error: policy: ");
+
+				if (!strncmp(m, "error: policy: ", pre))
+					m += pre;
+				vlog_err("policy: %s:%u: %.*s", path, lineno,
+					 (int)strcspn(m, "\n"), m);
+			}
+		}
+	}
+	if (!rc && ferror(f))
+		rc = -EIO;
+	fclose(f);
+	return rc;
+}
+
+/* Write p to its file: a temporary beside it, fsync, rename. */
+static int vbe_pol_save(const struct vbe_policy *p)
+{
+	char tmp[sizeof(p->path) + 8];
+	FILE *f;
+	int err = 0;
+
+	if (!p->path[0])
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.new", p->path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fputs("# vrdma connect policy: written by vrdmad (vrdmactl policy ...)\n", f);
+	vbe_pol_print(p, f);
+	if (fflush(f) || fsync(fileno(f)))
+		err = -errno;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, p->path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int vbe_policy_new(struct vbe_node *n, const char *path)
+{
+	struct vbe_policy *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	if (path && *path) {
+		if (strlen(path) >= sizeof(p->path)) {
+			free(p);
+			return -ENAMETOOLONG;
+		}
+		strcpy(p->path, path);
+		err = vbe_pol_load(p, path);
+		if (err) {
+			vlog_err("policy: cannot load %s: %s", path, strerror(-err));
+			free(p);
+			return err;
+		}
+		vlog_info("policy: %s: default %s, %u grouped tenants, %u rules", path,
+			  p->closed ? "tenant" : "open", p->nmem, p->nrule);
+	}
+	n->pol = p;
+	return 0;
+}
+
+void vbe_policy_free(struct vbe_node *n)
+{
+	free(n->pol);
+	n->pol = NULL;
+}
+
+/* `vrdmactl policy check FROM TO`: tenants (or groups), and why. */
+static int vbe_pol_check(struct vbe_node *n, const char *from, const char *to, FILE *out)
+{
+	const char *gf = vbe_policy_group(n, from), *gt = vbe_policy_group(n, to);
+	const struct vbe_pol_rule *why;
+	bool ok = vbe_pol_decide(n->pol, vbe_policy_hash(gf), vbe_policy_hash(gt), &why);
+
+	fprintf(out, "%s: %s (group %s) -> %s (group %s): ", ok ? "allow" : "deny",
+		from, gf, to, gt);
+	if (!strcmp(gf, gt))
+		fputs("same group\n", out);
+	else if (why)
+		fprintf(out, "rule %s %s %s\n", why->deny ? "deny" : "allow", why->from, why->to);
+	else
+		fprintf(out, "default %s\n", n->pol->closed ? "tenant" : "open");
+	return 0;
+}
+
+int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
+{
+	struct vbe_policy *next;
+	int err;
+
+	if (!argc || (argc == 1 && !strcmp(argv[0], "show"))) {
+		vbe_pol_print(n->pol, out);
+		return 0;
+	}
+	if (!strcmp(argv[0], "check")) {
+		if (argc != 3 || !vbe_pol_name_ok(argv[1], false) ||
+		    !vbe_pol_name_ok(argv[2], false))
+			return vbe_pol_err(out, -EINVAL, "%s", "usage: policy check FROM_TENANT "
+					   "TO_TENANT");
+		return vbe_pol_check(n, argv[1], argv[2], out);
+	}
+	/* On a copy: what is not saved does not take effect. */
+	next = malloc(sizeof(*next));
+	if (!next)
+		return vbe_pol_err(out, -ENOMEM, "%s", "out of memory");
+	memcpy(next, n->pol, sizeof(*next));
+	err = vbe_pol_apply(next, argc, argv, out);
+	if (!err) {
+		err = vbe_pol_save(next);
+		if (err)
+			vbe_pol_err(out, err, "cannot write the policy file: %s",
+				    strerror(-err));
+	}
+	if (err) {
+		free(next);
+		return err;
+	}
+	free(n->pol);
+	n->pol = next;
+	vlog_info("policy: %s%s%s%s%s%s%s", argv[0], argc > 1 ? " " : "",
+		  argc > 1 ? argv[1] : "", argc > 2 ? " " : "", argc > 2 ? argv[2] : "",
+		  argc > 3 ? " " : "", argc > 3 ? argv[3] : "");
+	vbe_pol_print(n->pol, out);
+	return 0;
+}
