@@ -10,8 +10,9 @@
  *   CREATE_CQ    out[0] cq handle, out[1] number of CQEs
  *   CREATE_QP    out[0] qp handle, out[1] qp_num
  *   CREATE_SRQ   out[0] srq handle
- *   LISTEN       out[0] listener handle
- *   CONNECT      nothing (CONNECTED / REJECTED follow; no listener: NOENT)
+ *   LISTEN       out[0] listener handle (EXIST: taken in its tenant group)
+ *   CONNECT      nothing (CONNECTED / REJECTED follow; no listener or an
+ *                ambiguous name: NOENT; the connect policy refuses: ACCESS)
  *   ACCEPT       out[0] peer qp_num
  *   others       nothing
  *

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -642,6 +643,74 @@ static int poll_dom0(int limit_s)
 	_exit(failures ? 1 : 0);
 }
 
+/*
+ * Issue 12 item 3 (dom0 runs these in two domUs, tests/xen/suite-check.sh):
+ * listen-peer waits up to limit_s for one request on SERVICE and prints
+ * who sent it (dom0's word: node and domain), then rejects it (or
+ * accepts it); with limit_s 0 it only holds the name until killed.
+ * connect exits with vrdma_connect's errno (0 connected).
+ */
+static int listen_peer(const char *service, int limit_s, bool accept)
+{
+	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
+	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_conn_peer peer;
+	struct vrdma_conn_req req;
+	struct vrdma_listener *l;
+	struct vrdma_pd *pd;
+	struct vrdma_qp *qp;
+	int rc;
+
+	if (!dev)
+		die("vrdma_open", errno);
+	l = vrdma_listen(dev, service);
+	if (!l)
+		die("vrdma_listen", errno);
+	printf("listening-peer on %s\n", service);
+	if (!limit_s)
+		for (;;)
+			pause();
+	rc = vrdma_get_request(l, &req, limit_s * 1000);
+	if (rc)
+		die("vrdma_get_request", rc);
+	rc = vrdma_get_request_peer(l, &req, &peer);
+	if (rc)
+		die("vrdma_get_request_peer", rc);
+	printf("peer node=%s domid=%u devid=%u\n", peer.node, peer.domid, peer.devid);
+	if (!accept) {
+		vrdma_reject(l, &req);
+		vrdma_close(dev);
+		return 0;
+	}
+	if (!(pd = vrdma_alloc_pd(dev)) ||
+	    !(a.send_cq = a.recv_cq = vrdma_create_cq(dev, 8, NULL)) ||
+	    !(qp = vrdma_create_qp(pd, &a)))
+		die("setup", errno);
+	rc = vrdma_accept(l, qp, &req, NULL, 0);
+	printf("accept: %s\n", rc ? strerror(rc) : "ok");
+	sleep(3);	/* the connector's node decides now */
+	vrdma_close(dev);
+	return 0;
+}
+
+static int connect_errno(const char *service, const char *node)
+{
+	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
+	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_pd *pd;
+	struct vrdma_qp *qp;
+	int rc;
+
+	if (!dev || !(pd = vrdma_alloc_pd(dev)) ||
+	    !(a.send_cq = a.recv_cq = vrdma_create_cq(dev, 8, NULL)) ||
+	    !(qp = vrdma_create_qp(pd, &a)))
+		die("setup", errno);
+	rc = vrdma_connect(qp, node, service, NULL, 0, NULL, NULL, T_MS);
+	printf("connect %s: %s\n", service, rc ? strerror(rc) : "connected");
+	vrdma_close(dev);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -653,7 +722,13 @@ int main(int argc, char **argv)
 		peer_node = argc == 4 ? argv[3] : NULL;
 		return client(argv[2]);
 	}
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "accept"))) &&
+	    !strcmp(argv[1], "listen-peer"))
+		return listen_peer(argv[2], atoi(argv[3]), argc == 5);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "connect"))
+		return connect_errno(argv[2], argc == 4 ? argv[3] : NULL);
 	fprintf(stderr, "usage: itest_guest server SERVICE | client SERVICE [NODE] | "
-		"poll-dom0 SECONDS\n");
+		"poll-dom0 SECONDS | listen-peer SERVICE SECONDS [accept] | "
+		"connect SERVICE [NODE]\n");
 	return 2;
 }

@@ -545,7 +545,9 @@ int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
  * (both may be NULL).  Blocks up to @timeout_ms (>= 0).
  * Returns 0 (QP now VRDMA_QPS_RTS), EINVAL (NULL qp or service, names or
  * private data too long, QP not in RESET), ECONNREFUSED (nobody listens,
- * or rejected; the QP is back in RESET and may retry), EHOSTUNREACH (no
+ * or rejected; the QP is back in RESET and may retry), EACCES (dom0's
+ * connect policy refuses; "group/service" names another tenant group's
+ * service, docs/tenants.md), EHOSTUNREACH (no
  * such node), ETIMEDOUT (no answer in time; the QP is then in ERR and
  * must be destroyed: the request may still be pending at the listener,
  * and destroying the QP withdraws it), ECONNRESET, EIO.
@@ -556,9 +558,9 @@ int vrdma_connect(struct vrdma_qp *qp, const char *node, const char *service,
 
 /*
  * vrdma_listen - accept connection requests for @service (1..VRDMA_MAX_NAME
- * characters) on this node.  Up to 64 requests are queued; more are
+ * characters, no '/') on this node, in this tenant group's namespace.  Up to 64 requests are queued; more are
  * dropped (the connecting side times out).
- * NULL with errno: EINVAL, EEXIST (name taken), ENOMEM, EIO.
+ * NULL with errno: EINVAL, EEXIST (name taken in this group), ENOMEM, EIO.
  */
 struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *service);
 

@@ -10,6 +10,8 @@
 #   d. Debian's unmodified verbs programs through vrdma-run, server a
 #      guest on b, client a guest on a: the QP numbers go over TCP, the two
 #      vrdmads bind the QPs over rxe (MODIFY_QP across nodes, rdma_cm)
+#   e. the connect policy across the nodes: the listener learns who asks;
+#      the listener's node and the connector's node each refuse by theirs
 # Every wait has a limit.
 
 # itest_guest's ITEST lines as markers: itest-<side>-<check>.
@@ -165,6 +167,62 @@ if need_remote verbs-remote-path-$NODE; then
 	cl_vpair write_bw_cm 19606 "ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@" \
 		"ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@ @A@"
 	vt_check verbs-clean-$NODE leak_free
+fi
+
+# ---- e. the connect policy across the nodes (issue 12 item 3) ----
+# b listens, a connects.  Each vrdmad enforces its own policy: b's when
+# a's request arrives (by a's group), a's when b's answer arrives (by
+# b's group).  Guests run as root: tenant uid0 on both nodes, so a group
+# around uid0 on one node makes the two sides different groups.
+if need_remote policy-remote-path-$NODE; then
+	if [ "$NODE" = b ]; then
+		# e1. open: a's request arrives and the listener learns who asks
+		bg "timeout 60 itest_guest listen-peer xdb 40" $T/pol1.out
+		pid=$BG_PID
+		wait_text $T/pol1.out listening-peer $pid 30 && cl_tell pol1-ready 60
+		wait_exit $pid 50
+		peer=$(grep '^peer ' $T/pol1.out)
+		echo "b's listener: $peer"
+		case "$peer" in
+		"peer node=$PEER domid="[1-9]*" devid=0") vt_pass policy-remote-conn-from ;;
+		*) vt_fail policy-remote-conn-from "'$peer'" ;;
+		esac
+		cl_await pol1-done 60
+		# e2. b's policy keeps a's group out
+		ctl policy group gb uid0 >/dev/null && ctl policy default tenant >/dev/null
+		bg "timeout 60 itest_guest listen-peer xdb 40" $T/pol2.out
+		pid=$BG_PID
+		wait_text $T/pol2.out listening-peer $pid 30 && cl_tell pol2-ready 60
+		cl_await pol2-done 60
+		kill $pid 2>/dev/null
+		wait $pid 2>/dev/null
+		vt_check policy-remote-logged-b grep -q "refused by policy" $VLOG
+		ctl policy clear >/dev/null
+		# e3. b accepts; a's policy keeps b's group out
+		bg "timeout 60 itest_guest listen-peer xdb 40 accept" $T/pol3.out
+		pid=$BG_PID
+		wait_text $T/pol3.out listening-peer $pid 30 && cl_tell pol3-ready 60
+		cl_await pol3-done 60
+		wait_exit $pid 30
+		tail -n 2 $T/pol3.out
+	else
+		cl_await pol1-ready 90
+		timeout 40 itest_guest connect xdb "$VRNODE"
+		vt_check policy-remote-reached [ $? = 111 ]	# the listener rejected
+		cl_tell pol1-done 60
+		cl_await pol2-ready 90
+		timeout 40 itest_guest connect xdb "$VRNODE"
+		vt_check policy-remote-refused-by-listener-node [ $? = 13 ]
+		cl_tell pol2-done 60
+		ctl policy group ga uid0 >/dev/null && ctl policy default tenant >/dev/null
+		cl_await pol3-ready 90
+		timeout 40 itest_guest connect xdb "$VRNODE"
+		vt_check policy-remote-refused-by-connector-node [ $? = 13 ]
+		vt_check policy-remote-logged-a grep -q "refused by policy" $VLOG
+		ctl policy clear >/dev/null
+		cl_tell pol3-done 60
+	fi
+	vt_check policy-remote-clean-$NODE leak_free
 fi
 
 # ---- c. nothing left on either node ----

@@ -183,6 +183,34 @@ fi
 vt_check twoproc-detach ctl detach $D1 1
 vt_check twoproc-clean leak_free 3
 
+# ---- d2. names and policy between the two domUs (issue 12 item 3) ----
+# Each domain is a tenant of its own: domu2 takes "db" first (and gives
+# up after 30 s), domu1 listens on it all the same, a process of domu1
+# reaches it (and is rejected: 111), the listener learns who asks; with
+# `policy default tenant` domu2 cannot reach domu1's name (13, EACCES).
+nq=$(du_run $D2 "timeout 60 itest_guest listen-peer db 30" "listening-peer")
+nl=$(du_run $D1 "timeout 60 itest_guest listen-peer db 50" "listening-peer")
+if du_ready $D2 $nq 30 && du_ready $D1 $nl 30; then
+	du_sh $D1 40 "itest_guest connect db"
+	vt_check policy-reached-owner [ $? = 111 ]
+	du_wait $D1 $nl 30
+	peer=$(du_out $D1 $nl | grep '^peer ')
+	echo "domu1's listener: $peer"
+	case "$peer" in
+	"peer node="?*" domid=$D1 devid=0") vt_pass policy-conn-from ;;
+	*) vt_fail policy-conn-from "'$peer'" ;;
+	esac
+	vt_check policy-set ctl policy default tenant
+	du_sh $D2 40 "itest_guest connect dom$D1/db"
+	vt_check policy-refused [ $? = 13 ]
+	vt_check policy-logged grep -q "refused by policy" $VLOG
+	vt_check policy-reset ctl policy default open
+else
+	vt_fail policy-listeners "$(du_out $D1 $nl | tail -n 3) / $(du_out $D2 $nq | tail -n 3)"
+fi
+du_wait $D2 $nq 60	# the squatter gives up (exit 1: nobody asked it)
+vt_check policy-clean leak_free 3
+
 # ---- e. a domU destroyed mid-transfer ----
 BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 -T 20 %s'
 ns=$(du_run $D1 "$(printf "$BW_KILL" "")" "listening on service")
