@@ -90,7 +90,8 @@ int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 		off = s->addr - mr->iova;
 		if (off > mr->length || s->length > mr->length - off)
 			return VRDMA_WS_LOC_PROT_ERR;
-		sg[n].addr = s->addr;		/* MRs are registered at the guest's iova */
+		/* The device MR sits in the key's window (verbs.h). */
+		sg[n].addr = vbe_vx_va(s->lkey, vbe_vx_pgoff(vg->addr[idx])) + off;
 		sg[n].length = s->length;
 		sg[n].lkey = vg->mr[idx]->lkey;
 		*total += s->length;
@@ -145,7 +146,7 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 	struct ibv_send_wr wr, *bad;
 	const struct vbe_rkt *e;
 	uint32_t acc = 0, lacc = 0;
-	uint64_t total, rlen;
+	uint64_t total, rlen, va;
 	int st, nsg;
 
 	memset(&wr, 0, sizeof(wr));
@@ -192,11 +193,10 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		rlen = 8;
 		sg[0].length = 8;	/* the device writes exactly the old value */
 		nsg = 1;
-		wr.wr.atomic.remote_addr = w->wr.remote_addr;
 		wr.wr.atomic.compare_add = w->wr.compare_add;
 		wr.wr.atomic.swap = w->wr.swap;
 	} else if (acc) {
-		wr.wr.rdma.remote_addr = w->wr.remote_addr;
+		wr.wr.rdma.remote_addr = w->wr.remote_addr;	/* length 0: never used */
 	}
 	if (acc && rlen) {
 		e = vbe_vx_cache(vq, w->wr.rkey);
@@ -208,14 +208,19 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 			}
 			return vbe_vx_rkt_read(vx, vq, w->wr.rkey);
 		}
+		/* Into the key's device window (verbs.h): whatever the cache
+		 * holds, the device takes it only for an MR of this key. */
 		st = vbe_vx_rkt_check(e, w->wr.rkey, vq->peer_pd, w->wr.remote_addr,
-				      rlen, acc);
+				      rlen, acc, &va);
 		if (st)
 			return st;
-		if (acc == VRDMA_ACC_REMOTE_ATOMIC)
+		if (acc == VRDMA_ACC_REMOTE_ATOMIC) {
+			wr.wr.atomic.remote_addr = va;
 			wr.wr.atomic.rkey = e->rkey;
-		else
+		} else {
+			wr.wr.rdma.remote_addr = va;
 			wr.wr.rdma.rkey = e->rkey;
+		}
 	}
 	wr.wr_id = vbe_vx_wrid(VBE_VX_WR_SQ, vq->s.gen, (uint32_t)(vq - vx->qps));
 	wr.sg_list = nsg ? sg : NULL;
@@ -367,11 +372,13 @@ const struct vbe_target vbe_target_verbs = {
 static void vbe_vx_rkt_done(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
 	uint32_t slot = (uint32_t)(vq - vx->qps);
+	uint8_t b[VBE_VX_RKT_ENT];
 	struct vbe_rkt e;
 
-	/* Copy out, then check: the entry came from the network. */
-	vbe_vx_rkt_unpack(vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT, &e);
-	if (e.gkey && e.gkey == vq->rkt_want) {
+	/* Copy out, then check: the entry came from the network.  A torn
+	 * one (the READ overlapped the peer's writer) is not taken. */
+	memcpy(b, vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT, sizeof(b));
+	if (!vbe_vx_rkt_parse(b, vq->rkt_want, &e)) {
 		vq->cache[vq->cache_next] = e;
 		vq->cache_next = (vq->cache_next + 1) % VBE_VX_RKT_CACHE;
 		vq->rkt_want = 0;

@@ -13,18 +13,28 @@
  *
  * One device context per node.  Each guest gets one ibv_pd; its MRs are
  * registered on the device lazily (when a command batch changed them)
- * with iova = the guest's iova, so addresses pass through unchanged.
+ * at the key's device window (below); SGEs and remote addresses are
+ * moved from the guest's iova into it.
  *
  * Remote keys: a guest hands out its backend key (tag19 << 13 | key
  * slot, vbe.h).  Each guest's node publishes a remote-key table in device
  * memory (one 32-byte entry per key slot: guest key -> device rkey, iova,
- * length, access, PD), registered REMOTE_READ at iova 0 in that guest's
- * PD, so only QPs of that guest can read it.  A requester translates a
- * guest rkey by RDMA-reading the entry of its slot bits once (cached per
- * QP), takes it only if the entry holds the whole key (so the random tag
- * is checked across nodes too), checks bounds and rights itself, then
- * posts with the device rkey; the responder's device enforces the MR's
- * bounds and rights again.
+ * length, access, PD, check word), registered REMOTE_READ at iova 0 in
+ * that guest's PD, so only QPs of that guest can read it.  A requester
+ * translates a guest rkey by RDMA-reading the entry of its slot bits
+ * (cached per QP), takes it only if the entry holds the whole key (so
+ * the random tag is checked across nodes too) and its check word
+ * matches (a READ racing the writer is not taken), checks bounds and
+ * rights itself, then posts with the device rkey; the responder's device
+ * enforces the MR's bounds and rights again.
+ *
+ * Device windows: the device MR of guest key K sits at device address
+ * K << 32 | page offset (vbe_vx_va), not at the guest's iova.  Every
+ * key owns its own 4 GiB of the PD's address space, so a device WR
+ * built for K can land only in an MR registered for K: a cached entry
+ * gone stale (K deregistered, its device rkey handed to a later MR) or
+ * a torn one is refused by the device's bounds check, never redirected
+ * to another MR.
  */
 #ifndef VRDMA_VBE_VERBS_H
 #define VRDMA_VBE_VERBS_H
@@ -66,9 +76,11 @@ int      vbe_vx_access(uint32_t vrdma_acc);
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
 /* 0xa5: the group and domain (connect policy, issue 12), a 32-bit
- * service hash; 0xa4 keys tag19 << 13 | key slot (key table of 8192
- * entries), 0xa3 tag24 << 8 | index (256 entries), 0xa2 index << 8 |
- * gen8, 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a
+ * service hash; MRs at per-key device windows and key-table entries
+ * with a check word.  0xa4 had MRs at the guest's iova and unchecked
+ * entries; 0xa4 and 0xa5: keys are tag19 << 13 | key slot (8192
+ * entries); 0xa3 had tag24 << 8 | index (256 entries), 0xa2 index << 8
+ * | gen8, 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a
  * cluster run one version, and an old peer would read the other's key
  * table wrongly. */
 #define VBE_VX_PD_MAGIC		0xa5
@@ -98,7 +110,40 @@ int vbe_vx_rej_pack(uint16_t status, const uint8_t *pdata, uint32_t pdata_len,
 int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
 		      uint8_t *pdata, uint32_t *pdata_len);
 
-/* Remote-key table entry (32 bytes in device memory, little endian). */
+/*
+ * Device window of guest key K: the device MR sits at K << 32 plus the
+ * page offset of its first byte (the kernel wants address and iova at
+ * the same page offset).  Windows of distinct keys are disjoint, and
+ * none overlaps the key table at iova 0 (a key's tag is never 0).
+ */
+#define VBE_VX_WIN_SHIFT	32
+#define VBE_VX_MR_MAX		((1ull << VBE_VX_WIN_SHIFT) - VRDMA_PAGE_SIZE)
+_Static_assert((uint64_t)VBE_MAX_PAGES * VRDMA_PAGE_SIZE <= VBE_VX_MR_MAX,
+	       "an MR and its page offset fit in its key's window");
+static inline uint64_t vbe_vx_va(uint32_t key, uint32_t pgoff)
+{
+	return (uint64_t)key << VBE_VX_WIN_SHIFT | pgoff;
+}
+static inline uint32_t vbe_vx_pgoff(const void *p)
+{
+	return (uint32_t)((uintptr_t)p & (VRDMA_PAGE_SIZE - 1));
+}
+
+/*
+ * Remote-key table entry, 32 bytes in device memory, little endian:
+ *   0 u32 gkey    guest key; 0 = empty.  Stored alone, last when an
+ *                 entry is written and first when it is wiped
+ *   4 u32 rkey    device rkey
+ *   8 u64 iova    the guest's iova of the MR's first byte
+ *  16 u32 length  1 .. VBE_VX_MR_MAX
+ *  20 u16 pd      vbe PD index
+ *  22 u16 pgoff   the device window's page offset (vbe_vx_va)
+ *  24 u8  access  VRDMA_ACC_*
+ *  25 u8[3]       0
+ *  28 u32 check   vbe_vx_rkt_sum of bytes 0..27
+ * A peer's RDMA READ may overlap our writes (no atomicity), so a reader
+ * takes an entry only if its check word matches the rest.
+ */
 #define VBE_VX_RKT_ENT		32
 struct vbe_rkt {
 	uint32_t gkey;			/* guest key; 0 = slot empty */
@@ -106,13 +151,18 @@ struct vbe_rkt {
 	uint64_t iova, length;
 	uint32_t access;		/* VRDMA_ACC_* */
 	uint32_t pd;			/* vbe PD index */
+	uint32_t pgoff;			/* device address of byte 0: vbe_vx_va */
 };
 
+uint32_t vbe_vx_rkt_sum(const uint8_t *buf);
 void vbe_vx_rkt_pack(const struct vbe_rkt *e, uint8_t *buf);
-void vbe_vx_rkt_unpack(const uint8_t *buf, struct vbe_rkt *e);
-/* Requester-side check of a translated key: 0 or a VRDMA_WS_*. */
+int  vbe_vx_rkt_parse(const uint8_t *buf, uint32_t gkey, struct vbe_rkt *e);
+void vbe_vx_rkt_write(uint8_t *ent, const struct vbe_rkt *e);
+uint32_t vbe_vx_rkt_gkey(const uint8_t *ent);
+/* Requester-side check of a translated key: 0 or a VRDMA_WS_*; on 0,
+ * *va is where [addr, addr + len) is in gkey's device window. */
 int  vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
-		      uint64_t addr, uint64_t len, uint32_t acc);
+		      uint64_t addr, uint64_t len, uint32_t acc, uint64_t *va);
 
 /* wr_id of a device WR: kind, device-QP slot and its generation. */
 enum { VBE_VX_WR_SQ = 1, VBE_VX_WR_RQ = 2, VBE_VX_WR_RKT = 3, VBE_VX_WR_SRQ = 4 };

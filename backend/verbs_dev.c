@@ -201,17 +201,17 @@ void vbe_vx_close(struct vbe_node *n)
 
 static void vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
 {
-	struct vbe_rkt e;
 	uint8_t *ent;
 
+	/* Peers holding the key in their cache post to its device window:
+	 * once the reaper deregistered the MR, nothing is there. */
 	if (vg->mr[i])
 		vbe_reap_mr(vx, vg->mr[i]);
 	/* The key table is indexed by key slot: wipe the entry only if it
 	 * is still this MR's (a newer MR of the slot may be in it already). */
 	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;
-	vbe_vx_rkt_unpack(ent, &e);
-	if (e.gkey == vg->key[i])
-		memset(ent, 0, VBE_VX_RKT_ENT);
+	if (vbe_vx_rkt_gkey(ent) == vg->key[i])
+		vbe_vx_rkt_write(ent, NULL);
 	vg->mr[i] = NULL;
 	vg->key[i] = 0;
 	vg->addr[i] = NULL;
@@ -313,8 +313,13 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 			continue;
 		vg->key[i] = m->key;
 		vg->addr[i] = addr;
-		vg->mr[i] = ibv_reg_mr_iova(vg->pd, addr, m->length, m->iova,
-					    vbe_vx_access(m->access));
+		/* In the key's own device window (verbs.h): a device rkey the
+		 * driver hands out again can never take a stale key elsewhere. */
+		errno = EFBIG;		/* cannot happen: VBE_MAX_PAGES (verbs.h) */
+		vg->mr[i] = m->length <= VBE_VX_MR_MAX ?
+			ibv_reg_mr_iova(vg->pd, addr, m->length,
+					vbe_vx_va(m->key, vbe_vx_pgoff(addr)),
+					vbe_vx_access(m->access)) : NULL;
 		if (!vg->mr[i]) {
 			/* WRs naming it fail LOC_PROT / REM_ACCESS: as a bad key. */
 			vlog_warn("rdma: guest %u: ibv_reg_mr %#x (%llu bytes): %s", g->domid,
@@ -333,7 +338,8 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		e.length = m->length;
 		e.access = m->access;
 		e.pd = m->pd;
-		vbe_vx_rkt_pack(&e, vg->rkt + (size_t)vbe_key_idx(m->key) * VBE_VX_RKT_ENT);
+		e.pgoff = vbe_vx_pgoff(addr);
+		vbe_vx_rkt_write(vg->rkt + (size_t)vbe_key_idx(m->key) * VBE_VX_RKT_ENT, &e);
 	}
 	if (vg->nsrqs)
 		vbe_vx_srq_sync(vx, vg, g);

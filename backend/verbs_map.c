@@ -7,6 +7,7 @@
  * Everything that crosses the network is packed byte by byte, little
  * endian: the two nodes share no struct layout, only these offsets.
  */
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -190,40 +191,141 @@ int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
 	return 0;
 }
 
+/* murmur3's 32-bit mix over the entry's first 28 bytes: a READ that
+ * overlapped the writer holds bytes of two versions, which match the
+ * check word of neither (but once in 2^32). */
+uint32_t vbe_vx_rkt_sum(const uint8_t *buf)
+{
+	uint32_t h = 0x7672646du, k;	/* "vrdm" */
+	unsigned i;
+
+	for (i = 0; i < VBE_VX_RKT_ENT - 4; i += 4) {
+		k = vbe_get32(buf + i) * 0xcc9e2d51u;
+		k = (k << 15 | k >> 17) * 0x1b873593u;
+		h ^= k;
+		h = (h << 13 | h >> 19) * 5 + 0xe6546b64u;
+	}
+	h ^= VBE_VX_RKT_ENT - 4;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+/* The whole entry, check word included (no field is checked here). */
 void vbe_vx_rkt_pack(const struct vbe_rkt *e, uint8_t *buf)
 {
 	vbe_put32(buf, e->gkey);
 	vbe_put32(buf + 4, e->rkey);
 	vbe_put64(buf + 8, e->iova);
-	vbe_put64(buf + 16, e->length);
-	vbe_put32(buf + 24, e->access);
-	vbe_put32(buf + 28, e->pd);
+	vbe_put32(buf + 16, (uint32_t)e->length);
+	vbe_put16(buf + 20, (uint16_t)e->pd);
+	vbe_put16(buf + 22, (uint16_t)e->pgoff);
+	buf[24] = (uint8_t)e->access;
+	buf[25] = buf[26] = buf[27] = 0;
+	vbe_put32(buf + 28, vbe_vx_rkt_sum(buf));
 }
 
-void vbe_vx_rkt_unpack(const uint8_t *buf, struct vbe_rkt *e)
+/*
+ * An entry read from the peer's table for gkey: 0 and *e, -ENOENT (the
+ * slot holds no gkey: empty, or another key), -EAGAIN (its check word
+ * does not match: the READ overlapped the peer's writer, read again) or
+ * -EPROTO (well formed but out of range: that peer is broken or lies).
+ * The bytes came from the network: nothing in *e is used unless 0.
+ */
+int vbe_vx_rkt_parse(const uint8_t *buf, uint32_t gkey, struct vbe_rkt *e)
 {
-	e->gkey = vbe_get32(buf);
+	memset(e, 0, sizeof(*e));
+	if (!gkey || vbe_get32(buf) != gkey)
+		return -ENOENT;
+	if (vbe_get32(buf + 28) != vbe_vx_rkt_sum(buf))
+		return -EAGAIN;
+	e->gkey = gkey;
 	e->rkey = vbe_get32(buf + 4);
 	e->iova = vbe_get64(buf + 8);
-	e->length = vbe_get64(buf + 16);
-	e->access = vbe_get32(buf + 24);
-	e->pd = vbe_get32(buf + 28);
+	e->length = vbe_get32(buf + 16);
+	e->pd = vbe_get16(buf + 20);
+	e->pgoff = vbe_get16(buf + 22);
+	e->access = buf[24];
+	/* What REG_MR and key.c guarantee for every entry we write. */
+	if (!(gkey >> VBE_KEY_IDX_BITS) || !e->length || e->length > VBE_VX_MR_MAX ||
+	    e->iova + e->length < e->iova || e->pd >= VBE_MAX_PDS ||
+	    e->pgoff >= VRDMA_PAGE_SIZE || (e->access & ~VRDMA_ACC_ALL) ||
+	    (buf[25] | buf[26] | buf[27])) {
+		memset(e, 0, sizeof(*e));
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Orders our stores to the key table for the device that RDMA-reads it
+ * (rdma-core's udma_to_device_barrier): on x86 stores are seen in
+ * program order, so only the compiler must keep them. */
+static inline void vbe_vx_dev_wmb(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("" ::: "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("dmb oshst" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* The gkey word in one aligned store: never seen half written. */
+static void vbe_vx_store_gkey(uint8_t *ent, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)(void *)ent, htole32(v), __ATOMIC_RELAXED);
+}
+
+/*
+ * Write e (or wipe, e NULL) into our table's entry at ent (32-byte
+ * aligned), which a peer's READ may be fetching meanwhile: gkey goes to
+ * 0 first, then the body and check word, then gkey last.  A READ that
+ * overlaps sees gkey 0 (empty) or bytes of two versions, whose check
+ * word fails; it never takes a mix.
+ */
+void vbe_vx_rkt_write(uint8_t *ent, const struct vbe_rkt *e)
+{
+	uint8_t b[VBE_VX_RKT_ENT];
+
+	vbe_vx_store_gkey(ent, 0);
+	vbe_vx_dev_wmb();
+	if (!e) {
+		memset(ent + 4, 0, VBE_VX_RKT_ENT - 4);
+		return;
+	}
+	vbe_vx_rkt_pack(e, b);
+	memcpy(ent + 4, b + 4, VBE_VX_RKT_ENT - 4);
+	vbe_vx_dev_wmb();
+	vbe_vx_store_gkey(ent, e->gkey);
+}
+
+/* The key an entry of our own table holds (0 = empty). */
+uint32_t vbe_vx_rkt_gkey(const uint8_t *ent)
+{
+	return vbe_get32(ent);
 }
 
 /* As target_local's responder check, on a copy of the peer's entry: the
  * key must be the one asked for (a stale or empty slot is not), same PD
- * as the peer QP, rights, and [addr, addr + len) inside the MR. */
+ * as the peer QP, rights, and [addr, addr + len) inside the MR.  The
+ * device address comes from gkey, the key the WR names, so whatever the
+ * entry says the WR stays in gkey's window. */
 int vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
-		     uint64_t addr, uint64_t len, uint32_t acc)
+		     uint64_t addr, uint64_t len, uint32_t acc, uint64_t *va)
 {
 	uint64_t off;
 
 	if (!e->gkey || e->gkey != gkey || e->pd != pd || (e->access & acc) != acc)
 		return VRDMA_WS_REM_ACCESS_ERR;
-	if (addr < e->iova)
+	if (e->length > VBE_VX_MR_MAX || e->pgoff >= VRDMA_PAGE_SIZE || addr < e->iova)
 		return VRDMA_WS_REM_ACCESS_ERR;
 	off = addr - e->iova;
 	if (off > e->length || len > e->length - off)
 		return VRDMA_WS_REM_ACCESS_ERR;
+	*va = vbe_vx_va(gkey, e->pgoff) + off;
 	return VRDMA_WS_SUCCESS;
 }
