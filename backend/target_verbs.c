@@ -18,6 +18,7 @@
  * has completed, then completes with the error and the QP goes to error
  * (flushing the rest), as in RC verbs.
  */
+#include <errno.h>
 #include <limits.h>
 #include <string.h>
 
@@ -101,22 +102,13 @@ int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 	return 0;
 }
 
-static const struct vbe_rkt *vbe_vx_cache(struct vbe_vqp *vq, uint32_t gkey)
+/* Fetch the peer's key-table entry of the key vq->rkc wants into our
+ * scratch slot; vbe_vx_rkc_done takes it only if it holds the whole key
+ * (random tag included), so a guessed key is refused as at the
+ * responder. */
+static int vbe_vx_rkt_read(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
-	unsigned i;
-
-	for (i = 0; i < VBE_VX_RKT_CACHE; i++)
-		if (vq->cache[i].gkey && vq->cache[i].gkey == gkey)
-			return &vq->cache[i];
-	return NULL;
-}
-
-/* Fetch the peer's key-table entry of gkey's slot into our scratch slot;
- * vbe_vx_rkt_done takes it only if it holds the whole gkey (random tag
- * included), so a guessed key is refused as at the responder. */
-static int vbe_vx_rkt_read(struct vbe_vx *vx, struct vbe_vqp *vq, uint32_t gkey)
-{
-	uint32_t slot = (uint32_t)(vq - vx->qps), idx = vbe_key_idx(gkey);
+	uint32_t slot = (uint32_t)(vq - vx->qps), idx = vbe_key_idx(vq->rkc.want);
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sg;
 
@@ -131,10 +123,12 @@ static int vbe_vx_rkt_read(struct vbe_vx *vx, struct vbe_vqp *vq, uint32_t gkey)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = (uint64_t)idx * VBE_VX_RKT_ENT;
 	wr.wr.rdma.rkey = vq->peer_rkt;
-	if (ibv_post_send(vq->id->qp, &wr, &bad))
+	if (ibv_post_send(vq->id->qp, &wr, &bad)) {
+		/* Not read: a later try of this WR starts the lookup over. */
+		vq->rkc.wait = false;
+		vq->rkc.want = 0;
 		return VRDMA_WS_LOC_QP_OP_ERR;
-	vq->rkt_wait = true;
-	vq->rkt_want = gkey;
+	}
 	return VBE_VX_STALL;
 }
 
@@ -144,8 +138,7 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 {
 	struct ibv_sge sg[VRDMA_MAX_SGE];
 	struct ibv_send_wr wr, *bad;
-	const struct vbe_rkt *e;
-	uint32_t acc = 0, lacc = 0;
+	uint32_t acc = 0, lacc = 0, rkey;
 	uint64_t total, rlen, va;
 	int st, nsg;
 
@@ -199,27 +192,21 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		wr.wr.rdma.remote_addr = w->wr.remote_addr;	/* length 0: never used */
 	}
 	if (acc && rlen) {
-		e = vbe_vx_cache(vq, w->wr.rkey);
-		if (!e) {
-			if (vq->rkt_want == w->wr.rkey && !vq->rkt_wait) {
-				/* Looked up and not there: as a bad rkey at the responder. */
-				vq->rkt_want = 0;
-				return VRDMA_WS_REM_ACCESS_ERR;
-			}
-			return vbe_vx_rkt_read(vx, vq, w->wr.rkey);
-		}
-		/* Into the key's device window (verbs.h): whatever the cache
-		 * holds, the device takes it only for an MR of this key. */
-		st = vbe_vx_rkt_check(e, w->wr.rkey, vq->peer_pd, w->wr.remote_addr,
-				      rlen, acc, &va);
+		/* A translation lands in the key's device window (verbs.h), so
+		 * whatever the cache holds, the device takes it only for an MR
+		 * registered under this key. */
+		st = vbe_vx_rkc_get(&vq->rkc, w->wr.rkey, vq->peer_pd, w->wr.remote_addr,
+				    rlen, acc, &rkey, &va);
+		if (st == VBE_VX_RKC_READ)
+			return vbe_vx_rkt_read(vx, vq);
 		if (st)
 			return st;
 		if (acc == VRDMA_ACC_REMOTE_ATOMIC) {
 			wr.wr.atomic.remote_addr = va;
-			wr.wr.atomic.rkey = e->rkey;
+			wr.wr.atomic.rkey = rkey;
 		} else {
 			wr.wr.rdma.remote_addr = va;
-			wr.wr.rdma.rkey = e->rkey;
+			wr.wr.rdma.rkey = rkey;
 		}
 	}
 	wr.wr_id = vbe_vx_wrid(VBE_VX_WR_SQ, vq->s.gen, (uint32_t)(vq - vx->qps));
@@ -231,6 +218,7 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		wr.send_flags |= IBV_SEND_FENCE;
 	if (ibv_post_send(vq->id->qp, &wr, &bad))
 		return VRDMA_WS_LOC_QP_OP_ERR;
+	vbe_vx_rkc_posted(&vq->rkc);
 	return 0;
 }
 
@@ -246,6 +234,7 @@ static void vbe_vx_fail(struct vbe_vqp *vq, struct vbe_guest *g, struct vbe_qp *
 		ibv_modify_qp(vq->id->qp, &a, IBV_QP_STATE);
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
+	vbe_vx_rkc_forget(&vq->rkc);
 	vbe_vx_credits_return(g->node->vx, vq);
 	vbe_qp_error(g, qp);
 }
@@ -297,7 +286,7 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	}
 	vbe_vx_guest_sync(vx, vq->vg, g);
 	while (!g->dead && qp->state == VBE_QPS_RTS && vq->state == VBE_VQ_UP &&
-	       !vq->rkt_wait && vq->sq_posted < qp->sq.count) {
+	       !vq->rkc.wait && vq->sq_posted < qp->sq.count) {
 		w = &qp->sq.e[(qp->sq.head + vq->sq_posted) % qp->sq.size];
 		if (vq->sq_posted && vq->inflight + vbe_vx_wr_len(w) > VBE_VX_INFLIGHT)
 			return;		/* the next CQE runs us again */
@@ -371,19 +360,15 @@ const struct vbe_target vbe_target_verbs = {
 
 static void vbe_vx_rkt_done(struct vbe_vx *vx, struct vbe_vqp *vq)
 {
-	uint32_t slot = (uint32_t)(vq - vx->qps);
-	uint8_t b[VBE_VX_RKT_ENT];
-	struct vbe_rkt e;
+	uint32_t slot = (uint32_t)(vq - vx->qps), want = vq->rkc.want;
+	int rc;
 
-	/* Copy out, then check: the entry came from the network.  A torn
-	 * one (the READ overlapped the peer's writer) is not taken. */
-	memcpy(b, vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT, sizeof(b));
-	if (!vbe_vx_rkt_parse(b, vq->rkt_want, &e)) {
-		vq->cache[vq->cache_next] = e;
-		vq->cache_next = (vq->cache_next + 1) % VBE_VX_RKT_CACHE;
-		vq->rkt_want = 0;
-	}
-	/* else rkt_want stays: vbe_vx_post reports REM_ACCESS_ERR. */
+	/* The entry came from the network: parsed and checked there. */
+	rc = vbe_vx_rkc_done(&vq->rkc, vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT);
+	if (rc == -EPROTO || rc == -EAGAIN)
+		vlog_dbg("rdma: peer key-table entry of %#x %s", want,
+			 rc == -EAGAIN ? "torn: read again" : "malformed");
+	/* else not taken: vbe_vx_post reports REM_ACCESS_ERR. */
 }
 
 /*
@@ -446,7 +431,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 	else if (kind == VBE_VX_WR_RQ && vq->rq_posted)
 		vq->rq_posted--;
 	else if (kind == VBE_VX_WR_RKT)
-		vq->rkt_wait = false;
+		vq->rkc.wait = false;
 	qp = vbe_vx_guest_qp(vx, vq, &g);
 	/* After a failure the device flushes what we already flushed. */
 	if (!qp || vq->state == VBE_VQ_DOWN || qp->state != VBE_QPS_RTS)

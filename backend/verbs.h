@@ -4,7 +4,8 @@
  * target_verbs.c and cm_rdmacm.c.  docs/rdma.md is the prose.
  *
  *   verbs_map.c     pure helpers: status/access mapping, private data,
- *                   remote-key table entries, wr_id encoding (unit tested)
+ *                   remote-key table entries and the requester's cache
+ *                   of them, wr_id encoding (unit tested)
  *   verbs_dev.c     the node's device: rdma_cm listener, completion
  *                   channel, per-guest PD + MRs + key table, CQ polling
  *   target_verbs.c  a guest QP whose peer is on another node
@@ -24,7 +25,7 @@
  * translates a guest rkey by RDMA-reading the entry of its slot bits
  * (cached per QP), takes it only if the entry holds the whole key (so
  * the random tag is checked across nodes too) and its check word
- * matches (a READ racing the writer is not taken), checks bounds and
+ * matches (a READ racing the writer is read again), checks bounds and
  * rights itself, then posts with the device rkey; the responder's device
  * enforces the MR's bounds and rights again.
  *
@@ -51,6 +52,7 @@
 #define VBE_VX_CQ_BATCH		32
 #define VBE_VX_POLL_CQES	256	/* device CQEs per node poll */
 #define VBE_VX_RKT_CACHE	8	/* translated rkeys per QP */
+#define VBE_VX_RKT_TRIES	3	/* READs of one entry while it reads torn */
 #define VBE_VX_RD_ATOM		4	/* outstanding READ/atomics */
 /* Requests waiting for an answer from one other node (services and
  * bindings each): no node takes more than its share of the tables. */
@@ -164,6 +166,25 @@ uint32_t vbe_vx_rkt_gkey(const uint8_t *ent);
 int  vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
 		      uint64_t addr, uint64_t len, uint32_t acc, uint64_t *va);
 
+/* A device QP's translations of the peer's keys (requester side). */
+struct vbe_rkc {
+	struct vbe_rkt e[VBE_VX_RKT_CACHE];
+	unsigned next;			/* slot the next entry replaces */
+	uint32_t want;			/* key being read, 0 = none */
+	uint32_t fresh;			/* key whose entry was read for the head WR */
+	int res;			/* vbe_vx_rkt_parse of the last READ */
+	uint8_t tries;			/* READs of want's entry */
+	bool wait;			/* READ in flight */
+};
+
+/* What vbe_vx_rkc_get tells the caller besides 0 and VRDMA_WS_*. */
+#define VBE_VX_RKC_READ		(-1)	/* RDMA-READ want's entry, then ask again */
+int  vbe_vx_rkc_get(struct vbe_rkc *c, uint32_t gkey, uint32_t pd, uint64_t addr,
+		    uint64_t len, uint32_t acc, uint32_t *rkey, uint64_t *va);
+int  vbe_vx_rkc_done(struct vbe_rkc *c, const uint8_t *ent);
+void vbe_vx_rkc_posted(struct vbe_rkc *c);
+void vbe_vx_rkc_forget(struct vbe_rkc *c);
+
 /* wr_id of a device WR: kind, device-QP slot and its generation. */
 enum { VBE_VX_WR_SQ = 1, VBE_VX_WR_RQ = 2, VBE_VX_WR_RKT = 3, VBE_VX_WR_SRQ = 4 };
 static inline uint64_t vbe_vx_wrid(unsigned kind, uint16_t gen, uint32_t slot)
@@ -234,11 +255,8 @@ struct vbe_vqp {
 	uint32_t sq_posted, rq_posted;	/* guest WRs at the heads on the device */
 	uint32_t credits;		/* the guest's device credits this QP holds */
 	uint64_t inflight;		/* bytes of the posted send WRs */
-	bool rkt_wait;			/* key-table READ in flight */
-	uint32_t rkt_want;		/* the guest rkey it is for */
 	uint32_t peer_qpn, peer_pd, peer_rkt;
-	struct vbe_rkt cache[VBE_VX_RKT_CACHE];
-	unsigned cache_next;
+	struct vbe_rkc rkc;		/* the peer's keys */
 	struct vbe_vx_hello hello;	/* connector: what rdma_connect sends */
 };
 

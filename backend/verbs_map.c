@@ -2,7 +2,8 @@
 /*
  * Pure helpers of the RDMA-device path: device statuses and access
  * flags in the guest's terms, the private data of the rdma_cm exchange,
- * remote-key table entries.  No device needed (tests/test_verbs.c).
+ * remote-key table entries and the requester's cache of the peer's.
+ * No device needed (tests/test_verbs.c).
  *
  * Everything that crosses the network is packed byte by byte, little
  * endian: the two nodes share no struct layout, only these offsets.
@@ -328,4 +329,111 @@ int vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
 		return VRDMA_WS_REM_ACCESS_ERR;
 	*va = vbe_vx_va(gkey, e->pgoff) + off;
 	return VRDMA_WS_SUCCESS;
+}
+
+/* ---- the requester's translations (struct vbe_rkc) ---- */
+
+static struct vbe_rkt *vbe_vx_rkc_find(struct vbe_rkc *c, uint32_t gkey)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_VX_RKT_CACHE; i++)
+		if (c->e[i].gkey && c->e[i].gkey == gkey)
+			return &c->e[i];
+	return NULL;
+}
+
+/* Ask the caller to READ gkey's entry (again if `again`). */
+static int vbe_vx_rkc_read(struct vbe_rkc *c, uint32_t gkey, bool again)
+{
+	if (!again)
+		c->tries = 0;
+	c->want = gkey;
+	c->tries++;
+	c->wait = true;
+	return VBE_VX_RKC_READ;
+}
+
+/*
+ * Translate the guest rkey of one WR: 0 with the device *rkey and *va,
+ * VBE_VX_RKC_READ (the caller RDMA-reads entry vbe_key_idx(c->want),
+ * hands it to vbe_vx_rkc_done, then asks again for the same WR), or a
+ * VRDMA_WS_*.  Ask again only once the READ completed (c->wait false).
+ *
+ * A cached entry is not trusted to be current: the device window keeps
+ * a stale one harmless (the device refuses it), and one that fails our
+ * check is read again before the WR fails, so an error is always the
+ * entry's as the peer has it now.
+ */
+int vbe_vx_rkc_get(struct vbe_rkc *c, uint32_t gkey, uint32_t pd, uint64_t addr,
+		   uint64_t len, uint32_t acc, uint32_t *rkey, uint64_t *va)
+{
+	struct vbe_rkt *e;
+	int st;
+
+	if (c->wait)
+		return VRDMA_WS_LOC_QP_OP_ERR;	/* caller bug: one READ at a time */
+	if (!gkey)
+		return VRDMA_WS_REM_ACCESS_ERR;	/* never a key: 0 marks an empty entry */
+	e = vbe_vx_rkc_find(c, gkey);
+	if (e) {
+		st = vbe_vx_rkt_check(e, gkey, pd, addr, len, acc, va);
+		if (!st) {
+			*rkey = e->rkey;
+			return 0;
+		}
+		if (c->fresh == gkey)
+			return st;	/* read for this very WR */
+		e->gkey = 0;
+		return vbe_vx_rkc_read(c, gkey, false);
+	}
+	if (c->want != gkey)
+		return vbe_vx_rkc_read(c, gkey, false);
+	/* Read for this WR and not taken: a torn entry is read again, a
+	 * bounded number of times (the peer's writer is done in ns). */
+	if (c->res == -EAGAIN && c->tries < VBE_VX_RKT_TRIES)
+		return vbe_vx_rkc_read(c, gkey, true);
+	c->want = 0;
+	return VRDMA_WS_REM_ACCESS_ERR;
+}
+
+/* The READ of c->want's entry completed into ent: copied out, then
+ * parsed.  Returns the vbe_vx_rkt_parse result. */
+int vbe_vx_rkc_done(struct vbe_rkc *c, const uint8_t *ent)
+{
+	uint8_t b[VBE_VX_RKT_ENT];
+	struct vbe_rkt e, *slot;
+	unsigned i;
+
+	memcpy(b, ent, sizeof(b));
+	c->wait = false;
+	c->res = vbe_vx_rkt_parse(b, c->want, &e);
+	if (c->res)
+		return c->res;
+	slot = vbe_vx_rkc_find(c, c->want);
+	for (i = 0; !slot && i < VBE_VX_RKT_CACHE; i++)
+		if (!c->e[i].gkey)
+			slot = &c->e[i];
+	if (!slot) {
+		slot = &c->e[c->next];
+		c->next = (c->next + 1) % VBE_VX_RKT_CACHE;
+	}
+	*slot = e;
+	c->fresh = c->want;
+	c->want = 0;
+	return 0;
+}
+
+/* The head WR went to the device: a later failure of a cached entry is
+ * read again first. */
+void vbe_vx_rkc_posted(struct vbe_rkc *c)
+{
+	c->fresh = 0;
+}
+
+/* The QP failed (a remote access error among others): nothing cached
+ * outlives it. */
+void vbe_vx_rkc_forget(struct vbe_rkc *c)
+{
+	memset(c, 0, sizeof(*c));
 }

@@ -2,7 +2,9 @@
 /*
  * Check suite for backend/verbs_map.c: what the RDMA-device path says
  * to the guest (statuses) and to the other node (private data, key
- * table entries).  Hostile inputs: short, oversized, wrong magic, torn or forged entries.
+ * table entries), and the requester's cache of the peer's entries
+ * against a model of the peer (its table and its device's checks).
+ * Hostile inputs: short, oversized, wrong magic, torn or forged entries.
  */
 #include <check.h>
 #include <errno.h>
@@ -513,6 +515,249 @@ START_TEST(test_rkt_window)
 }
 END_TEST
 
+/* ---- the requester's cache, against a model of the peer ---- */
+
+/* The peer node: its key table and its device's MRs (rkey, window). */
+struct peer {
+	_Alignas(8) uint8_t rkt[VBE_KEY_SLOTS][VBE_VX_RKT_ENT];
+	struct { uint32_t rkey, key; uint64_t va, len; bool live; } mr[4];
+	unsigned reads;
+};
+
+static struct peer P;
+
+static void peer_reg(unsigned i, uint32_t key, uint32_t rkey, uint64_t iova, uint64_t len,
+		     uint32_t pd)
+{
+	struct vbe_rkt e = rkt_ent(key, rkey, iova, len, pd, 0);
+
+	P.mr[i].rkey = rkey;
+	P.mr[i].key = key;
+	P.mr[i].va = vbe_vx_va(key, 0);
+	P.mr[i].len = len;
+	P.mr[i].live = true;
+	vbe_vx_rkt_write(P.rkt[vbe_key_idx(key)], &e);
+}
+
+static void peer_dereg(unsigned i)
+{
+	uint8_t *ent = P.rkt[vbe_key_idx(P.mr[i].key)];
+
+	P.mr[i].live = false;
+	if (vbe_vx_rkt_gkey(ent) == P.mr[i].key)
+		vbe_vx_rkt_write(ent, NULL);
+}
+
+/* The responder's device: the MR a WR reaches (rkey, then bounds), or -1. */
+static int peer_device(uint32_t rkey, uint64_t va, uint64_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < 4; i++)
+		if (P.mr[i].live && P.mr[i].rkey == rkey)
+			return va >= P.mr[i].va && len <= P.mr[i].len &&
+			       va - P.mr[i].va <= P.mr[i].len - len ? (int)i : -1;
+	return -1;
+}
+
+/* One WR's translation as target_verbs does it: READs as asked (the
+ * entry as it is now, or `torn` of them torn), then the answer. */
+static int xlate(struct vbe_rkc *c, uint32_t key, uint64_t addr, uint64_t len,
+		 unsigned torn, uint32_t *rkey, uint64_t *va)
+{
+	_Alignas(8) uint8_t ent[VBE_VX_RKT_ENT];
+	int st;
+
+	while ((st = vbe_vx_rkc_get(c, key, 1, addr, len, VRDMA_ACC_REMOTE_WRITE, rkey,
+				    va)) == VBE_VX_RKC_READ) {
+		ck_assert(c->wait);
+		ck_assert_uint_eq(c->want, key);
+		memcpy(ent, P.rkt[vbe_key_idx(c->want)], sizeof(ent));
+		if (torn) {
+			torn--;
+			ent[9] ^= 0x40;		/* iova's bytes from another moment */
+		}
+		P.reads++;
+		vbe_vx_rkc_done(c, ent);
+		ck_assert(!c->wait);
+	}
+	if (!st)
+		vbe_vx_rkc_posted(c);
+	return st;
+}
+
+START_TEST(test_rkc_basic)
+{
+	const uint32_t K = 0xa5c3e105u, K2 = 0x5a3c1e07u;
+	struct vbe_rkc c;
+	uint32_t rkey, i;
+	uint64_t va;
+
+	memset(&P, 0, sizeof(P));
+	memset(&c, 0, sizeof(c));
+	peer_reg(0, K, 0x1100, 0x40000, 0x2000, 1);
+	/* Miss: one READ, then cached. */
+	ck_assert_int_eq(xlate(&c, K, 0x40100, 16, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 1);
+	ck_assert_uint_eq(rkey, 0x1100);
+	ck_assert(va == vbe_vx_va(K, 0) + 0x100);
+	ck_assert_int_eq(peer_device(rkey, va, 16), 0);
+	ck_assert_int_eq(xlate(&c, K, 0x40000, 0x2000, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 1);
+	/* Not in the table: one READ, REM_ACCESS_ERR, nothing cached. */
+	ck_assert_int_eq(xlate(&c, K2, 0, 8, 0, &rkey, &va), VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(P.reads, 2);
+	ck_assert_uint_eq(c.want, 0);
+	/* Key 0 is never looked up. */
+	ck_assert_int_eq(xlate(&c, 0, 0, 8, 0, &rkey, &va), VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(P.reads, 2);
+	/* Asked again while a READ is out: refused, the READ stays. */
+	ck_assert_int_eq(vbe_vx_rkc_get(&c, K2, 1, 0, 8, VRDMA_ACC_REMOTE_WRITE, &rkey, &va),
+			 VBE_VX_RKC_READ);
+	ck_assert_int_eq(vbe_vx_rkc_get(&c, K2, 1, 0, 8, VRDMA_ACC_REMOTE_WRITE, &rkey, &va),
+			 VRDMA_WS_LOC_QP_OP_ERR);
+	ck_assert(c.wait);
+	/* The QP failed: nothing survives. */
+	vbe_vx_rkc_forget(&c);
+	ck_assert(!c.wait);
+	ck_assert_int_eq(xlate(&c, K, 0x40100, 16, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 3);
+	/* More keys than the cache holds: the oldest go, every one still
+	 * translates right. */
+	memset(&P, 0, sizeof(P));
+	memset(&c, 0, sizeof(c));
+	for (i = 0; i < 2 * VBE_VX_RKT_CACHE; i++) {
+		uint32_t k = (i + 1) << VBE_KEY_IDX_BITS | (0x100 + i);
+		struct vbe_rkt e = rkt_ent(k, 0x9000 + i, 0x1000 * i, 0x1000, 1, 0);
+
+		vbe_vx_rkt_write(P.rkt[vbe_key_idx(k)], &e);
+	}
+	for (i = 0; i < 4 * VBE_VX_RKT_CACHE; i++) {
+		uint32_t j = (i * 5) % (2 * VBE_VX_RKT_CACHE);
+		uint32_t k = (j + 1) << VBE_KEY_IDX_BITS | (0x100 + j);
+
+		ck_assert_int_eq(xlate(&c, k, 0x1000 * j + 8, 8, 0, &rkey, &va), 0);
+		ck_assert_uint_eq(rkey, 0x9000 + j);
+		ck_assert(va == vbe_vx_va(k, 0) + 8);
+	}
+}
+END_TEST
+
+/* A READ that overlapped the peer's writer: read again, a bounded number
+ * of times, never taken. */
+START_TEST(test_rkc_torn)
+{
+	const uint32_t K = 0xa5c3e105u;
+	struct vbe_rkc c;
+	uint32_t rkey;
+	uint64_t va;
+	_Alignas(8) uint8_t ent[VBE_VX_RKT_ENT];
+
+	memset(&P, 0, sizeof(P));
+	memset(&c, 0, sizeof(c));
+	peer_reg(0, K, 0x1100, 0x40000, 0x2000, 1);
+	ck_assert_int_eq(xlate(&c, K, 0x40100, 16, VBE_VX_RKT_TRIES - 1, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, VBE_VX_RKT_TRIES);
+	ck_assert(va == vbe_vx_va(K, 0) + 0x100);
+	vbe_vx_rkc_forget(&c);
+	P.reads = 0;
+	ck_assert_int_eq(xlate(&c, K, 0x40100, 16, VBE_VX_RKT_TRIES, &rkey, &va),
+			 VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(P.reads, VBE_VX_RKT_TRIES);
+	ck_assert_uint_eq(c.want, 0);
+	/* The next WR starts over. */
+	ck_assert_int_eq(xlate(&c, K, 0x40100, 16, 0, &rkey, &va), 0);
+	/* Malformed (check word fits, length 0): refused, not read again. */
+	vbe_vx_rkc_forget(&c);
+	P.reads = 0;
+	{
+		struct vbe_rkt e = rkt_ent(K, 0x1100, 0x40000, 0, 1, 0);
+
+		vbe_vx_rkt_pack(&e, ent);
+		memcpy(P.rkt[vbe_key_idx(K)], ent, sizeof(ent));
+	}
+	ck_assert_int_eq(xlate(&c, K, 0x40000, 0, 0, &rkey, &va), VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(P.reads, 1);
+}
+END_TEST
+
+/*
+ * The residual risk of docs/security.md: the peer's guest deregisters K
+ * and its driver hands K's device rkey to the MR registered next (K2,
+ * another key).  Our cache still says K -> that rkey; the WR still goes
+ * out, but into K's window, where the MR with that rkey is not: the
+ * device refuses it.  K2's memory is never reached through K.
+ */
+START_TEST(test_rkc_stale_rkey_reused)
+{
+	const uint32_t K = 0xa5c3e105u, K2 = 0x1234e105u, R = 0x4d00;
+	struct vbe_rkc c;
+	uint32_t rkey;
+	uint64_t va, addr;
+
+	memset(&P, 0, sizeof(P));
+	memset(&c, 0, sizeof(c));
+	peer_reg(0, K, R, 0x40000, 0x2000, 1);
+	ck_assert_int_eq(xlate(&c, K, 0x40000, 8, 0, &rkey, &va), 0);
+	ck_assert_int_eq(peer_device(rkey, va, 8), 0);
+	/* Deregistered; then K2 in the same key slot with the same rkey,
+	 * same iova and length, same PD: every field the requester checks
+	 * would pass, and only the key differs. */
+	peer_dereg(0);
+	peer_reg(1, K2, R, 0x40000, 0x2000, 1);
+	for (addr = 0x40000; addr < 0x42000; addr += 0x100) {
+		ck_assert_int_eq(xlate(&c, K, addr, 0x100, 0, &rkey, &va), 0);
+		ck_assert_uint_eq(P.reads, 1);		/* from the cache: stale */
+		ck_assert_uint_eq(rkey, R);
+		ck_assert_int_eq(peer_device(rkey, va, 0x100), -1);
+	}
+	/* Read afresh, K is simply not there. */
+	vbe_vx_rkc_forget(&c);
+	ck_assert_int_eq(xlate(&c, K, 0x40000, 8, 0, &rkey, &va), VRDMA_WS_REM_ACCESS_ERR);
+	/* And K2's holder gets K2's MR. */
+	ck_assert_int_eq(xlate(&c, K2, 0x40000, 8, 0, &rkey, &va), 0);
+	ck_assert_int_eq(peer_device(rkey, va, 8), 1);
+}
+END_TEST
+
+/* A cached entry that fails our check is read again before the WR fails:
+ * the error is the entry's as the peer has it now (here: K drawn again
+ * for a longer MR in another PD's place). */
+START_TEST(test_rkc_stale_recheck)
+{
+	const uint32_t K = 0xa5c3e105u;
+	struct vbe_rkc c;
+	uint32_t rkey;
+	uint64_t va;
+
+	memset(&P, 0, sizeof(P));
+	memset(&c, 0, sizeof(c));
+	peer_reg(0, K, 0x1100, 0x40000, 0x1000, 1);
+	ck_assert_int_eq(xlate(&c, K, 0x40000, 8, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 1);
+	peer_dereg(0);
+	peer_reg(1, K, 0x2200, 0x40000, 0x3000, 1);
+	/* Beyond the cached length: read again, now within. */
+	ck_assert_int_eq(xlate(&c, K, 0x41800, 8, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 2);
+	ck_assert_uint_eq(rkey, 0x2200);
+	ck_assert_int_eq(peer_device(rkey, va, 8), 1);
+	/* Beyond both: one more READ, then the error (no loop). */
+	ck_assert_int_eq(xlate(&c, K, 0x43000, 8, 0, &rkey, &va), VRDMA_WS_REM_ACCESS_ERR);
+	ck_assert_uint_eq(P.reads, 3);
+	/* The fresh entry stays cached and serves the next WR. */
+	ck_assert_int_eq(xlate(&c, K, 0x42ff8, 8, 0, &rkey, &va), 0);
+	ck_assert_uint_eq(P.reads, 3);
+	/* A PD the entry does not have: read again once, refused. */
+	ck_assert_int_eq(vbe_vx_rkc_get(&c, K, 2, 0x40000, 8, VRDMA_ACC_REMOTE_WRITE, &rkey,
+					&va), VBE_VX_RKC_READ);
+	vbe_vx_rkc_done(&c, P.rkt[vbe_key_idx(K)]);
+	ck_assert_int_eq(vbe_vx_rkc_get(&c, K, 2, 0x40000, 8, VRDMA_ACC_REMOTE_WRITE, &rkey,
+					&va), VRDMA_WS_REM_ACCESS_ERR);
+}
+END_TEST
+
+
 START_TEST(test_wrid)
 {
 	uint64_t id = vbe_vx_wrid(VBE_VX_WR_RKT, 0xbeef, VBE_VX_MAX_QPS - 1);
@@ -541,6 +786,10 @@ static Suite *verbs_suite(void)
 	tcase_add_test(tc, test_rkt_torn);
 	tcase_add_test(tc, test_rkt_check);
 	tcase_add_test(tc, test_rkt_window);
+	tcase_add_test(tc, test_rkc_basic);
+	tcase_add_test(tc, test_rkc_torn);
+	tcase_add_test(tc, test_rkc_stale_rkey_reused);
+	tcase_add_test(tc, test_rkc_stale_recheck);
 	tcase_add_test(tc, test_wrid);
 	suite_add_tcase(s, tc);
 	return s;

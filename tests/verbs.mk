@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The RDMA-device path's pure parts (backend/verbs_map.c): status and
-# access mapping, rdma_cm private data, remote-key table entries.  No
-# device needed; the device path itself runs on the cluster rig.
+# access mapping, rdma_cm private data, remote-key table entries and the
+# requester's cache of them (against a model of the peer).  No device
+# needed; the device path itself runs on the cluster rig.
 EXTRA_CFLAGS_tests := $(CHECK_CFLAGS)
 CHECK_BINS += $(B)/tests/test_verbs
 $(B)/tests/test_verbs: $(call obj,tests/test_verbs.c backend/verbs_map.c common/log.c)
