@@ -7,7 +7,8 @@
  *   itest_guest client SERVICE
  *
  * The client drives; the server verifies what lands in its memory and
- * answers over SEND.  Prints "ITEST <name> PASS|FAIL ..." per check and
+ * answers over SEND (and registers an MR again on request: a key kept
+ * past its MR must be refused, t_stale_rkey).  Prints "ITEST <name> PASS|FAIL ..." per check and
  * exits 0 only if every check passed.
  */
 #include <arpa/inet.h>
@@ -39,8 +40,10 @@
 #define LEN_IMM		4096u
 #define LEN_READ	(64u << 10)
 #define SEED_READ	0x5eedu
+#define OFF_STALE	(896u << 10)	/* server: an MR registered, dropped, again */
+#define LEN_STALE	4096u
 
-enum { M_CHECK = 1, M_RESULT, M_ACCEPT_MORE, M_BYE, M_SENDDATA };
+enum { M_CHECK = 1, M_RESULT, M_ACCEPT_MORE, M_BYE, M_SENDDATA, M_STALE_REG, M_STALE_SWAP };
 
 struct msg {
 	uint32_t type, seed, off, len;
@@ -234,6 +237,7 @@ static int serve(const char *service)
 {
 	struct vrdma_listener *l;
 	struct vrdma_qp *qp, *extra[4];
+	struct vrdma_mr *stale = NULL;
 	unsigned nextra = 0;
 	struct ctx c;
 	int err;
@@ -285,11 +289,27 @@ static int serve(const char *service)
 			for (unsigned i = 0; i < m.len && nextra < 4; i++)
 				extra[nextra++] = accept_one(&c, l);
 			r.result = 0;
+		} else if (m.type == M_STALE_REG || m.type == M_STALE_SWAP) {
+			/* SWAP: the client's key goes, a new MR takes the same
+			 * range, filled with m.seed. */
+			r.result = 0;
+			if (m.type == M_STALE_SWAP) {
+				r.result = stale && !vrdma_dereg_mr(stale) ? 0 : -1;
+				fill(c.buf + OFF_STALE, LEN_STALE, m.seed);
+			}
+			stale = vrdma_reg_mr(c.pd, c.buf + OFF_STALE, LEN_STALE,
+					     VRDMA_ACCESS_LOCAL_WRITE |
+					     VRDMA_ACCESS_REMOTE_WRITE);
+			if (!stale)
+				r.result = -1;
+			r.imm = stale ? stale->rkey : 0;
 		}
 		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
 			die("server send", err);
 	}
 	printf("ITEST server-done PASS\n");
+	if (stale)
+		vrdma_dereg_mr(stale);
 	while (nextra)
 		vrdma_destroy_qp(extra[--nextra]);
 	vrdma_destroy_qp(qp);
@@ -575,6 +595,103 @@ static void t_error(struct ctx *c, struct vrdma_qp *main_qp, const char *service
 	vrdma_destroy_qp(qp);
 }
 
+/* Send a request and return the server's reply (result -100 on
+ * failure); completions of other QPs (a broken one's flushes) are
+ * dropped. */
+static struct msg rpc_msg(struct ctx *c, struct vrdma_qp *qp, const struct msg *m)
+{
+	struct msg r = { .result = -100 };
+	struct vrdma_wc wc;
+	int got_send = 0, got_reply = 0;
+
+	if (send_msg(c, qp, m, VRDMA_WR_SEND, 0))
+		return r;
+	while (!(got_send && got_reply)) {
+		if (next_wc(c, &wc))
+			return r;
+		if (wc.qp_num != qp->qp_num)
+			continue;
+		if (wc.status != VRDMA_WC_SUCCESS) {
+			r.result = -100;
+			return r;
+		}
+		if (wc.opcode == VRDMA_WC_RECV_OP) {
+			memcpy(&r, c->buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(r));
+			post_recv_slot(c, qp, (unsigned)wc.wr_id);
+			got_reply = 1;
+		} else {
+			got_send = 1;
+		}
+	}
+	return r;
+}
+
+/*
+ * A key kept after the server deregistered its MR and registered the
+ * same range again (a new key): a write with the old key must fail
+ * with REM_ACCESS_ERR and leave the new MR's bytes alone.  Across nodes
+ * the first write leaves the key in our vrdmad's cache, so the second
+ * goes out with the stale translation and the server's device must
+ * refuse it (docs/rdma.md, "A stale cache is harmless").
+ */
+static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *service)
+{
+	struct msg m = { .type = M_ACCEPT_MORE, .len = 1 };
+	struct msg chk = { .type = M_CHECK, .seed = 61, .off = OFF_STALE, .len = LEN_STALE };
+	uint8_t *src = c->buf + (640u << 10);
+	struct vrdma_sge sg = { (uintptr_t)src, 64, c->mr->lkey };
+	struct vrdma_qp *qp;
+	struct vrdma_wc wc;
+	struct msg r;
+	uint32_t key;
+	int err;
+
+	m.type = M_STALE_REG;
+	r = rpc_msg(c, main_qp, &m);
+	key = r.imm;
+	if (r.result) {
+		report("stale-rkey-setup", 0, "server reg_mr: %d", r.result);
+		return;
+	}
+	/* A QP we may break (the stale write takes it to error). */
+	m.type = M_ACCEPT_MORE;
+	if (send_msg(c, main_qp, &m, VRDMA_WR_SEND, 0))
+		die("ask accept", EIO);
+	qp = connect_one(c, service);
+	memset(src, 0xa5, 64);
+	err = post1(qp, VRDMA_WR_RDMA_WRITE, 78, &sg, 1, c->peer.addr + OFF_STALE, key);
+	if (!err)
+		err = wait_wr(c, 78, &wc);
+	report("stale-rkey-first-write", !err && wc.status == VRDMA_WC_SUCCESS,
+	       "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
+	/* drain the main QP: our ask and the server's reply */
+	for (int got = 0; got < 2;) {
+		if (next_wc(c, &wc))
+			break;
+		if (wc.qp_num != main_qp->qp_num)
+			continue;
+		if (wc.opcode == VRDMA_WC_RECV_OP)
+			post_recv_slot(c, main_qp, (unsigned)wc.wr_id);
+		got++;
+	}
+	m.type = M_STALE_SWAP;
+	m.seed = chk.seed;
+	r = rpc_msg(c, main_qp, &m);
+	report("stale-rkey-swap", r.result == 0 && r.imm != key, "result=%d", r.result);
+	/* Across nodes the server's device MR goes on its vrdmad's reaper
+	 * thread after the poll (docs/rdma.md, the DEREG_MR window). */
+	if (peer_node)
+		sleep(1);
+	err = post1(qp, VRDMA_WR_RDMA_WRITE, 79, &sg, 1, c->peer.addr + OFF_STALE, key);
+	if (!err)
+		err = wait_wr(c, 79, &wc);
+	report("stale-rkey-refused", !err && wc.status == VRDMA_WC_REM_ACCESS_ERR,
+	       "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
+	vrdma_destroy_qp(qp);
+	r = rpc_msg(c, main_qp, &chk);
+	report("stale-rkey-new-mr-intact", r.result == 0, "result=%d", r.result);
+}
+
 static int client(const char *service)
 {
 	struct msg bye = { .type = M_BYE };
@@ -593,6 +710,7 @@ static int client(const char *service)
 	t_error(&c, qp, service, "bad-rkey", 0, 64, 1, VRDMA_WC_REM_ACCESS_ERR);
 	t_error(&c, qp, service, "out-of-bounds", BUF_LEN - 63, 64, 0,
 		VRDMA_WC_REM_ACCESS_ERR);
+	t_stale_rkey(&c, qp, service);
 	/* the main connection still works after its neighbours failed */
 	t_read(&c, qp);
 	if (send_msg(&c, qp, &bye, VRDMA_WR_SEND, 0))
