@@ -286,7 +286,7 @@ static void vbe_vx_store_gkey(uint8_t *ent, uint32_t v)
  * aligned), which a peer's READ may be fetching meanwhile: gkey goes to
  * 0 first, then the body and check word, then gkey last.  A READ that
  * overlaps sees gkey 0 (empty) or bytes of two versions, whose check
- * word fails; it never takes a mix.
+ * word fails (but once in 2^32; docs/rdma.md).
  */
 void vbe_vx_rkt_write(uint8_t *ent, const struct vbe_rkt *e)
 {
