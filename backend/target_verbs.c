@@ -367,8 +367,9 @@ static void vbe_vx_rkt_done(struct vbe_vx *vx, struct vbe_vqp *vq)
 	rc = vbe_vx_rkc_done(&vq->rkc, vq->vg->scratch + (size_t)slot * VBE_VX_RKT_ENT);
 	if (rc == -EPROTO || rc == -EAGAIN)
 		vlog_dbg("rdma: peer key-table entry of %#x %s", want,
-			 rc == -EAGAIN ? "torn: read again" : "malformed");
-	/* else not taken: vbe_vx_post reports REM_ACCESS_ERR. */
+			 rc == -EAGAIN ? "torn" : "malformed");
+	/* Not taken: the WR's next try reads a torn entry again (bounded)
+	 * or fails REM_ACCESS_ERR (vbe_vx_rkc_get). */
 }
 
 /*
