@@ -149,7 +149,8 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 		return VRDMA_CS_INVAL;
 	if ((m->access & writes) && !b->writable)
 		return VRDMA_CS_ACCESS;
-	if (vbe_quota_mr(g, m->length))	/* operator's mem (issue 5) */
+	if (vbe_quota_mr(g, m->length) ||	/* operator's mem (issue 5) */
+	    vbe_tenant_quota_obj(g, VBE_TQ_MRS))
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->mrs, VBE_MAX_MRS);
 	if (idx == UINT32_MAX)
@@ -172,6 +173,7 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	pd->users++;
 	b->users++;
 	g->mr_bytes += mr->length;
+	g->nmrs++;
 	out[0] = vbe_handle(&mr->s, idx);
 	out[1] = mr->key;
 	out[2] = mr->key;
@@ -187,6 +189,7 @@ static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
 	g->pds[mr->pd].users--;
 	g->bufs[mr->buf].users--;
 	g->mr_bytes -= mr->length;
+	g->nmrs--;
 	/* mr->key stays, and so does its key-map entry: the next keys of
 	 * this MR and of that key slot must differ from it (key.c). */
 	_Static_assert(offsetof(struct vbe_mr, key) < offsetof(struct vbe_mr, pd),
@@ -218,6 +221,8 @@ static int vbe_cmd_create_cq(struct vbe_guest *g, const struct vrdma_req *r,
 	memcpy(&h, b->addr + ((size_t)c->page << VRDMA_PAGE_SHIFT), sizeof(h));
 	if (h.magic != VRDMA_WIRE_MAGIC || h.order != c->order)
 		return VRDMA_CS_INVAL;
+	if (vbe_tenant_quota_obj(g, VBE_TQ_CQS))	/* issue 12 */
+		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->cqs, VBE_MAX_CQS);
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
@@ -231,6 +236,7 @@ static int vbe_cmd_create_cq(struct vbe_guest *g, const struct vrdma_req *r,
 	cq->users = 0;
 	vring_store_rel(&cq->hdr->ring.prod, 0);
 	b->users++;
+	g->ncqs++;
 	out[0] = vbe_handle(&cq->s, idx);
 	out[1] = cq->size;
 	return VRDMA_CS_OK;

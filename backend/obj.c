@@ -134,6 +134,7 @@ void vbe_obj_release(struct vbe_guest *g)
 		if (g->mrs[i].s.used)
 			vbe_slot_free(&g->mrs[i].s);
 	g->mr_bytes = 0;
+	g->nmrs = 0;
 	for (i = 0; i < VBE_MAX_CQS; i++)
 		if (g->cqs[i].s.used)
 			vbe_cq_forget(g, &g->cqs[i]);
@@ -271,6 +272,7 @@ void vbe_cq_forget(struct vbe_guest *g, struct vbe_cq *cq)
 		g->ndirty = j;
 	}
 	g->bufs[cq->buf].users--;
+	g->ncqs--;
 	memset((char *)cq + sizeof(cq->s), 0, sizeof(*cq) - sizeof(cq->s));
 	vbe_slot_free(&cq->s);
 }

@@ -20,13 +20,14 @@
 #include "vbe.h"
 
 const char *const vbe_tenant_keys[] = {
-	"guests", "listeners", "conns", "qps", "mem", NULL,
+	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", NULL,
 };
 
 static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
 	[VBE_TQ_GUESTS] = 256, [VBE_TQ_LISTENERS] = VBE_MAX_LISTENERS,
 	[VBE_TQ_CONNS] = VBE_MAX_CONNS, [VBE_TQ_QPS] = 1u << 24,	/* QPNs */
 	[VBE_TQ_MEM] = 1ull << 50,
+	[VBE_TQ_CQS] = 256u * VBE_MAX_CQS, [VBE_TQ_MRS] = 256u * VBE_MAX_MRS,	/* 256 guests' */
 };
 
 void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
@@ -36,6 +37,8 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 	lim[VBE_TQ_CONNS] = VBE_TENANT_CONNS;
 	lim[VBE_TQ_QPS] = VBE_TENANT_QPS;
 	lim[VBE_TQ_MEM] = VBE_TENANT_MEM;
+	lim[VBE_TQ_CQS] = VBE_TENANT_CQS;
+	lim[VBE_TQ_MRS] = VBE_TENANT_MRS;
 }
 
 /* Key path components: what the key store and xenstore both take. */
@@ -201,6 +204,8 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 		use[VBE_TQ_GUESTS] += g->connected && !g->dead;
 		use[VBE_TQ_QPS] += g->nqps;
 		use[VBE_TQ_MEM] += g->mr_bytes;
+		use[VBE_TQ_CQS] += g->ncqs;
+		use[VBE_TQ_MRS] += g->nmrs;
 	}
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		use[VBE_TQ_LISTENERS] += n->lis[i].s.used && !strcmp(n->lis[i].tenant, tenant);
@@ -248,6 +253,21 @@ int vbe_tenant_quota_qp(struct vbe_guest *g)
 	if (sum < vbe_tenant_lim(g->node, g->ten)[VBE_TQ_QPS])
 		return VRDMA_CS_OK;
 	return vbe_tenant_refuse(g, VBE_TQ_QPS, sum);
+}
+
+/* One more CQ or MR (q) for g's tenant?  Its guests' counters, as QPs. */
+int vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q)
+{
+	const struct vbe_guest *x;
+	uint64_t sum = 0;
+
+	if (!g->ten)
+		return VRDMA_CS_OK;
+	for (x = g->ten->guests; x; x = x->tnext)
+		sum += q == VBE_TQ_CQS ? x->ncqs : x->nmrs;
+	if (sum < vbe_tenant_lim(g->node, g->ten)[q])
+		return VRDMA_CS_OK;
+	return vbe_tenant_refuse(g, q, sum);
 }
 
 /* len more registered bytes for g's tenant?  (vbe_quota_mr) */
@@ -367,7 +387,7 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 	return -ENOENT;
 }
 
-/* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B; a
+/* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N; a
  * tenant's value `default` drops its own key.  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out)
 {
@@ -384,13 +404,13 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 	}
 	if (nkv < 1) {
 		fprintf(out, "error: set tenant:%s: nothing to set (guests=N "
-			"listeners=N conns=N qps=N mem=BYTES)\n", tenant);
+			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N)\n", tenant);
 		return -EINVAL;
 	}
 	for (i = 0; i < nkv; i++) {
 		if (vbe_tenant_word(kv[i], &q, &v)) {
 			fprintf(out, "error: set: unknown tenant key in '%.64s' (allowed: "
-				"guests listeners conns qps mem)\n", kv[i]);
+				"guests listeners conns qps mem cqs mrs)\n", kv[i]);
 			return -ENOENT;
 		}
 		if (!strcmp(v, "default") && strcmp(tenant, "default"))

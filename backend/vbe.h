@@ -69,7 +69,10 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
  * so a tenant at its 64 guests holds a quarter of what they could. */
 #define VBE_TENANT_QPS		(16u * VBE_MAX_QPS)
 #define VBE_TENANT_MEM		(16ull * VBE_PRIO_MEM_DEF)
-enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_N };
+#define VBE_TENANT_CQS		(16u * VBE_MAX_CQS)
+#define VBE_TENANT_MRS		(16u * VBE_MAX_MRS)
+enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
+       VBE_TQ_MRS, VBE_TQ_N };
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
@@ -308,6 +311,7 @@ struct vbe_guest {
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
 	uint32_t nqps;			/* live QPs, for the quota */
 	uint64_t mr_bytes;		/* bytes of its live MRs, for the quota */
+	uint32_t ncqs, nmrs;		/* live CQs and MRs, for the tenant's */
 	struct vbe_prio prio;		/* issue 5 */
 	char vm[VBE_VM_NAME];		/* its domain's name, "" = none */
 	char tenant[VPLAT_TENANT_NAME];	/* whose quotas it counts against */
@@ -655,6 +659,7 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota_qp(struct vbe_guest *g);			/* VRDMA_CS_* */
 int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
+int  vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q);	/* CQS, MRS */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 

@@ -493,6 +493,7 @@ END_TEST
 START_TEST(tenant_qps_and_mem)
 {
 	struct tg a, b, x;
+	struct vrdma_req r;
 	uint32_t out[4];
 
 	tenant_limit("acme", "qps", 3);
@@ -506,6 +507,33 @@ START_TEST(tenant_qps_and_mem)
 	ck_assert_int_eq(tg_reg_mr(&a, 0, 32 << 10, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
 	ck_assert_int_eq(tg_reg_mr(&b, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_NOMEM);
 	ck_assert_int_eq(tg_reg_mr(&x, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	/* MRs and CQs by number: a has 2 MRs now, b 1 (tg_full's each). */
+	tenant_limit("acme", "mem", 1 << 30);
+	tenant_limit("acme", "mrs", 4);
+	ck_assert_int_eq(tg_reg_mr(&b, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_reg_mr(&x, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DEREG_MR, out[0]);	/* x's: frees nothing of acme's */
+	ck_assert_int_eq(tg_cmd(&x, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_reg_mr(&b, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_NOMEM);
+	tenant_limit("acme", "cqs", 2);		/* one each already */
+	r = mkreq(VRDMA_CMD_CREATE_CQ, 0);
+	r.u.create_cq.buf = a.buf;
+	r.u.create_cq.order = CQ_ORDER;
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_NOMEM);
+	r.u.create_cq.buf = x.buf;
+	ck_assert_int_eq(tg_cmd(&x, &r, out), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DESTROY_CQ, out[0]);
+	ck_assert_int_eq(tg_cmd(&x, &r, NULL), VRDMA_CS_OK);
+	tenant_limit("acme", "cqs", 3);
+	r = mkreq(VRDMA_CMD_CREATE_CQ, 0);
+	r.u.create_cq.buf = a.buf;
+	r.u.create_cq.order = CQ_ORDER;
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DESTROY_CQ, out[0]);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_uint_eq(a.nasync + b.nasync, 0);	/* nobody was disabled */
 	tg_stop(&x);
 	tg_stop(&b);
 	tg_stop(&a);
