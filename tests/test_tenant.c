@@ -201,16 +201,20 @@ static struct t_res t_listen(int ndev)
 }
 
 /* Item 3: the listener says it listens (t_ready), then reports the
- * sender of one request (n = its domain; err 0 if the node is ours). */
+ * sender of one request (n = its domain; err 0 if the node is ours)
+ * and rejects it (wait 1) or accepts it (wait 2). */
 static int t_ready[2] = { -1, -1 };
 
 static struct t_res t_pol_listen(int wait)
 {
+	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
 	struct vrdma_device *d = vrdma_open(NULL, T_OPEN_MS);
 	struct t_res r = { 0, 0 };
 	struct vrdma_conn_peer peer;
 	struct vrdma_conn_req req;
 	struct vrdma_listener *l;
+	struct vrdma_pd *pd;
+	struct vrdma_qp *qp;
 
 	if (!d || !(l = vrdma_listen(d, "db"))) {
 		r.err = errno;
@@ -229,7 +233,18 @@ static struct t_res t_pol_listen(int wait)
 	if (!r.err && strcmp(peer.node, "api-node"))
 		r.err = EBADMSG;
 	r.n = (int)peer.domid;
-	vrdma_reject(l, &req);
+	if (wait == 1) {
+		vrdma_reject(l, &req);
+		return r;
+	}
+	/* wait 2: an honest server, the connection completes */
+	if (!(pd = vrdma_alloc_pd(d)) ||
+	    !(a.send_cq = a.recv_cq = vrdma_create_cq(d, 8, NULL)) ||
+	    !(qp = vrdma_create_qp(pd, &a))) {
+		r.err = -errno;
+		return r;
+	}
+	r.err = vrdma_accept(l, qp, &req, NULL, 0);
 	return r;
 }
 
@@ -370,8 +385,10 @@ END_TEST
 
 START_TEST(t_tenant_listeners)
 {
-	struct t_child a, b;
-	struct t_res ra, rb;
+	struct t_child a, b, c, s;
+	struct t_res ra, rb, rc, rs;
+	struct pollfd pfd;
+	char x;
 
 	NEED_DAEMON();
 	if (!need_root(__func__))
@@ -387,6 +404,22 @@ START_TEST(t_tenant_listeners)
 	ck_assert_int_eq(rb.err, 0);
 	ctl("get tenant:uid65534");
 	ck_assert(log_has("tenant uid65534 has 64 listeners, its limit"));
+	/* ... and an honest pair still connects beside the flood. */
+	ck_assert_int_eq(pipe(t_ready), 0);
+	s = t_run(UID_B, t_pol_listen, 2);
+	pfd.fd = t_ready[0];
+	pfd.events = POLLIN;
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	c = t_run(UID_B, t_pol_connect, 0);
+	rc = t_result(&c);
+	ck_assert_int_eq(rc.err, 0);
+	rs = t_result(&s);
+	ck_assert_int_eq(rs.err, 0);
+	t_release(&c);
+	t_release(&s);
+	close(t_ready[0]);
+	close(t_ready[1]);
 	t_release(&b);
 	t_release(&a);
 }
