@@ -121,41 +121,57 @@ uint32_t vbe_sched_cmd_burst(uint32_t cmds)
 }
 
 /*
- * Take a command token (prio.cmds).  Refilled only when empty, from the
- * time it is counted to: no clock read per command, and cmd_fill moves by
- * exactly what was granted (or to now when the bucket is full), so a
- * guest gets at most burst + cmds x elapsed whatever its pattern.
+ * Refill an empty command bucket (rate per second, burst 200 ms worth)
+ * from the time it is counted to: no clock read per command, and *fill
+ * moves by exactly what was granted (or to now when the bucket is full),
+ * so its owner gets at most burst + rate x elapsed whatever its pattern.
+ * Whether a token is there.
  */
-bool vbe_sched_cmd_take(struct vbe_guest *g)
+static bool vbe_cmd_bucket(struct vbe_node *n, uint32_t *tokens, int64_t *fill,
+			   uint32_t rate)
 {
-	struct vbe_sched *s = &g->sch;
-	uint32_t rate = g->prio.cmds, burst;
+	uint32_t burst;
 	int64_t now, dt;
 	uint64_t add;
 
-	if (!rate)
+	if (*tokens)
 		return true;
-	if (!s->cmd_tokens) {
-		burst = vbe_sched_cmd_burst(rate);
-		now = g->node->round_us ? g->node->round_us : vbe_sched_now(g->node);
-		dt = now - s->cmd_fill;
-		if (dt > 60 * 1000000ll)
-			dt = 60 * 1000000ll;
-		add = dt > 0 ? (uint64_t)rate * (uint64_t)dt / 1000000u : 0;
-		if (add >= burst) {
-			s->cmd_tokens = burst;
-			s->cmd_fill = now;
-		} else if (add) {
-			s->cmd_tokens = (uint32_t)add;
-			s->cmd_fill += (int64_t)(add * 1000000u / rate);
-		}
+	burst = vbe_sched_cmd_burst(rate);
+	now = n->round_us ? n->round_us : vbe_sched_now(n);
+	dt = now - *fill;
+	if (dt > 60 * 1000000ll)
+		dt = 60 * 1000000ll;
+	add = dt > 0 ? (uint64_t)rate * (uint64_t)dt / 1000000u : 0;
+	if (add >= burst) {
+		*tokens = burst;
+		*fill = now;
+	} else if (add) {
+		*tokens = (uint32_t)add;
+		*fill += (int64_t)(add * 1000000u / rate);
 	}
-	if (!s->cmd_tokens) {
+	return *tokens != 0;
+}
+
+/* Take a command token: the guest's (prio.cmds) and its tenant's (issue
+ * 12), both or neither.  Out of either: the command waits in the ring. */
+bool vbe_sched_cmd_take(struct vbe_guest *g)
+{
+	struct vbe_sched *s = &g->sch;
+	uint32_t rate = g->prio.cmds, trate = vbe_tenant_cmds(g);
+
+	if (!rate && !trate)
+		return true;
+	if ((rate && !vbe_cmd_bucket(g->node, &s->cmd_tokens, &s->cmd_fill, rate)) ||
+	    (trate && !vbe_cmd_bucket(g->node, &g->ten->cmd_tokens, &g->ten->cmd_fill,
+				      trate))) {
 		s->cmd_throttled = true;
 		g->ctr.cmd_waits++;
 		return false;
 	}
-	s->cmd_tokens--;
+	if (rate)
+		s->cmd_tokens--;
+	if (trate)
+		g->ten->cmd_tokens--;
 	return true;
 }
 

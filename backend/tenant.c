@@ -20,7 +20,7 @@
 #include "vbe.h"
 
 const char *const vbe_tenant_keys[] = {
-	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", NULL,
+	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "cmds", NULL,
 };
 
 static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
@@ -28,6 +28,7 @@ static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
 	[VBE_TQ_CONNS] = VBE_MAX_CONNS, [VBE_TQ_QPS] = 1u << 24,	/* QPNs */
 	[VBE_TQ_MEM] = 1ull << 50,
 	[VBE_TQ_CQS] = 256u * VBE_MAX_CQS, [VBE_TQ_MRS] = 256u * VBE_MAX_MRS,	/* 256 guests' */
+	[VBE_TQ_CMDS] = 1000000,		/* per second, as a guest's */
 };
 
 void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
@@ -39,6 +40,7 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 	lim[VBE_TQ_MEM] = VBE_TENANT_MEM;
 	lim[VBE_TQ_CQS] = VBE_TENANT_CQS;
 	lim[VBE_TQ_MRS] = VBE_TENANT_MRS;
+	lim[VBE_TQ_CMDS] = 0;	/* off: docs/tenants.md says why */
 }
 
 /* Key path components: what the key store and xenstore both take. */
@@ -270,6 +272,13 @@ int vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q)
 	return vbe_tenant_refuse(g, q, sum);
 }
 
+/* The commands per second g's tenant may send, 0 = no limit
+ * (vbe_sched_cmd_take: one bucket for all its guests). */
+uint32_t vbe_tenant_cmds(struct vbe_guest *g)
+{
+	return g->ten ? (uint32_t)vbe_tenant_lim(g->node, g->ten)[VBE_TQ_CMDS] : 0;
+}
+
 /* len more registered bytes for g's tenant?  (vbe_quota_mr) */
 int vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len)
 {
@@ -333,7 +342,10 @@ static void vbe_tenant_print(struct vbe_node *n, const char *tenant, FILE *out)
 		vbe_tenant_usage(n, tenant, use);
 	fprintf(out, "tenant=%s", tenant);
 	for (q = 0; q < VBE_TQ_N; q++) {
-		if (strcmp(tenant, "default"))
+		if (q == VBE_TQ_CMDS)	/* a rate: no usage */
+			fprintf(out, " %s=%llu%s", vbe_tenant_keys[q], (unsigned long long)lim[q],
+				own[q] || !strcmp(tenant, "default") ? "" : "(default)");
+		else if (strcmp(tenant, "default"))
 			fprintf(out, " %s=%llu/%llu%s", vbe_tenant_keys[q],
 				(unsigned long long)use[q], (unsigned long long)lim[q],
 				own[q] ? "" : "(default)");
@@ -404,13 +416,13 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 	}
 	if (nkv < 1) {
 		fprintf(out, "error: set tenant:%s: nothing to set (guests=N "
-			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N)\n", tenant);
+			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N cmds=N)\n", tenant);
 		return -EINVAL;
 	}
 	for (i = 0; i < nkv; i++) {
 		if (vbe_tenant_word(kv[i], &q, &v)) {
 			fprintf(out, "error: set: unknown tenant key in '%.64s' (allowed: "
-				"guests listeners conns qps mem cqs mrs)\n", kv[i]);
+				"guests listeners conns qps mem cqs mrs cmds)\n", kv[i]);
 			return -ENOENT;
 		}
 		if (!strcmp(v, "default") && strcmp(tenant, "default"))

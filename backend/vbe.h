@@ -72,7 +72,8 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_TENANT_CQS		(16u * VBE_MAX_CQS)
 #define VBE_TENANT_MRS		(16u * VBE_MAX_MRS)
 enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
-       VBE_TQ_MRS, VBE_TQ_N };
+       VBE_TQ_MRS, VBE_TQ_CMDS, VBE_TQ_N };
+/* cmds is a rate (commands per second, 0 = off), not a count. */
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
@@ -368,6 +369,8 @@ struct vbe_tenant {
 	uint64_t lim[VBE_TQ_N];		/* cached from the keys */
 	bool stale;			/* keys changed: re-read before use */
 	char name[VPLAT_TENANT_NAME];
+	uint32_t cmd_tokens;		/* its guests' commands (lim cmds) */
+	int64_t cmd_fill;
 };
 
 struct vbe_node {
@@ -660,6 +663,7 @@ int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota_qp(struct vbe_guest *g);			/* VRDMA_CS_* */
 int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
 int  vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q);	/* CQS, MRS */
+uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 

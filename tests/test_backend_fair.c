@@ -540,6 +540,42 @@ START_TEST(tenant_qps_and_mem)
 }
 END_TEST
 
+/* cmds per tenant: one bucket (burst 200 ms worth) for all its guests;
+ * the command without a token waits in its ring; another tenant is not
+ * held back. */
+START_TEST(tenant_cmds)
+{
+	struct tg a, b, x;
+	struct vrdma_req r;
+	uint32_t out[4];
+	unsigned i, k;
+
+	tg_tenant(&a, 5, "acme");
+	tg_tenant(&b, 6, "acme");
+	tg_tenant(&x, 7, NULL);
+	tenant_limit("acme", "cmds", 100);	/* burst 20 */
+	for (i = 0; i < 10; i++) {
+		r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+		ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	}
+	for (k = 0; k < 40; k++) {
+		r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+		if (tg_cmd(&b, &r, out) != VRDMA_CS_OK)
+			break;
+	}
+	ck_assert_uint_ge(10 + k, 20);		/* the burst ... */
+	ck_assert_uint_le(10 + k, 22);		/* ... and what 100/s adds meanwhile */
+	ck_assert_uint_ge(vbe_node_guest(node, 6, 0)->ctr.cmd_waits, 1);
+	for (i = 0; i < 30; i++) {
+		r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+		ck_assert_int_eq(tg_cmd(&x, &r, out), VRDMA_CS_OK);
+	}
+	tg_stop(&x);
+	tg_stop(&b);
+	tg_stop(&a);
+}
+END_TEST
+
 TCase *backend_fair_tcase(void)
 {
 	TCase *t = tcase_create("fairness");
@@ -552,6 +588,7 @@ TCase *backend_fair_tcase(void)
 	tcase_add_test(t, tenant_devices);
 	tcase_add_test(t, tenant_listeners_and_conns);
 	tcase_add_test(t, tenant_qps_and_mem);
+	tcase_add_test(t, tenant_cmds);
 	tcase_add_test(t, huge_wrs_do_not_starve);
 	tcase_add_test(t, big_send_and_read_in_pieces);
 	tcase_add_test(t, destroy_mid_wr);
