@@ -128,14 +128,15 @@ uint32_t vbe_cm_svc_hash(const char *group, const char *svc)
 }
 
 /*
- * The listener a CONNECT from group hg reaches: by name (svc, from this
- * node) or by hash (hsvc, from another).  Its own group's, or a
- * qualified name's, first; else the only one of another group the policy
- * allows.  VRDMA_CS_OK with *out, NOENT (none, or several: ambiguous),
- * ACCESS (only listeners the policy keeps it from).
+ * The listener a CONNECT from group `from` reaches: by name (svc, from
+ * this node) or by hash (hsvc, from another; qual: it named a group).
+ * Its own group's, or the named group's, first; else the only one of
+ * another group the policy allows.  VRDMA_CS_OK with *out, NOENT (none,
+ * or several: ambiguous), ACCESS (only listeners the policy keeps it
+ * from).  Names are compared before any group is looked up.
  */
-int vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hsvc,
-		   struct vbe_listener **out)
+int vbe_cm_resolve(struct vbe_node *n, const struct vbe_party *from, const char *svc,
+		   uint32_t hsvc, bool qual, struct vbe_listener **out)
 {
 	const char *slash = svc ? strchr(svc, '/') : NULL;
 	struct vbe_listener *first = NULL, *other = NULL;
@@ -143,36 +144,27 @@ int vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hs
 	uint32_t i;
 
 	*out = NULL;
+	if (svc)
+		qual = slash != NULL;
 	for (i = 0; i < VBE_MAX_LISTENERS; i++) {
 		struct vbe_listener *l = &n->lis[i];
-		const char *grp;
-		uint32_t lg;
-		bool qual;
+		struct vbe_party lp;
 
 		if (!l->s.used)
 			continue;
-		grp = vbe_policy_group(n, l->tenant);
-		lg = vbe_policy_hash(grp);
-		if (slash) {
-			qual = (size_t)(slash - svc) == strlen(grp) &&
-			       !strncmp(svc, grp, (size_t)(slash - svc)) &&
-			       !strcmp(l->service, slash + 1);
-			if (!qual)
-				continue;
-		} else if (svc) {
-			if (strcmp(l->service, svc))
-				continue;
-			qual = false;
-		} else {
-			qual = vbe_cm_svc_hash(grp, l->service) == hsvc;
-			if (!qual && vbe_cm_svc_hash(NULL, l->service) != hsvc)
-				continue;
-		}
-		if (!vbe_policy_allow(n, hg, lg)) {
+		if (svc ? strcmp(l->service, qual ? slash + 1 : svc) :
+			  (!qual && vbe_cm_svc_hash(NULL, l->service) != hsvc))
+			continue;
+		lp = vbe_policy_local(n, l->tenant);
+		if (qual && (svc ? (size_t)(slash - svc) != strlen(lp.group) ||
+				   strncmp(svc, lp.group, (size_t)(slash - svc)) :
+				   vbe_cm_svc_hash(lp.group, l->service) != hsvc))
+			continue;
+		if (!vbe_policy_allow(n, from, &lp)) {
 			denied++;
 			continue;
 		}
-		if (qual || lg == hg) {
+		if (qual || vbe_policy_same(from, &lp)) {
 			if (!first)
 				first = l;
 		} else {
@@ -185,8 +177,9 @@ int vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hs
 		return VRDMA_CS_OK;
 	}
 	if (nother > 1) {
-		vlog_info("backend: connect to service '%.31s': %u groups listen on it; "
-			  "name one as group/service", svc ? svc : "(remote)", nother);
+		vbe_policy_refused(n, "backend: connect to service '%.31s': %u groups listen "
+				   "on it; name one as group/service", svc ? svc : "(remote)",
+				   nother);
 		return VRDMA_CS_NOENT;
 	}
 	return denied ? VRDMA_CS_ACCESS : VRDMA_CS_NOENT;
@@ -196,9 +189,10 @@ int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 {
 	struct vbe_node *n = g->node;
 	const char *svc = r->u.listen.service;
-	uint32_t i, hg = vbe_policy_ghash(n, g->tenant);
+	struct vbe_party me = vbe_policy_local(n, g->tenant), lp;
 	struct vbe_listener *l;
 	unsigned mine = 0;
+	uint32_t i;
 
 	/* '/' is how a connector names another group's service. */
 	if (!vbe_cm_name_ok(svc, false) || strchr(svc, '/'))
@@ -208,9 +202,11 @@ int vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 			continue;
 		/* Taken only within its group: a squatter elsewhere is no one's
 		 * concern but its own group's. */
-		if (!strcmp(n->lis[i].service, svc) &&
-		    vbe_policy_ghash(n, n->lis[i].tenant) == hg)
-			return VRDMA_CS_EXIST;
+		if (!strcmp(n->lis[i].service, svc)) {
+			lp = vbe_policy_local(n, n->lis[i].tenant);
+			if (vbe_policy_same(&me, &lp))
+				return VRDMA_CS_EXIST;
+		}
 		mine += vbe_cm_mine(g, n->lis[i].domid, n->lis[i].devid);
 	}
 	if (mine >= VBE_GUEST_LISTENERS)
@@ -261,6 +257,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	struct vbe_conn *cn = NULL;
 	struct vbe_guest *lg;
 	unsigned mine = 0, backlog = 0;
+	struct vbe_party me;
 	uint32_t i, li;
 	int st;
 
@@ -276,10 +273,11 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	late->e.handle = qp->handle;
 	if (c->node[0] && strcmp(c->node, n->name))
 		return vbe_rcm_connect(g, qp, c, late);
-	st = vbe_cm_resolve(n, vbe_policy_ghash(n, g->tenant), c->service, 0, &l);
+	me = vbe_policy_local(n, g->tenant);
+	st = vbe_cm_resolve(n, &me, c->service, 0, false, &l);
 	if (st == VRDMA_CS_ACCESS)
-		vlog_info("guest %u (tenant %s): connect to '%.31s' refused by policy",
-			  g->domid, g->tenant, c->service);
+		vbe_policy_refused(n, "guest %u (tenant %s): connect to '%.31s' refused by "
+				   "policy", g->domid, g->tenant, c->service);
 	if (st)
 		return st;
 	li = l->handle & 0xffff;
@@ -344,6 +342,17 @@ void vbe_cm_late(struct vbe_node *n, struct vbe_late *late)
 		vbe_evt_qp(late->g, qp, &late->e);
 }
 
+/* Does the policy still let c's connector reach its listener? */
+static bool vbe_cm_conn_allowed(struct vbe_node *n, const struct vbe_conn *c)
+{
+	struct vbe_party from = c->domid == VBE_DOMID_REMOTE ?
+				vbe_policy_remote(c->from_group) :
+				vbe_policy_local(n, c->tenant);
+	struct vbe_party to = vbe_policy_local(n, n->lis[c->lis].tenant);
+
+	return vbe_policy_allow(n, &from, &to);
+}
+
 /* Hand g its waiting CONN_REQUESTs, oldest first, while its ring has room. */
 void vbe_cm_deliver(struct vbe_guest *g)
 {
@@ -365,6 +374,13 @@ void vbe_cm_deliver(struct vbe_guest *g)
 		if (!c) {
 			g->nconnq = 0;	/* cannot happen; do not spin on it */
 			return;
+		}
+		/* The policy may have changed while the request waited. */
+		if (!vbe_cm_conn_allowed(n, c)) {
+			vbe_policy_refused(n, "backend: a request waiting for guest %u refused: "
+					   "the policy changed", g->domid);
+			vbe_cm_conn_end(n, c, VRDMA_CS_ACCESS, NULL, 0);
+			continue;
 		}
 		memset(&e, 0, sizeof(e));
 		e.type = VRDMA_EVT_CONN_REQUEST;

@@ -132,10 +132,10 @@ static void vbe_qpn_bind_one(struct vbe_qp *qp, const struct vbe_guest *pg,
 /* A binding has no direction: either group may reach the other. */
 static bool vbe_qpn_policy_ok(const struct vbe_guest *g, const struct vbe_guest *pg)
 {
-	uint32_t a = vbe_policy_ghash(g->node, g->tenant);
-	uint32_t b = vbe_policy_ghash(g->node, pg->tenant);
+	struct vbe_party a = vbe_policy_local(g->node, g->tenant);
+	struct vbe_party b = vbe_policy_local(g->node, pg->tenant);
 
-	return vbe_policy_allow(g->node, a, b) || vbe_policy_allow(g->node, b, a);
+	return vbe_policy_allow_either(g->node, &a, &b);
 }
 
 /* qp named its peer: bind both if the peer named qp too. */
@@ -184,8 +184,9 @@ static int vbe_qpn_rtr(struct vbe_guest *g, struct vbe_qp *qp,
 	/* A QP of this node the policy keeps us from: refused now. */
 	if (!memcmp(m->dest_gid, n->gid, sizeof(n->gid)) &&
 	    vbe_qpn_find(n, m->dest_qpn, &pg) && !vbe_qpn_policy_ok(g, pg)) {
-		vlog_info("guest %u (tenant %s): binding to QP %u of tenant %s refused by "
-			  "policy", g->domid, g->tenant, m->dest_qpn, pg->tenant);
+		vbe_policy_refused(n, "guest %u (tenant %s): binding to QP %u of tenant %s "
+				   "refused by policy", g->domid, g->tenant, m->dest_qpn,
+				   pg->tenant);
 		return VRDMA_CS_ACCESS;
 	}
 	vbe_qpn_wait(g, qp, m->dest_gid, m->dest_qpn);

@@ -145,6 +145,7 @@ int vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 	memset(&h, 0, sizeof(h));
 	/* "svc" or "group/svc": the listener's node resolves the hash. */
 	h.svc_hash = vbe_policy_hash(c->service);
+	h.qualified = strchr(c->service, '/') != NULL;
 	h.pdata_len = c->pdata_len;
 	memcpy(h.pdata, c->pdata, c->pdata_len);
 	err = vbe_rcm_start(g, qp, res->ai_addr, &h);
@@ -214,10 +215,11 @@ static void vbe_rcm_route_ok(struct vbe_vx *vx, struct vbe_vqp *vq)
  * so either way will do. */
 bool vbe_rcm_policy_ok(const struct vbe_guest *g, uint32_t peer, bool binding)
 {
-	uint32_t mine = vbe_policy_ghash(g->node, g->tenant);
+	struct vbe_party mine = vbe_policy_local(g->node, g->tenant);
+	struct vbe_party them = vbe_policy_remote(peer);
 
-	return vbe_policy_allow(g->node, mine, peer) ||
-	       (binding && vbe_policy_allow(g->node, peer, mine));
+	return binding ? vbe_policy_allow_either(g->node, &mine, &them) :
+			 vbe_policy_allow(g->node, &mine, &them);
 }
 
 /* The connecting node as a listener is told: its RDMA address. */
@@ -259,8 +261,8 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	}
 	/* Our side of the policy (the peer's node checked its own). */
 	if (!vbe_rcm_policy_ok(g, h.group, qp->vwait)) {
-		vlog_info("guest %u (tenant %s): connection to a remote group refused by "
-			  "policy", g->domid, g->tenant);
+		vbe_policy_refused(g->node, "guest %u (tenant %s): connection to a remote "
+				   "group refused by policy", g->domid, g->tenant);
 		vbe_rcm_refuse(vx, vq, VRDMA_CS_ACCESS, NULL, 0);
 		return;
 	}
@@ -311,7 +313,8 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	struct vbe_conn *cn = NULL;
 	struct vbe_vx_hello h;
 	struct vbe_guest *lg;
-	unsigned backlog = 0, from = 0;
+	unsigned backlog = 0, from = 0, group = 0;
+	struct vbe_party them;
 	char peer[VRDMA_NAME_MAX];
 	uint32_t i, li;
 	int st;
@@ -325,11 +328,12 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		return;
 	}
 	vbe_rcm_peer_name(id, peer);
-	st = vbe_cm_resolve(n, h.group, NULL, h.svc_hash, &l);
+	them = vbe_policy_remote(h.group);
+	st = vbe_cm_resolve(n, &them, NULL, h.svc_hash, h.qualified, &l);
 	if (st) {
 		if (st == VRDMA_CS_ACCESS)
-			vlog_info("rdma: request from %s (domain %u): refused by policy",
-				  peer, h.domid);
+			vbe_policy_refused(n, "rdma: request from %s (domain %u): refused by "
+					   "policy", peer, h.domid);
 		vbe_rcm_reject_id(id, st, NULL, 0);
 		return;
 	}
@@ -341,13 +345,17 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 			continue;
 		}
 		backlog += n->conns[i].lis == li;
-		from += n->conns[i].domid == VBE_DOMID_REMOTE &&
-			!strcmp(n->conns[i].from_node, peer);
+		if (n->conns[i].domid == VBE_DOMID_REMOTE &&
+		    !strcmp(n->conns[i].from_node, peer)) {
+			from++;
+			group += n->conns[i].from_group == h.group;
+		}
 	}
 	lg = vbe_node_guest(n, l->domid, l->devid);
-	/* No other node holds more than its share of the table either. */
-	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE || !lg ||
-	    lg->dead || !lg->connected) {
+	/* No other node holds more than its share of the table either, nor
+	 * one group of that node more than its share of the node's. */
+	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE ||
+	    group >= VBE_RQPN_PER_GROUP || !lg || lg->dead || !lg->connected) {
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -364,6 +372,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	memcpy(cn->from_node, peer, sizeof(cn->from_node));
 	cn->from_domid = h.domid;
 	cn->from_devid = 0;
+	cn->from_group = h.group;
 	cn->deadline = vplat_now_ms() + VBE_CONN_TIMEOUT_MS;
 	vx->rconn[i].id = id;
 	vx->rconn[i].hello = h;

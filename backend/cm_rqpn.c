@@ -115,6 +115,14 @@ int vbe_rqpn_rtr(struct vbe_guest *g, struct vbe_qp *qp)
 			struct rdma_cm_id *id = q->id;
 
 			q->id = NULL;
+			/* It waited: the policy may have changed since. */
+			if (!vbe_rcm_policy_ok(g, q->hello.group, true)) {
+				vbe_policy_refused(n, "guest %u (tenant %s): a waiting binding "
+						   "from a remote group refused by policy",
+						   g->domid, g->tenant);
+				vbe_rqpn_reject(id, VRDMA_CS_ACCESS);
+				break;
+			}
 			vbe_rqpn_accept(g, qp, id, &q->hello);
 			break;
 		}
@@ -139,8 +147,8 @@ void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe
 		return;
 	}
 	if (!vbe_rcm_policy_ok(g, h->group, true)) {
-		vlog_info("guest %u (tenant %s): binding from a remote group refused by "
-			  "policy", g->domid, g->tenant);
+		vbe_policy_refused(vx->node, "guest %u (tenant %s): binding from a remote "
+				   "group refused by policy", g->domid, g->tenant);
 		vbe_rqpn_reject(id, VRDMA_CS_ACCESS);
 		return;
 	}

@@ -51,6 +51,8 @@ struct vbe_policy {
 	struct vbe_pol_member mem[VBE_POL_MEMBERS];
 	struct vbe_pol_rule rule[VBE_POL_RULES];
 	char path[256];			/* "" = not persisted */
+	int64_t log_ms;			/* last refusal logged */
+	unsigned log_quiet;		/* refusals since, not logged */
 };
 
 /* FNV-1a, never VBE_POL_ANY: names a group on the wire. */
@@ -79,27 +81,55 @@ uint32_t vbe_policy_ghash(const struct vbe_node *n, const char *tenant)
 	return vbe_policy_hash(vbe_policy_group(n, tenant));
 }
 
-static bool vbe_pol_match(uint32_t rule, uint32_t h)
+struct vbe_party vbe_policy_local(const struct vbe_node *n, const char *tenant)
 {
-	return rule == VBE_POL_ANY || rule == h;
+	struct vbe_party p;
+
+	p.group = vbe_policy_group(n, tenant);
+	p.hash = vbe_policy_hash(p.group);
+	return p;
+}
+
+struct vbe_party vbe_policy_remote(uint32_t hash)
+{
+	struct vbe_party p = { NULL, hash };
+
+	return p;
+}
+
+/* By name where both are known (this node: no collision can merge two
+ * groups), by hash where one is another node's word. */
+static bool vbe_pol_is(const char *name, uint32_t hash, const struct vbe_party *x)
+{
+	return name && x->group ? !strcmp(name, x->group) : hash == x->hash;
+}
+
+bool vbe_policy_same(const struct vbe_party *a, const struct vbe_party *b)
+{
+	return vbe_pol_is(a->group, a->hash, b);
+}
+
+static bool vbe_pol_match(const char *name, uint32_t hash, const struct vbe_party *x)
+{
+	return hash == VBE_POL_ANY || vbe_pol_is(name, hash, x);
 }
 
 /* The decision and, in *why, the rule or default that made it. */
-static bool vbe_pol_decide(const struct vbe_policy *p, uint32_t from, uint32_t to,
-			   const struct vbe_pol_rule **why)
+static bool vbe_pol_decide(const struct vbe_policy *p, const struct vbe_party *from,
+			   const struct vbe_party *to, const struct vbe_pol_rule **why)
 {
 	unsigned i;
 	int pass;
 
 	*why = NULL;
-	if (from == to)
+	if (vbe_policy_same(from, to))
 		return true;
 	for (pass = 0; pass < 2; pass++)	/* deny rules first */
 		for (i = 0; i < p->nrule; i++) {
 			const struct vbe_pol_rule *r = &p->rule[i];
 
-			if (r->deny == !pass && vbe_pol_match(r->hfrom, from) &&
-			    vbe_pol_match(r->hto, to)) {
+			if (r->deny == !pass && vbe_pol_match(r->from, r->hfrom, from) &&
+			    vbe_pol_match(r->to, r->hto, to)) {
 				*why = r;
 				return !r->deny;
 			}
@@ -107,11 +137,43 @@ static bool vbe_pol_decide(const struct vbe_policy *p, uint32_t from, uint32_t t
 	return !p->closed;
 }
 
-bool vbe_policy_allow(const struct vbe_node *n, uint32_t from, uint32_t to)
+bool vbe_policy_allow(const struct vbe_node *n, const struct vbe_party *from,
+		      const struct vbe_party *to)
 {
 	const struct vbe_pol_rule *why;
 
 	return vbe_pol_decide(n->pol, from, to, &why);
+}
+
+bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a,
+			     const struct vbe_party *b)
+{
+	return vbe_policy_allow(n, a, b) || vbe_policy_allow(n, b, a);
+}
+
+/* A refusal a guest or a remote node can repeat at will: logged at most
+ * once a second (with how many were not), the rest at debug level. */
+void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
+{
+	struct vbe_policy *p = n->pol;
+	int64_t now = vplat_now_ms();
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (now - p->log_ms < 1000) {
+		p->log_quiet++;
+		vlog_dbg("%s", msg);
+		return;
+	}
+	if (p->log_quiet)
+		vlog_info("%s (and %u more refusals in the last second)", msg, p->log_quiet);
+	else
+		vlog_info("%s", msg);
+	p->log_ms = now;
+	p->log_quiet = 0;
 }
 
 /* ---- parsing: one line, a command's words ---- */
@@ -119,6 +181,38 @@ bool vbe_policy_allow(const struct vbe_node *n, uint32_t from, uint32_t to)
 static bool vbe_pol_name_ok(const char *s, bool star)
 {
 	return (star && !strcmp(s, "*")) || vbe_tenant_name_ok(s);
+}
+
+/* "dom<N>": the tenant Xen gives a domain nobody named.  Domain ids are
+ * reused (after a reboot, or at once with domid_policy="random"), so a
+ * kept rule or group naming one would hand its rights to whichever VM
+ * gets that id next.  Name tenants in the toolstack (`tenant` key). */
+static bool vbe_pol_domid_name(const char *s)
+{
+	size_t i;
+
+	if (strncmp(s, "dom", 3) || !s[3])
+		return false;
+	for (i = 3; s[i]; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static int vbe_pol_err(FILE *out, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A name kept in the policy: a tenant or group that stays itself. */
+static int vbe_pol_kept_name(const char *s, bool star, FILE *out)
+{
+	if (!vbe_pol_name_ok(s, star))
+		return vbe_pol_err(out, -EINVAL, "bad name '%.64s' (letters, digits, _-.@; up "
+				   "to 31%s)", s, star ? "; or *" : "");
+	if (vbe_pol_domid_name(s))
+		return vbe_pol_err(out, -EINVAL, "'%s' names a domain id, which Xen gives to "
+				   "the next domain too: give the domain a tenant name (the "
+				   "toolstack's `tenant` key, docs/tenants.md)", s);
+	return 0;
 }
 
 static struct vbe_pol_member *vbe_pol_member(struct vbe_policy *p, const char *tenant)
@@ -143,8 +237,7 @@ static struct vbe_pol_rule *vbe_pol_rule_find(struct vbe_policy *p, bool deny,
 	return NULL;
 }
 
-static int __attribute__((format(printf, 3, 4)))
-vbe_pol_err(FILE *out, int err, const char *fmt, ...)
+static int vbe_pol_err(FILE *out, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -179,13 +272,30 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 		return 0;
 	}
 	if (argc >= 3 && !strcmp(argv[0], "group")) {
-		if (!vbe_pol_name_ok(argv[1], false))
-			return vbe_pol_err(out, -EINVAL, "bad group name '%.64s' (letters, "
-					   "digits, _-.@; up to 31)", argv[1]);
-		for (i = 2; i < argc; i++)
-			if (!vbe_pol_name_ok(argv[i], false))
-				return vbe_pol_err(out, -EINVAL, "bad tenant name '%.64s'",
-						   argv[i]);
+		int err;
+
+		for (i = 1; i < argc; i++)
+			if ((err = vbe_pol_kept_name(argv[i], false, out)))
+				return err;
+		/* Groups and ungrouped tenants share one set of names: a group
+		 * must not be named as a tenant (uid<N>, or one in a group),
+		 * nor a tenant as another group. */
+		if (!strncmp(argv[1], "uid", 3) && argv[1][3] >= '0' && argv[1][3] <= '9')
+			return vbe_pol_err(out, -EINVAL, "group name '%s' looks like a tenant "
+					   "(uid<N>)", argv[1]);
+		if (vbe_pol_member(p, argv[1]))
+			return vbe_pol_err(out, -EEXIST, "'%s' is a tenant in a group: not a "
+					   "group name", argv[1]);
+		for (i = 2; i < argc; i++) {
+			unsigned j;
+
+			for (j = 0; j < p->nmem; j++)
+				if (!strcmp(p->mem[j].group, argv[i]))
+					return vbe_pol_err(out, -EEXIST, "'%s' is a group: not a "
+							   "tenant", argv[i]);
+			if (!strcmp(argv[i], argv[1]))
+				return vbe_pol_err(out, -EINVAL, "group '%s' in itself", argv[1]);
+		}
 		for (i = 2; i < argc; i++) {
 			struct vbe_pol_member *m = vbe_pol_member(p, argv[i]);
 
@@ -219,10 +329,11 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 		const char *from = argv[rm + 1], *to = argv[rm + 2];
 		struct vbe_pol_rule *r;
 
-		if (!vbe_pol_name_ok(from, true) || !vbe_pol_name_ok(to, true))
-			return vbe_pol_err(out, -EINVAL, "bad name in rule '%.64s' (a group, "
-					   "a tenant or *)", !vbe_pol_name_ok(from, true) ?
-					   from : to);
+		int err;
+
+		if ((err = vbe_pol_kept_name(from, true, out)) ||
+		    (err = vbe_pol_kept_name(to, true, out)))
+			return err;
 		r = vbe_pol_rule_find(p, deny, from, to);
 		if (rm) {
 			if (!r)
@@ -251,7 +362,7 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 /* The policy as the lines that make it (the file, `policy show`). */
 static void vbe_pol_print(const struct vbe_policy *p, FILE *out)
 {
-	unsigned i, j;
+	unsigned i, j, k;
 
 	fprintf(out, "default %s\n", p->closed ? "tenant" : "open");
 	/* One line per group, its tenants in table order. */
@@ -260,10 +371,17 @@ static void vbe_pol_print(const struct vbe_policy *p, FILE *out)
 			;
 		if (j < i)
 			continue;
-		fprintf(out, "group %s", p->mem[i].group);
-		for (j = i; j < p->nmem; j++)
-			if (!strcmp(p->mem[j].group, p->mem[i].group))
-				fprintf(out, " %s", p->mem[j].tenant);
+		/* 8 tenants a line: a line must load again (40 words,
+		 * 1023 bytes), and `group` adds to a group. */
+		k = 0;
+		for (j = i; j < p->nmem; j++) {
+			if (strcmp(p->mem[j].group, p->mem[i].group))
+				continue;
+			if (k % 8 == 0)
+				fprintf(out, "%sgroup %s", k ? "\n" : "", p->mem[i].group);
+			fprintf(out, " %s", p->mem[j].tenant);
+			k++;
+		}
 		fputc('\n', out);
 	}
 	for (i = 0; i < p->nrule; i++)
@@ -295,8 +413,13 @@ static int vbe_pol_load(struct vbe_policy *p, const char *path)
 	int argc, rc = 0;
 
 	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
+	if (!f) {
+		if (errno != ENOENT)
+			return -errno;
+		vlog_warn("policy: %s does not exist: the default policy (open) until "
+			  "`vrdmactl policy` writes it", path);
+		return 0;
+	}
 	while (!rc && fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
@@ -330,7 +453,27 @@ static int vbe_pol_load(struct vbe_policy *p, const char *path)
 	return rc;
 }
 
-/* Write p to its file: a temporary beside it, fsync, rename. */
+/* The rename itself survives a power cut only once its dir is synced. */
+static int vbe_pol_sync_dir(const char *path)
+{
+	char dir[256];
+	const char *slash = strrchr(path, '/');
+	int fd, err = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Write p to its file: a temporary beside it, fsync, rename, fsync dir. */
 static int vbe_pol_save(const struct vbe_policy *p)
 {
 	char tmp[sizeof(p->path) + 8];
@@ -351,9 +494,11 @@ static int vbe_pol_save(const struct vbe_policy *p)
 		err = -errno;
 	if (!err && rename(tmp, p->path))
 		err = -errno;
-	if (err)
+	if (err) {
 		unlink(tmp);
-	return err;
+		return err;
+	}
+	return vbe_pol_sync_dir(p->path);
 }
 
 int vbe_policy_new(struct vbe_node *n, const char *path)
@@ -391,9 +536,10 @@ void vbe_policy_free(struct vbe_node *n)
 /* `vrdmactl policy check FROM TO`: tenants (or groups), and why. */
 static int vbe_pol_check(struct vbe_node *n, const char *from, const char *to, FILE *out)
 {
-	const char *gf = vbe_policy_group(n, from), *gt = vbe_policy_group(n, to);
+	struct vbe_party f = vbe_policy_local(n, from), t = vbe_policy_local(n, to);
+	const char *gf = f.group, *gt = t.group;
 	const struct vbe_pol_rule *why;
-	bool ok = vbe_pol_decide(n->pol, vbe_policy_hash(gf), vbe_policy_hash(gt), &why);
+	bool ok = vbe_pol_decide(n->pol, &f, &t, &why);
 
 	fprintf(out, "%s: %s (group %s) -> %s (group %s): ", ok ? "allow" : "deny",
 		from, gf, to, gt);
@@ -440,6 +586,9 @@ int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
 	}
 	free(n->pol);
 	n->pol = next;
+	if (!n->pol->path[0])
+		fputs("note: policy held in memory only (vrdmad has no -P file): lost at "
+		      "restart\n", out);
 	vlog_info("policy: %s%s%s%s%s%s%s", argv[0], argc > 1 ? " " : "",
 		  argc > 1 ? argv[1] : "", argc > 2 ? " " : "", argc > 2 ? argv[2] : "",
 		  argc > 3 ? " " : "", argc > 3 ? argv[3] : "");

@@ -350,6 +350,7 @@ struct vbe_conn {
 	char tenant[VPLAT_TENANT_NAME];	/* the connector's; "" from another node */
 	char from_node[VRDMA_NAME_MAX];	/* CONN_FROM: its node (name or address) */
 	uint32_t from_domid, from_devid;
+	uint32_t from_group;		/* another node's: its group hash */
 	int64_t deadline;
 };
 
@@ -667,13 +668,26 @@ uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
 
-/* policy.c: groups compared by hash of name (what crosses nodes). */
+/* policy.c.  A side of a connection: its tenant group by name (a guest
+ * of this node) or only by the hash of the name (another node's word). */
+struct vbe_party {
+	const char *group;		/* NULL: another node's guest */
+	uint32_t hash;			/* vbe_policy_hash(group) */
+};
 int  vbe_policy_new(struct vbe_node *n, const char *path);	/* loads the file */
 void vbe_policy_free(struct vbe_node *n);
 uint32_t vbe_policy_hash(const char *name);			/* never 0 */
 const char *vbe_policy_group(const struct vbe_node *n, const char *tenant);
 uint32_t vbe_policy_ghash(const struct vbe_node *n, const char *tenant);
-bool vbe_policy_allow(const struct vbe_node *n, uint32_t from, uint32_t to);
+struct vbe_party vbe_policy_local(const struct vbe_node *n, const char *tenant);
+struct vbe_party vbe_policy_remote(uint32_t hash);
+bool vbe_policy_same(const struct vbe_party *a, const struct vbe_party *b);
+bool vbe_policy_allow(const struct vbe_node *n, const struct vbe_party *from,
+		      const struct vbe_party *to);
+bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a,
+			     const struct vbe_party *b);	/* bindings */
+void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));			/* rate-limited log */
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
@@ -691,8 +705,8 @@ struct vbe_late {
 };
 int  vbe_cm_listen(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
 uint32_t vbe_cm_svc_hash(const char *group, const char *svc);	/* NULL group: bare */
-int  vbe_cm_resolve(struct vbe_node *n, uint32_t hg, const char *svc, uint32_t hsvc,
-		    struct vbe_listener **out);
+int  vbe_cm_resolve(struct vbe_node *n, const struct vbe_party *from, const char *svc,
+		    uint32_t hsvc, bool qual, struct vbe_listener **out);
 int  vbe_cm_unlisten(struct vbe_guest *g, const struct vrdma_req *r);
 int  vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out,
 		    struct vbe_late *late);

@@ -57,6 +57,7 @@
 /* Requests waiting for an answer from one other node (services and
  * bindings each): no node takes more than its share of the tables. */
 #define VBE_RQPN_PER_NODE	64
+#define VBE_RQPN_PER_GROUP	16	/* ... and per group of that node */
 #define VBE_VX_ACK_TIMEOUT	14	/* 4.096 us << 14 = 67 ms, as perftest */
 /* Bytes of send WRs on the device per QP (at least one WR): enough for
  * the bandwidth-delay product of any RNIC, small enough that Soft-RoCE
@@ -69,7 +70,8 @@ uint8_t  vbe_vx_status(int ibv_wc_status);
 int      vbe_vx_access(uint32_t vrdma_acc);
 
 /* Private data, little endian, fits rdma_cm's 56-byte REQ limit:
- *   0 u8 magic | 1 u8 pdata_len, bit 7: a binding | 2 u16 pd
+ *   0 u8 magic | 1 u8 pdata_len, bit 7: a binding, bit 6: a service
+ *                  named "group/svc" | 2 u16 pd
  *   4 u32 qpn | 8 u32 rkt rkey
  *   12 u32 a binding: dest qpn (the QP named by MODIFY_QP RTR); else the
  *          service's hash (vbe_cm_svc_hash; 0 in a reply)
@@ -87,6 +89,7 @@ int      vbe_vx_access(uint32_t vrdma_acc);
  * table wrongly. */
 #define VBE_VX_PD_MAGIC		0xa5
 #define VBE_VX_HELLO_BIND	0x80
+#define VBE_VX_HELLO_QUAL	0x40
 #define VBE_VX_HELLO_HDR	24
 #define VBE_VX_HELLO_MAX	(VBE_VX_HELLO_HDR + VRDMA_PDATA_MAX)
 #define VBE_VX_REJ_HDR		4
@@ -98,6 +101,7 @@ struct vbe_vx_hello {
 	uint32_t qpn;			/* guest QP number */
 	uint32_t rkt_rkey;		/* device rkey of the key table */
 	uint32_t svc_hash;		/* service connect; 0 for a binding */
+	bool qualified;			/* ... named "group/svc" */
 	uint32_t dest_qpn;		/* binding by QP number (cm_rqpn.c), else 0 */
 	uint32_t group;			/* sender's tenant group, by hash */
 	uint32_t domid;			/* sender's guest */

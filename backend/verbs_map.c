@@ -106,12 +106,14 @@ int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
 {
 	size_t need = VBE_VX_HELLO_HDR + h->pdata_len;
 
-	if (h->pdata_len > VRDMA_PDATA_MAX || (h->svc_hash && h->dest_qpn))
+	if (h->pdata_len > VRDMA_PDATA_MAX || (h->svc_hash && h->dest_qpn) ||
+	    (h->qualified && !h->svc_hash))
 		return -EINVAL;
 	if (len < need)
 		return -ENOSPC;
 	buf[0] = VBE_VX_PD_MAGIC;
-	buf[1] = (uint8_t)(h->pdata_len | (h->dest_qpn ? VBE_VX_HELLO_BIND : 0));
+	buf[1] = (uint8_t)(h->pdata_len | (h->dest_qpn ? VBE_VX_HELLO_BIND : 0) |
+			   (h->qualified ? VBE_VX_HELLO_QUAL : 0));
 	vbe_put16(buf + 2, h->pd);
 	vbe_put32(buf + 4, h->qpn);
 	vbe_put32(buf + 8, h->rkt_rkey);
@@ -132,7 +134,7 @@ int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
 	memset(h, 0, sizeof(*h));
 	if (!p || len < VBE_VX_HELLO_HDR || p[0] != VBE_VX_PD_MAGIC)
 		return -EPROTO;
-	plen = p[1] & ~VBE_VX_HELLO_BIND;
+	plen = p[1] & ~(VBE_VX_HELLO_BIND | VBE_VX_HELLO_QUAL);
 	if (plen > VRDMA_PDATA_MAX || len < VBE_VX_HELLO_HDR + (size_t)plen)
 		return -EPROTO;
 	h->pdata_len = plen;
@@ -144,10 +146,12 @@ int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
 		h->dest_qpn = word;
 	else
 		h->svc_hash = word;
+	h->qualified = (p[1] & VBE_VX_HELLO_QUAL) != 0;
 	h->group = vbe_get32(p + 16);
 	h->domid = vbe_get32(p + 20);
 	if (!h->qpn || h->qpn >= 1u << 24 || h->dest_qpn >= 1u << 24 || !h->group ||
-	    ((p[1] & VBE_VX_HELLO_BIND) && !h->dest_qpn)) {
+	    ((p[1] & VBE_VX_HELLO_BIND) && !h->dest_qpn) ||
+	    (h->qualified && !h->svc_hash)) {
 		memset(h, 0, sizeof(*h));
 		return -EPROTO;
 	}

@@ -95,7 +95,7 @@ static int vfe_evt_one(struct vfe_dev *d, const struct vrdma_evt *e)
 	case VRDMA_EVT_REJECTED:
 		if (e->u.conn.pdata_len > VRDMA_PDATA_MAX)
 			return -EPROTO;
-		/* fall through */
+		return d->evt_cb ? d->evt_cb(d->evt_arg, e) : 0;
 	case VRDMA_EVT_CONN_FROM:
 		/* A name dom0 writes: NUL-terminated, or we refuse it. */
 		if (strnlen(e->u.from.node, VRDMA_NAME_MAX) == VRDMA_NAME_MAX)

@@ -209,6 +209,30 @@ START_TEST(pol_binding)
 }
 END_TEST
 
+/* Tenants whose group names hash alike (FNV-1a 32: "2yrGwe" and
+ * "alice") are still two groups on one node: names are compared here,
+ * hashes only where another node's word is all there is. */
+START_TEST(pol_hash_collision)
+{
+	struct tg a, c, m;
+	struct tg *gs[3] = { &a, &c, &m };
+
+	ck_assert_uint_eq(vbe_policy_hash("2yrGwe"), vbe_policy_hash("alice"));
+	mk(&a, 5, "alice");
+	mk(&c, 6, "alice");
+	mk(&m, 7, "2yrGwe");
+	ck_assert_int_eq(pol("default tenant", NULL, 0), 0);
+	ck_assert_int_eq(listen_on(&m, "db"), VRDMA_CS_OK);
+	ck_assert_int_eq(listen_on(&a, "db"), VRDMA_CS_OK);
+	ck_assert_int_eq(connect_to(&c, "db"), VRDMA_CS_OK);
+	expect_request(&a, &c, gs, 3);
+	ck_assert_int_eq(connect_to(&m, "alice/db"), VRDMA_CS_ACCESS);
+	tg_stop(&m);
+	tg_stop(&c);
+	tg_stop(&a);
+}
+END_TEST
+
 /* Bad changes say what is allowed and change nothing. */
 START_TEST(pol_bad_input)
 {
@@ -223,6 +247,22 @@ START_TEST(pol_bad_input)
 	ck_assert_int_eq(pol("remove deny a b", out, sizeof(out)), -ENOENT);
 	ck_assert_int_eq(pol("frobnicate", out, sizeof(out)), -EINVAL);
 	ck_assert_int_eq(pol("check a", out, sizeof(out)), -EINVAL);
+	/* Domain ids are reused: a kept name must not be one. */
+	ck_assert_int_eq(pol("group job dom3 dom4", out, sizeof(out)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(out, "'dom3' names a domain id"));
+	ck_assert_int_eq(pol("allow dom12 job", out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(pol("check dom1 dom2", out, sizeof(out)), 0);	/* asking is fine */
+	/* Groups and tenants share names. */
+	ck_assert_int_eq(pol("group uid1000 alice", out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(pol("group job alice", out, sizeof(out)), 0);
+	ck_assert_int_eq(pol("group alice bob", out, sizeof(out)), -EEXIST);
+	ck_assert_int_eq(pol("group other job", out, sizeof(out)), -EEXIST);
+	ck_assert_int_eq(pol("group g g", out, sizeof(out)), -EINVAL);
+	ck_assert_int_eq(pol("clear", out, sizeof(out)), 0);
+	/* Without a file a change says it is not kept. */
+	ck_assert_int_eq(pol("default tenant", out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "note: policy held in memory only"));
+	ck_assert_int_eq(pol("clear", out, sizeof(out)), 0);
 	ck_assert_int_eq(pol("", out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "default open\n");
 }
@@ -266,6 +306,26 @@ START_TEST(pol_file)
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(text, "default tenant\ngroup job alice\nallow job carol\n"
 				     "deny * secret\n"));
+	/* A group of 45 tenants written and loaded again (8 a line). */
+	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
+	for (got = 0; got < 5; got++) {
+		char *w[11], words[11][32];
+		int k;
+
+		snprintf(words[0], sizeof(words[0]), "group");
+		snprintf(words[1], sizeof(words[1]), "big");
+		for (k = 2; k < 11; k++)
+			snprintf(words[k], sizeof(words[k]), "tenant-%zu-%d", got, k);
+		for (k = 0; k < 11; k++)
+			w[k] = words[k];
+		f = fmemopen(text, sizeof(text), "w");
+		ck_assert_int_eq(vbe_node_policy(n2, 11, w, f), 0);
+		fclose(f);
+	}
+	vbe_node_free(n2);
+	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
+	ck_assert_str_eq(vbe_policy_group(n2, "tenant-4-10"), "big");
+	vbe_node_free(n2);
 	/* A line that does not parse: no node, not a half policy. */
 	f = fopen(path, "a");
 	fputs("allow onlyone\n", f);
@@ -296,6 +356,7 @@ TCase *backend_policy_tcase(void)
 	tcase_add_test(t, pol_squatter);
 	tcase_add_test(t, pol_rules);
 	tcase_add_test(t, pol_binding);
+	tcase_add_test(t, pol_hash_collision);
 	tcase_add_test(t, pol_bad_input);
 	tcase_add_test(t, pol_file);
 	return t;

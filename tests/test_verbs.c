@@ -113,6 +113,17 @@ START_TEST(test_hello_roundtrip)
 	ck_assert_uint_eq(o.group, h.group);
 	h.svc_hash = 1;		/* both: not a hello anyone sends */
 	ck_assert_int_eq(vbe_vx_hello_pack(&h, buf, sizeof(buf)), -EINVAL);
+	/* A service named "group/svc" says so: the hash alone could match a
+	 * bare name of another group (docs/tenants.md). */
+	hello_fill(&h, 3);
+	h.qualified = true;
+	len = vbe_vx_hello_pack(&h, buf, sizeof(buf));
+	ck_assert_int_eq(vbe_vx_hello_unpack(buf, (size_t)len, &o), 0);
+	ck_assert(o.qualified);
+	ck_assert_uint_eq(o.pdata_len, 3);
+	ck_assert(o.svc_hash == h.svc_hash);
+	h.svc_hash = 0;		/* qualified without a service */
+	ck_assert_int_eq(vbe_vx_hello_pack(&h, buf, sizeof(buf)), -EINVAL);
 	/* Little endian on the wire, whatever the host. */
 	hello_fill(&h, 0);
 	vbe_vx_hello_pack(&h, buf, sizeof(buf));
