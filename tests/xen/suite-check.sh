@@ -117,7 +117,7 @@ vt_check itest-clean leak_free 3
 nh=$(du_run $D3 'be=$(xenstore-read device/vrdma/0/backend)
 for c in $(itest_hostile list); do
 	i=0
-	while [ "$(xenstore-read $be/state)" != 2 ] && [ $i -lt 10 ]; do
+	while [ "$(xenstore-read $be/state)" != 2 ] && [ $i -lt 50 ]; do
 		sleep 0.2; i=$((i + 1))
 	done
 	timeout 30 itest_hostile $c >/tmp/h.out 2>&1; rc=$?
@@ -148,6 +148,8 @@ echo "$hout" | sed -n 's/^HOSTILE \([^ ]*\) rc=\([0-9]*\)$/\1 \2/p' |
 			echo "VRDMA-TEST hostile-$c FAIL (rc $rc)"
 	done >/tmp/hostile.res
 cat /tmp/hostile.res
+# what a failed case said (its last lines follow its HOSTILE line)
+grep -q ' FAIL' /tmp/hostile.res && echo "$hout" | grep -v ' rc=0$' | tail -n 30
 VT_PASS=$((VT_PASS + $(grep -c ' PASS$' /tmp/hostile.res)))
 VT_FAIL=$((VT_FAIL + $(grep -c ' FAIL' /tmp/hostile.res)))
 vt_check hostile-cases-ran [ -s /tmp/hostile.res ]
@@ -198,15 +200,19 @@ if du_ready $D2 $nq 30 && du_ready $D1 $nl 30; then
 	du_wait $D1 $nl 30
 	peer=$(du_out $D1 $nl | grep '^peer ')
 	echo "domu1's listener: $peer"
-	case "$peer" in
-	"peer node="?*" domid=$D1 devid=0") vt_pass policy-conn-from ;;
+	case "$peer" in		# the client has domu1's second device
+	"peer node="?*" domid=$D1 devid="[0-9]*) vt_pass policy-conn-from ;;
 	*) vt_fail policy-conn-from "'$peer'" ;;
 	esac
+	# domu1 listens again; same tenant only: domu2 may not reach it
+	nl=$(du_run $D1 "timeout 60 itest_guest listen-peer db 20" "listening-peer")
+	du_ready $D1 $nl 30
 	vt_check policy-set ctl policy default tenant
 	du_sh $D2 40 "itest_guest connect dom$D1/db"
 	vt_check policy-refused [ $? = 13 ]
 	vt_check policy-logged grep -q "refused by policy" $VLOG
 	vt_check policy-reset ctl policy default open
+	du_wait $D1 $nl 40	# (exit 1: nobody it may hear asked)
 else
 	vt_fail policy-listeners "$(du_out $D1 $nl | tail -n 3) / $(du_out $D2 $nq | tail -n 3)"
 fi
