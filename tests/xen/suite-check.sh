@@ -190,8 +190,9 @@ vt_check twoproc-clean leak_free 3
 # up after 30 s), domu1 listens on it all the same, a process of domu1
 # reaches it (and is rejected: 111), the listener learns who asks; with
 # `policy default tenant` domu2 cannot reach domu1's name (13, EACCES).
-# Two programs in domu1: a device each (section d).
+# Two programs in each domU: a device each (section d).
 vt_check policy-attach ctl attach $D1 1
+vt_check policy-attach-2 ctl attach $D2 1
 nq=$(du_run $D2 "timeout 60 itest_guest listen-peer db 30" "listening-peer")
 nl=$(du_run $D1 "timeout 60 itest_guest listen-peer db 50" "listening-peer")
 if du_ready $D2 $nq 30 && du_ready $D1 $nl 30; then
@@ -218,6 +219,7 @@ else
 fi
 du_wait $D2 $nq 60	# the squatter gives up (exit 1: nobody asked it)
 vt_check policy-detach ctl detach $D1 1
+vt_check policy-detach-2 ctl detach $D2 1
 vt_check policy-clean leak_free 3
 
 # ---- e. a domU destroyed mid-transfer ----
