@@ -134,6 +134,23 @@ int vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,
 	late->e.status = VRDMA_CS_UNREACH;
 	if (!vx)
 		return VRDMA_CS_OK;
+	/* "group/svc" names the group: our side of the policy before any
+	 * packet (a bare name's group is known only from the answer). */
+	if (strchr(c->service, '/')) {
+		struct vbe_party me = vbe_policy_local(g->node, g->tenant), to;
+		char grp[VRDMA_NAME_MAX];
+
+		snprintf(grp, sizeof(grp), "%.*s", (int)(strchr(c->service, '/') - c->service),
+			 c->service);
+		to.group = grp;
+		to.hash = vbe_policy_hash(grp);
+		if (!vbe_policy_allow(g->node, &me, &to)) {
+			vbe_policy_refused(g->node, "guest %u (tenant %s): connect to '%.31s' "
+					   "refused by policy", g->domid, g->tenant, c->service);
+			late->e.status = VRDMA_CS_ACCESS;
+			return VRDMA_CS_OK;
+		}
+	}
 	/* Numeric first: a name may wait on DNS (/etc/hosts is instant). */
 	snprintf(port, sizeof(port), "%u", vx->port);
 	hints.ai_flags = AI_NUMERICHOST;

@@ -219,6 +219,9 @@ if need_remote policy-remote-path-$NODE; then
 		timeout 40 itest_guest connect xdb "$VRNODE"
 		vt_check policy-remote-refused-by-connector-node [ $? = 13 ]
 		vt_check policy-remote-logged-a grep -q "refused by policy" $VLOG
+		# e4. a group named outright: refused here before any packet
+		timeout 40 itest_guest connect uid0/xdb "$VRNODE"
+		vt_check policy-remote-qualified-refused-first [ $? = 13 ]
 		ctl policy clear >/dev/null
 		cl_tell pol3-done 60
 	fi
