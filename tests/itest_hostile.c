@@ -24,7 +24,7 @@
 #include "front.h"
 #include "vring.h"
 
-#define T_MS	5000
+#define T_MS	15000	/* TCG under load: a hand-over can take seconds */
 #define WEDGE_MS	4000
 
 static int ev_ignore(void *arg, const struct vrdma_evt *e)

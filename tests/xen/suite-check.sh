@@ -120,7 +120,7 @@ for c in $(itest_hostile list); do
 	while [ "$(xenstore-read $be/state)" != 2 ] && [ $i -lt 50 ]; do
 		sleep 0.2; i=$((i + 1))
 	done
-	timeout 30 itest_hostile $c >/tmp/h.out 2>&1; rc=$?
+	timeout 40 itest_hostile $c >/tmp/h.out 2>&1; rc=$?
 	echo "HOSTILE $c rc=$rc"; [ $rc = 0 ] || tail -n 3 /tmp/h.out
 done')
 # Verified bw pairs back to back for as long as the cases run, so the
