@@ -179,7 +179,9 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		return st;
 	rlen = total;
 	if (acc == VRDMA_ACC_REMOTE_ATOMIC) {
-		if (total < 8)
+		/* The device writes the old value into the first SGE:
+		 * all 8 bytes must be there (target_local splits them). */
+		if (total < 8 || sg[0].length < 8)
 			return VRDMA_WS_LOC_LEN_ERR;
 		if (w->wr.remote_addr & 7)
 			return VRDMA_WS_REM_INV_REQ_ERR;

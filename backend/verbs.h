@@ -79,15 +79,15 @@ int      vbe_vx_access(uint32_t vrdma_acc);
  *   20 u32 the sender's guest's domain
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-/* 0xa5: the group and domain (connect policy, issue 12), a 32-bit
- * service hash; MRs at per-key device windows and key-table entries
- * with a check word.  0xa4 had MRs at the guest's iova and unchecked
- * entries; 0xa4 and 0xa5: keys are tag19 << 13 | key slot (8192
+/* 0xa6: MRs at per-key device windows and key-table entries with a
+ * check word; 0xa5 had the group and domain in the hello (connect
+ * policy, issue 12) and a 32-bit service hash, but MRs at the guest's
+ * iova and unchecked entries, as 0xa4; 0xa4 to 0xa6: keys are tag19 << 13 | key slot (8192
  * entries); 0xa3 had tag24 << 8 | index (256 entries), 0xa2 index << 8
  * | gen8, 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a
  * cluster run one version, and an old peer would read the other's key
  * table wrongly. */
-#define VBE_VX_PD_MAGIC		0xa5
+#define VBE_VX_PD_MAGIC		0xa6
 #define VBE_VX_HELLO_BIND	0x80
 #define VBE_VX_HELLO_QUAL	0x40
 #define VBE_VX_HELLO_HDR	24
