@@ -52,7 +52,7 @@ RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
 # depend on the Xen libraries.
 XEN_PCS  := xenstore xengnttab xenevtchn
 XEN_LIBS := $(shell pkg-config --libs $(XEN_PCS) 2>/dev/null)
-# The RDMA-device path (backend/*verbs*, cm_rdmacm.c): rdma-core's
+# The RDMA-device path (backend/*verbs*, backend/cm/cm_r*.c): rdma-core's
 # libibverbs + librdmacm (libibverbs-dev librdmacm-dev); --as-needed keeps
 # them out of programs that never touch the backend.
 RDMA_PCS := libibverbs librdmacm
@@ -77,7 +77,7 @@ PLAT_GUEST_SRCS := platform/vplat.c $(filter-out $(PLAT_NO_XEN),$(wildcard platf
 PLAT_DOM0_SRCS  := platform/vplat.c $(filter-out $(PLAT_NO_XEN),$(wildcard platform/*_common.c platform/*_dom0.c))
 FRONTEND_SRCS   := $(wildcard frontend/*.c)
 LIBVRDMA_SRCS   := $(wildcard libvrdma/*.c)
-BACKEND_SRCS    := $(wildcard backend/*.c)
+BACKEND_SRCS    := $(wildcard backend/*.c backend/*/*.c)
 VRDMACTL_SRCS   := $(wildcard dom0-daemon/vrdmactl*.c)
 VRDMAD_SRCS     := $(filter-out $(VRDMACTL_SRCS),$(wildcard dom0-daemon/*.c))
 GT_MAIN_SRCS    := guest-tests/bw.c guest-tests/lat.c

@@ -12,14 +12,17 @@
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
  *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
- *   policy.c     connect policy: tenant groups, allow/deny rules, its file
  *   cmd.c        the commands of wire.h
  *   key.c        memory keys: random keys in random free key slots (getrandom)
  *   srq.c        shared receive queues
- *   cm.c         intra-node connection management
- *   cm_qpn.c     verbs-style connection: MODIFY_QP binds QPs by number
  *   target_*.c   where the data goes (target.h)
  *   dump.c       vrdmactl list, stats, census
+ *   cm/          who connects to whom (a room of its own):
+ *     cm.c         by service name, on this node (listeners, requests)
+ *     cm_qpn.c     verbs-style: MODIFY_QP binds QPs by number
+ *     cm_rdmacm.c  to another node: rdma_cm between the vrdmads
+ *     cm_rqpn.c    bindings by number to another node
+ *     policy.c     the connect policy: tenant groups, allow/deny rules, its file
  *
  * Handles are (generation << 16 | index); a stale handle never aliases a
  * newer object in the same slot.  Memory keys are tag19 << 13 | key slot,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The RDMA-device path (issue 4), internals shared by verbs_*.c,
- * target_verbs.c and cm_rdmacm.c.  docs/rdma.md is the prose.
+ * target_verbs.c and cm/cm_rdmacm.c.  docs/rdma.md is the prose.
  *
  *   verbs_map.c     pure helpers: status/access mapping, private data,
  *                   remote-key table entries and the requester's cache
@@ -10,7 +10,7 @@
  *                   channel, per-guest PD + MRs + key table, CQ polling
  *   target_verbs.c  a guest QP whose peer is on another node
  *   verbs_srq.c     a guest SRQ's device twin
- *   cm_rdmacm.c     connection setup between nodes with librdmacm
+ *   cm/cm_rdmacm.c  connection setup between nodes with librdmacm
  *
  * One device context per node.  Each guest gets one ibv_pd; its MRs are
  * registered on the device lazily (when a command batch changed them)

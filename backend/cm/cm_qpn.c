@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 #define VBE_VWAIT_MS	10000
 /* A bound peer that went away: sends fail after about what RC hardware

@@ -29,8 +29,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "verbs.h"
-#include "target.h"
+#include "../verbs.h"
+#include "../target.h"
 
 #define VBE_RCM_CONN_CTX	0x80000000u
 

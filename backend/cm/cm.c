@@ -33,8 +33,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 static bool vbe_cm_name_ok(const char *s, bool empty_ok)
 {

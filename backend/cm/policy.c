@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 #define VBE_POL_MEMBERS	256		/* tenants placed in groups */
 #define VBE_POL_RULES	256

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "verbs.h"
-#include "target.h"
+#include "../verbs.h"
+#include "../target.h"
 
 /* Binding REQs waiting for their QP's RTR: to one guest. */
 #define VBE_RQPN_PER_GUEST	32
