@@ -270,6 +270,7 @@ if need_remote xcheck-remote-path-$NODE; then
 			vt_fail itest-server-ready "$(du_out $D1 $ns | tail -n 5)"
 		fi
 		itest_markers server "$(du_out $D1 $ns)"
+		grep -q ' FAIL$' $T/itest.res && du_out $D1 $ns | tail -n 20
 		cl_await itest-done 200
 	else
 		if cl_await itest-ready 120; then
