@@ -268,12 +268,22 @@ static struct t_res t_pol_connect(int qualified)
 	return r;
 }
 
+/* A listener child of uid (t_pol_listen mode), once it listens. */
+static struct t_child t_listener(uid_t uid, int mode)
+{
+	struct t_child l = t_run(uid, t_pol_listen, mode);
+	struct pollfd pfd = { .fd = t_ready[0], .events = POLLIN };
+	char x;
+
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	return l;
+}
+
 START_TEST(t_tenant_policy)
 {
-	struct pollfd pfd;
 	struct t_child a, b, c, e;
 	struct t_res ra, rb, rc, re;
-	char x;
 
 	NEED_DAEMON();
 	if (!need_root(__func__))
@@ -284,11 +294,7 @@ START_TEST(t_tenant_policy)
 	a = t_run(UID_A, t_pol_listen, 0);
 	ra = t_result(&a);
 	ck_assert_int_eq(ra.err, 0);
-	b = t_run(UID_B, t_pol_listen, 1);
-	pfd.fd = t_ready[0];
-	pfd.events = POLLIN;
-	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
-	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	b = t_listener(UID_B, 1);
 	/* The owner's client reaches the owner, who sees who asks. */
 	c = t_run(UID_B, t_pol_connect, 0);
 	rc = t_result(&c);
@@ -387,8 +393,6 @@ START_TEST(t_tenant_listeners)
 {
 	struct t_child a, b, c, s;
 	struct t_res ra, rb, rc, rs;
-	struct pollfd pfd;
-	char x;
 
 	NEED_DAEMON();
 	if (!need_root(__func__))
@@ -406,11 +410,7 @@ START_TEST(t_tenant_listeners)
 	ck_assert(log_has("tenant uid65534 has 64 listeners, its limit"));
 	/* ... and an honest pair still connects beside the flood. */
 	ck_assert_int_eq(pipe(t_ready), 0);
-	s = t_run(UID_B, t_pol_listen, 2);
-	pfd.fd = t_ready[0];
-	pfd.events = POLLIN;
-	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
-	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	s = t_listener(UID_B, 2);
 	c = t_run(UID_B, t_pol_connect, 0);
 	rc = t_result(&c);
 	ck_assert_int_eq(rc.err, 0);
