@@ -194,6 +194,6 @@ install: all
 	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer: what a remote node sends (backend/verbs_map.c) -- the hello
+ * of a REQ/REP, a reject's private data, and a key-table entry read from
+ * the peer with the requester's check on it.  data[0] picks the parser,
+ * the rest is the peer's bytes.  Beyond "no crash", each accepted input
+ * must satisfy what the callers rely on; a violation aborts.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c)	do { if (!(c)) abort(); } while (0)
+
+static void fz_hello(const uint8_t *p, size_t len)
+{
+	static const struct vbe_vx_hello zero;
+	struct vbe_vx_hello h, h2;
+	uint8_t buf[VBE_VX_HELLO_MAX];
+	int n;
+
+	if (vbe_vx_hello_unpack(p, len, &h)) {
+		CHECK(!memcmp(&h, &zero, sizeof(h)));	/* nothing half-filled */
+		return;
+	}
+	CHECK(h.pdata_len <= VRDMA_PDATA_MAX);
+	CHECK(h.qpn && h.qpn < 1u << 24 && h.dest_qpn < 1u << 24);
+	CHECK(!(h.svc_hash && h.dest_qpn));
+	/* What we accept is what we would send: the same bytes again. */
+	n = vbe_vx_hello_pack(&h, buf, sizeof(buf));
+	CHECK(n == VBE_VX_HELLO_HDR + (int)h.pdata_len && !memcmp(buf, p, (size_t)n));
+	CHECK(!vbe_vx_hello_unpack(buf, (size_t)n, &h2) && !memcmp(&h, &h2, sizeof(h)));
+}
+
+static void fz_rej(const uint8_t *p, size_t len)
+{
+	uint8_t pdata[VRDMA_PDATA_MAX], buf[VBE_VX_REJ_MAX];
+	uint32_t plen = 0xdead;
+	uint16_t st = 0xffff;
+	int n;
+
+	if (vbe_vx_rej_unpack(p, len, &st, pdata, &plen)) {
+		CHECK(plen == 0);
+		return;
+	}
+	CHECK(plen <= VRDMA_PDATA_MAX);
+	CHECK(st == VRDMA_CS_REFUSED || st == VRDMA_CS_NOENT || st == VRDMA_CS_TIMEDOUT ||
+	      st == VRDMA_CS_NOMEM);
+	n = vbe_vx_rej_pack(st, pdata, plen, buf, sizeof(buf));
+	CHECK(n == VBE_VX_REJ_HDR + (int)plen && !memcmp(buf + 4, p + 4, plen));
+}
+
+static uint64_t fz_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* A peer's key-table entry (32 bytes), then what a WR asks of it. */
+static void fz_rkt(const uint8_t *p, size_t len)
+{
+	uint8_t buf[VBE_VX_RKT_ENT];
+	uint32_t gkey, pd, acc;
+	uint64_t addr, rlen;
+	unsigned __int128 end;
+	struct vbe_rkt e;
+	int st, want;
+
+	if (len < VBE_VX_RKT_ENT + 28)
+		return;
+	vbe_vx_rkt_unpack(p, &e);
+	vbe_vx_rkt_pack(&e, buf);
+	CHECK(!memcmp(buf, p, sizeof(buf)));
+	p += VBE_VX_RKT_ENT;
+	memcpy(&gkey, p, 4);
+	memcpy(&pd, p + 4, 4);
+	addr = fz_get64(p + 8);
+	rlen = fz_get64(p + 16);
+	memcpy(&acc, p + 24, 4);
+	st = vbe_vx_rkt_check(&e, gkey, pd, addr, rlen, acc);
+	/* The same rules in wide arithmetic: pass exactly when they hold. */
+	end = (unsigned __int128)addr + rlen;
+	want = e.gkey && e.gkey == gkey && e.pd == pd && (e.access & acc) == acc &&
+	       addr >= e.iova && end <= (unsigned __int128)e.iova + e.length;
+	CHECK(st == (want ? VRDMA_WS_SUCCESS : VRDMA_WS_REM_ACCESS_ERR));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!size)
+		return 0;
+	switch (data[0] % 3) {
+	case 0:
+		fz_hello(data + 1, size - 1);
+		break;
+	case 1:
+		fz_rej(data + 1, size - 1);
+		break;
+	default:
+		fz_rkt(data + 1, size - 1);
+		break;
+	}
+	return 0;
+}
