@@ -43,6 +43,74 @@ def write(path, data):
         f.write(data)
 
 
+# ---- fuzz_ring: 129-byte records (control byte + ring entry) ----
+POLL = 0x10
+PATCH = 0x08
+
+
+def rec(guest, kind, body, ctl=POLL):
+    return bytes([guest | kind << 1 | ctl]) + body.ljust(128, b"\0")
+
+
+def ring_objects(g, list_ref):
+    """ATTACH_BUF, ALLOC_PD, CREATE_CQ (page 0), REG_MR (all), CREATE_QP."""
+    out = rec(g, 0, req("ATTACH_BUF", 0, struct.pack("<IHH16I", 16, 1, 1, list_ref,
+                                                        *[0] * 15), rid=1))
+    out += rec(g, 0, req("ALLOC_PD", rid=2))
+    out += rec(g, 0, req("CREATE_CQ", 0, struct.pack("<IIII", H1, 0, 6, 0), rid=3))
+    out += rec(g, 0, req("REG_MR", 0, struct.pack("<IIQQQII", H1, H1, 0, 16 * 4096, IOVA,
+                                                    15, 0), rid=4))
+    out += rec(g, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 0),
+                         rid=5))
+    return out
+
+
+def ring_traffic():
+    """A sends, writes, reads and does atomics on B; key 0 is A's, 1 B's."""
+    d = IOVA + 8192
+    out = rec(1, 0, wr("RECV", H1, 100, [(d, 4096, 1)]), POLL | PATCH)
+    out += rec(0, 0, wr("SEND", H1, 101, [(d, 64, 0)], SIGNALED), POLL | PATCH)
+    out += rec(0, 0, wr("WRITE", H1, 102, [(d, 128, 0)], SIGNALED, IOVA + 12288, 1), PATCH)
+    out += rec(0, 0, wr("READ", H1, 103, [(d + 256, 128, 0)], SIGNALED, IOVA + 12288, 1),
+               PATCH)
+    out += rec(0, 0, wr("CMP_SWAP", H1, 104, [(d + 512, 8, 0)], SIGNALED, IOVA + 12288, 1,
+                        0, 7), PATCH)
+    out += rec(0, 0, wr("FETCH_ADD", H1, 105, [(d + 520, 8, 0)], SIGNALED, IOVA + 12288, 1,
+                        1), POLL | PATCH)
+    return out
+
+
+def ring_seeds():
+    # Refs: A's device area 1-10, buffer 11-26, list page 27; B's 28-54.
+    base = ring_objects(0, 27) + ring_objects(1, 54)
+    svc = b"svc".ljust(32, b"\0")
+    cm = rec(1, 0, req("LISTEN", 0, svc, rid=6))
+    cm += rec(0, 0, req("CONNECT", H1, b"\0" * 32 + svc + b"hi".ljust(32, b"\0") +
+                        struct.pack("<II", 2, 0), rid=6))
+    cm += rec(1, 0, req("ACCEPT", H1, struct.pack("<Q", 0) + b"ok".ljust(32, b"\0") +
+                        struct.pack("<II", 2, 0), rid=7), POLL | PATCH)
+    # QP numbers count from 1: A's QP is 1, B's 2; an empty GID is patched.
+    bind = rec(0, 0, req("MODIFY_QP", H1, struct.pack("<II16sII", 1, 2, b"", 0, 0), rid=6),
+               POLL | PATCH)
+    bind += rec(1, 0, req("MODIFY_QP", H1, struct.pack("<II16sII", 1, 1, b"", 0, 0), rid=6),
+                POLL | PATCH)
+    srq = rec(1, 0, req("CREATE_SRQ", 0, struct.pack("<IIII", H1, 16, 4, 0), rid=8))
+    srq += rec(1, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 0, 4, H1, 0),
+                         rid=9))
+    srq += rec(1, 0, wr("SRQ_RECV", H1, 110, [(IOVA + 8192, 4096, 1)]), POLL | PATCH)
+    close = rec(0, 3, bytes([2]))                       # frontend Closed
+    close += rec(0, 3, bytes([3]))                      # and back
+    close += ring_objects(0, 27)
+    hostile = rec(0, 2, struct.pack("<B3xi", 0, 1000))  # prod far ahead
+    hostile += rec(1, 0, req("SEND", 0x77))             # unknown QP
+    dump = os.path.join(HERE, "corpus", "ring")
+    write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
+    write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
+    write(os.path.join(dump, "seed-srq"), base + cm + srq)
+    write(os.path.join(dump, "seed-close"), base + close)
+    write(os.path.join(dump, "seed-hostile"), base + hostile)
+
+
 # ---- fuzz_hello: data[0] % 3 picks hello / reject / key-table entry ----
 def hello_seeds():
     d = os.path.join(HERE, "corpus", "hello")
@@ -58,4 +126,5 @@ def hello_seeds():
 
 
 if __name__ == "__main__":
+    ring_seeds()
     hello_seeds()
