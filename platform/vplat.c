@@ -309,21 +309,10 @@ int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 
 int vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val)
 {
-	char buf[32], *end;
-	unsigned long v;
+	char buf[32];
 	int r = vplat_key_read(p, path, buf, sizeof(buf));
 
-	if (r < 0)
-		return r;
-	/* strtoul accepts leading space and '-'; a key from a peer must be plain digits. */
-	if (buf[0] < '0' || buf[0] > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(buf, &end, 0);
-	if (errno || *end || v > UINT32_MAX)
-		return -EINVAL;
-	*val = (uint32_t)v;
-	return 0;
+	return r < 0 ? r : vplat_parse_u32(buf, val);
 }
 
 int vplat_key_rm(struct vplat *p, const char *path)

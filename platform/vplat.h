@@ -17,8 +17,10 @@
 #ifndef VRDMA_VPLAT_H
 #define VRDMA_VPLAT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define VPLAT_DOM0		0u
 #define VPLAT_KEY_MAX		256	/* path length */
@@ -131,6 +133,23 @@ int  vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
 /* Read into buf (NUL-terminated); -ENOENT if absent. */
 int  vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len);
 int  vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val);
+/* vplat_key_read_u32's parser, which the tests' stub platform shares:
+ * 0, or -EINVAL for anything but plain digits up to UINT32_MAX. */
+static inline int vplat_parse_u32(const char *s, uint32_t *val)
+{
+	unsigned long v;
+	char *end;
+
+	/* strtoul accepts leading space and '-'; a key from a peer must be plain digits. */
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*val = (uint32_t)v;
+	return 0;
+}
 int  vplat_key_rm(struct vplat *p, const char *path);	/* subtree */
 /*
  * Compare and swap: write val only if the key holds old (old NULL: only

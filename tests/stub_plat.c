@@ -548,20 +548,13 @@ int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* The platform's parser: the backend sees keys as it does on a real one. */
 int vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val)
 {
-	char buf[64], *end;
-	unsigned long v;
+	char buf[32];
 	int err = vplat_key_read(p, path, buf, sizeof(buf));
 
-	if (err)
-		return err;
-	errno = 0;
-	v = strtoul(buf, &end, 10);
-	if (errno || end == buf || *end || v > UINT32_MAX)
-		return -EINVAL;
-	*val = (uint32_t)v;
-	return 0;
+	return err ? err : vplat_parse_u32(buf, val);
 }
 
 int vplat_key_rm(struct vplat *p, const char *path)
