@@ -134,7 +134,8 @@ int  vplat_key_printf(struct vplat *p, const char *path, const char *fmt, ...)
 int  vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len);
 int  vplat_key_read_u32(struct vplat *p, const char *path, uint32_t *val);
 /* vplat_key_read_u32's parser, which the tests' stub platform shares:
- * 0, or -EINVAL for anything but plain digits up to UINT32_MAX. */
+ * 0, or -EINVAL for anything but decimal digits up to UINT32_MAX
+ * (docs/wire.md; "010" is ten, "0x10" nothing, as xenbus reads them). */
 static inline int vplat_parse_u32(const char *s, uint32_t *val)
 {
 	unsigned long v;
@@ -144,7 +145,7 @@ static inline int vplat_parse_u32(const char *s, uint32_t *val)
 	if (s[0] < '0' || s[0] > '9')
 		return -EINVAL;
 	errno = 0;
-	v = strtoul(s, &end, 0);
+	v = strtoul(s, &end, 10);
 	if (errno || *end || v > UINT32_MAX)
 		return -EINVAL;
 	*val = (uint32_t)v;

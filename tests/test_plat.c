@@ -327,6 +327,25 @@ START_TEST(t_keys)
 	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), 0);
 	ck_assert_uint_eq(v, 42);
 	ck_assert_int_eq(vplat_key_read_u32(g, "data/x", &v), -EINVAL);
+	/* Decimal, whatever the leading zeros (fuzz_xsvalue found "08"
+	 * refused and "010" read as 8); no hex, sign or space. */
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "010"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), 0);
+	ck_assert_uint_eq(v, 10);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "08"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), 0);
+	ck_assert_uint_eq(v, 8);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "4294967295"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), 0);
+	ck_assert_uint_eq(v, UINT32_MAX);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "4294967296"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), -EINVAL);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "0x10"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), -EINVAL);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "-1"), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), -EINVAL);
+	ck_assert_int_eq(vplat_key_write(g, "data/y", "1 "), 0);
+	ck_assert_int_eq(vplat_key_read_u32(g, "data/y", &v), -EINVAL);
 	ck_assert_int_eq(vplat_key_list(g, "data", buf, sizeof(buf), &cnt), 0);
 	ck_assert_uint_eq(cnt, 3);
 	ck_assert_str_eq(buf, "x");	/* order is unspecified; x came first */
