@@ -13,7 +13,7 @@ FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(FUZZ_SAN) -fsanitize=fuzzer-no-
 	      -O1 -g -Iinclude -Icommon -Iplatform -Ibackend -Itests -MMD -MP
 fzobj = $(patsubst %.c,$(FZ)/obj/%.o,$(1))
 
-FUZZ_NAMES := ring hello
+FUZZ_NAMES := ring xsvalue hello
 FUZZ_BINS  := $(addprefix $(FZ)/fuzz_,$(FUZZ_NAMES))
 
 $(FZ)/obj/%.o: %.c
@@ -27,6 +27,7 @@ $(FZ)/fuzz_%:
 	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LIBS)
 
 $(FZ)/fuzz_ring: $(call fzobj,tests/fuzz/fuzz_ring.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c)
+$(FZ)/fuzz_xsvalue: $(call fzobj,tests/fuzz/fuzz_xsvalue.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c)
 $(FZ)/fuzz_hello: $(call fzobj,tests/fuzz/fuzz_hello.c backend/verbs_map.c)
 
 .PHONY: fuzz fuzz-build

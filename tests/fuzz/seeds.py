@@ -125,6 +125,28 @@ def hello_seeds():
     write(os.path.join(d, "seed-rkt"), b"\2" + ent + ask)
 
 
+# ---- fuzz_xsvalue: [op][which][len][value] ----
+def xs(op, which, val):
+    return bytes([op, which, len(val)]) + val
+
+
+def xsvalue_seeds():
+    d = os.path.join(HERE, "corpus", "xsvalue")
+    write(os.path.join(d, "seed-default"), b"")
+    # Both rings at their largest: 37 pages, refs 1-37 (ring-ref<N>: which 6 + N).
+    big = xs(0, 2, b"10") + xs(0, 3, b"8") + xs(0, 4, b"37")
+    big += b"".join(xs(0, 6 + i, str(i + 1).encode()) for i in range(37))
+    big += xs(5, 6, b"\x0a\x08")              # page 0: the orders to match
+    write(os.path.join(d, "seed-big"), big)
+    prio = xs(2, 1, b"t1") + xs(2, 2, b"5") + xs(2, 3, b"high") + xs(2, 4, b"100M")
+    prio += xs(3, 0x80, b"0") + xs(4, 0, b"vm1")
+    write(os.path.join(d, "seed-prio"), prio)
+    life = xs(0, 0, b"3") + xs(6, 1, b"") + xs(7, 1, b"") + xs(6, 1, b"") + xs(7, 0, b"")
+    write(os.path.join(d, "seed-life"), life)
+    write(os.path.join(d, "seed-bad"), xs(0, 5, b"99") + xs(5, 0, b"XXXX") + xs(1, 7, b""))
+
+
 if __name__ == "__main__":
     ring_seeds()
+    xsvalue_seeds()
     hello_seeds()
