@@ -111,6 +111,40 @@ def ring_seeds():
     write(os.path.join(dump, "seed-hostile"), base + hostile)
 
 
+# ---- fuzz_hostmsg: [ctl][u16 len][packet or dom0 action] ----
+VHP = dict(HELLO=1, KEY_READ=5, KEY_WRITE=6, KEY_RM=7, KEY_LIST=8, WATCH=9, UNWATCH=10,
+           SHARE=11, UNSHARE=12, CHAN=13, CHAN_CLOSE=14)
+
+
+def pkt(kind, seq, args=(), payload=b"", ctl=0):
+    a = list(args) + [0] * (4 - len(args))
+    body = struct.pack("<IIiI4I", VHP[kind], seq, 0, len(payload), *a) + payload
+    return struct.pack("<BH", ctl, len(body)) + body
+
+
+def dom0(what, first, pages, flags):
+    body = struct.pack("<BIBB", what, first, pages - 1, flags)
+    return struct.pack("<BH", 0x80, len(body)) + body
+
+
+def hostmsg_seeds():
+    d = os.path.join(HERE, "corpus", "hostmsg")
+    fe = b"/local/domain/1/device/vrdma/0"
+    hello = pkt("HELLO", 1, [2], b"vm1\0")
+    keys = pkt("KEY_WRITE", 2, [], fe + b"/state\0" + b"3\0")
+    keys += pkt("KEY_READ", 3, [], b"/local/domain/0/backend/vrdma/1/0/state\0")
+    keys += pkt("KEY_LIST", 4, [], b"/local/domain/1\0")
+    keys += pkt("WATCH", 5, [7], fe + b"\0") + pkt("UNWATCH", 6, [7])
+    keys += pkt("KEY_RM", 7, [], fe + b"/state\0")
+    # SHARE refs 100-103 with a sealed 4-page memfd; a channel on port 5.
+    grants = pkt("SHARE", 8, [100, 4, 1], ctl=0x31) + pkt("CHAN", 9, [5])
+    grants += dom0(0, 100, 4, 1) + dom0(2, 5, 1, 0)
+    grants += pkt("UNSHARE", 10, [100, 4]) + pkt("CHAN_CLOSE", 11, [5])
+    write(os.path.join(d, "seed-keys"), hello + keys)
+    write(os.path.join(d, "seed-grants"), hello + grants)
+    write(os.path.join(d, "seed-bad"), hello + pkt("SHARE", 8, [1, 9, 1], ctl=0x05))
+
+
 # ---- fuzz_hello: data[0] % 3 picks hello / reject / key-table entry ----
 def hello_seeds():
     d = os.path.join(HERE, "corpus", "hello")
@@ -149,4 +183,5 @@ def xsvalue_seeds():
 if __name__ == "__main__":
     ring_seeds()
     xsvalue_seeds()
+    hostmsg_seeds()
     hello_seeds()
