@@ -12,9 +12,10 @@ set -eu
 # runs with.
 # perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
+# clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-	perftest ibverbs-utils rdmacm-utils"}
+	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
