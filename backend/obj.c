@@ -114,7 +114,11 @@ void vbe_obj_fini(struct vbe_guest *g)
 }
 
 /* Drop every object of g: QPs first (they break connections), then the
- * rest, then the mappings.  Safe to call twice. */
+ * rest, then the mappings.  Safe to call twice.  The three big tables
+ * are walked only while their live counts say something is left (an MR
+ * is at least a byte, a buffer a page): a walk to their ends would fault
+ * in every page of them (~700 KiB) for a guest that used a few slots,
+ * or none (a refused handshake), on vrdmad's one thread. */
 void vbe_obj_release(struct vbe_guest *g)
 {
 	uint32_t i;
@@ -123,16 +127,19 @@ void vbe_obj_release(struct vbe_guest *g)
 		g->node->dev_hold = NULL;
 	if (!g->qps)
 		return;
-	for (i = 0; i < VBE_MAX_QPS; i++)
+	for (i = 0; i < VBE_MAX_QPS && g->nqps; i++)
 		if (g->qps[i].s.used)
 			vbe_qp_destroy(g, &g->qps[i]);
 	vbe_cm_guest_gone(g);
 	for (i = 0; i < VBE_MAX_SRQS; i++)
 		if (g->srqs[i].s.used)
 			vbe_srq_free(g, &g->srqs[i]);
-	for (i = 0; i < VBE_MAX_MRS; i++)
-		if (g->mrs[i].s.used)
+	for (i = 0; i < VBE_MAX_MRS && g->nmrs; i++)
+		if (g->mrs[i].s.used) {
+			g->mr_bytes -= g->mrs[i].length;
+			g->nmrs--;
 			vbe_slot_free(&g->mrs[i].s);
+		}
 	g->mr_bytes = 0;
 	g->nmrs = 0;
 	for (i = 0; i < VBE_MAX_CQS; i++)
@@ -141,7 +148,7 @@ void vbe_obj_release(struct vbe_guest *g)
 	for (i = 0; i < VBE_MAX_PDS; i++)
 		if (g->pds[i].s.used)
 			vbe_slot_free(&g->pds[i].s);
-	for (i = 0; i < VBE_MAX_BUFS; i++)
+	for (i = 0; i < VBE_MAX_BUFS && g->pages; i++)
 		if (g->bufs[i].s.used)
 			vbe_buf_drop(g, &g->bufs[i]);
 }
