@@ -4,7 +4,7 @@
  * target_local.c) as two guests of one node on the stub platform drive
  * it.  Each input starts with both guests newly Connected (real shared
  * pages, standard rings), each holding a 16-page buffer and its list page,
- * not yet attached.  The input is a run of 129-byte records, one control
+ * not yet attached, with CQ headers on pages 0, 4, 8 and 12.  The input is a run of 129-byte records, one control
  * byte then 128 bytes:
  *
  *   control bit 0     guest A or B
@@ -166,10 +166,10 @@ static void fz_guest_fresh(struct fz_guest *g)
 	g->sr->evt_order = VRDMA_EVT_RING_ORDER_DEF;
 	g->sr->guest_live = VRDMA_SRING_LIVE;
 	memset(mem, 0, FZ_PAGES * VRDMA_PAGE_SIZE);
-	for (i = 0; i < FZ_PAGES; i += 4) {	/* CQ headers on pages 0, 4, 8, 12 */
+	for (i = 0; i < FZ_PAGES; i += 4) {	/* CQs of 64, 1, 4, 64 CQEs */
 		h = (struct vrdma_cq_hdr *)(mem + (size_t)i * VRDMA_PAGE_SIZE);
 		h->magic = VRDMA_WIRE_MAGIC;
-		h->order = 6;
+		h->order = (uint32_t[]){ 6, 0, 2, 6 }[i / 4];
 	}
 	memcpy(vplat_share_addr(g->list), vplat_share_refs(g->data), FZ_PAGES * 4);
 	g->req_prod = g->evt_cons = 0;
@@ -361,6 +361,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(!vbe_node_new(&cfg, &fz_node));
 	fz_node->rng.fill = fz_fill;
 	fz_node->clock_us = fz_clock;
+	/* Budgets a short input can use up (as test_backend_fair does):
+	 * leftover requests and WRs wait for the next poll. */
+	fz_node->poll_reqs = 16;
+	fz_node->poll_wrs = 4;
+	fz_node->poll_bytes = 16384;
 	stub_run();
 	for (i = 0; i < 2; i++)
 		fz_guest_new(&fz_g[i], i + 1);

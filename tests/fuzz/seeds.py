@@ -103,12 +103,26 @@ def ring_seeds():
     close += ring_objects(0, 27)
     hostile = rec(0, 2, struct.pack("<B3xi", 0, 1000))  # prod far ahead
     hostile += rec(1, 0, req("SEND", 0x77))             # unknown QP
+    # A QP on the 1-CQE CQ of page 4; two held sends flushed by ERR overrun it.
+    overrun = rec(0, 0, req("CREATE_CQ", 0, struct.pack("<IIII", H1, 4, 0, 0), rid=10))
+    overrun += rec(0, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1 + 1, H1 + 1, 4, 4,
+                                                          4, 0, 0), rid=11))
+    overrun += rec(0, 0, wr("SEND", H1 + 1, 120, [(IOVA + 8192, 8, 0)], SIGNALED), PATCH)
+    overrun += rec(0, 0, wr("SEND", H1 + 1, 121, [(IOVA + 8192, 8, 0)], SIGNALED), PATCH)
+    overrun += rec(0, 0, req("MODIFY_QP", H1 + 1, struct.pack("<II16sII", 2, 0, b"", 0, 0),
+                             rid=12), POLL | 0x20)
+    # More WRITEs in one poll than its budget (4 WRs, 16 KiB) allows.
+    burst = b"".join(rec(0, 0, wr("WRITE", H1, 130 + i, [(IOVA + 8192, 8192, 0)], SIGNALED,
+                                  IOVA + 16384, 1), PATCH) for i in range(6))
+    burst += rec(0, 3, bytes([0, 1]))                   # a tick, then a poll
     dump = os.path.join(HERE, "corpus", "ring")
     write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
     write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
     write(os.path.join(dump, "seed-srq"), base + cm + srq)
     write(os.path.join(dump, "seed-close"), base + close)
     write(os.path.join(dump, "seed-hostile"), base + hostile)
+    write(os.path.join(dump, "seed-overrun"), base + overrun)
+    write(os.path.join(dump, "seed-burst"), base + cm + burst)
 
 
 # ---- fuzz_hostmsg: [ctl][u16 len][packet or dom0 action] ----
