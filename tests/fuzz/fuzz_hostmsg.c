@@ -10,7 +10,9 @@
  *   ctl bit 7 clear: one SEQPACKET packet of those bytes (header + payload,
  *     sizes as the fuzzer likes), with ctl & 3 files attached of kind
  *     ctl >> 2 & 3 (a memfd sealed against shrinking, one unsealed, an
- *     eventfd, a pipe), memfds of (ctl >> 4 & 7) pages, then dom0 runs
+ *     eventfd, a pipe), memfds of (ctl >> 4 & 3) + 1 pages, then dom0
+ *     runs; the guest reads dom0's answers unless ctl bit 6 is set (a
+ *     guest that does not read fills dom0's outbox)
  *   ctl bit 7 set: dom0 acts on the guest's grants and channels,
  *     [u8 what][u32 first ref][u8 pages][u8 writable] (what: map and
  *     read every page, unmap, bind a channel and notify, close one)
@@ -104,7 +106,7 @@ static void fz_send(int s, uint8_t ctl, const uint8_t *pkt, size_t len)
 	int fds[3], n = ctl & 3, i;
 
 	for (i = 0; i < n; i++)
-		if ((fds[i] = fz_file(ctl >> 2 & 3, (ctl >> 4 & 7) + 1)) < 0)
+		if ((fds[i] = fz_file(ctl >> 2 & 3, (ctl >> 4 & 3) + 1)) < 0)
 			break;
 	n = i;
 	if (n) {
@@ -225,6 +227,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(!connect(s, (struct sockaddr *)&sa, sizeof(sa)));
 	vplat_process(fz_d);
 	CHECK(d->guests && d->nguests == 1);
+	/* A small send buffer on dom0's end: a guest that stops reading
+	 * fills it in a few replies, not a few hundred. */
+	setsockopt(d->guests->sock, SOL_SOCKET, SO_SNDBUF, &(int){ 4096 }, sizeof(int));
 	while (off + 3 <= size) {
 		uint8_t ctl = data[off];
 
@@ -236,7 +241,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			fz_send(s, ctl, data + off, len);
 			vplat_process(fz_d);
-			fz_drain(s);
+			if (!(ctl & 0x40))
+				fz_drain(s);
 		}
 		off += len;
 	}

@@ -151,12 +151,16 @@ def hostmsg_seeds():
     keys += pkt("WATCH", 5, [7], fe + b"\0") + pkt("UNWATCH", 6, [7])
     keys += pkt("KEY_RM", 7, [], fe + b"/state\0")
     # SHARE refs 100-103 with a sealed 4-page memfd; a channel on port 5.
-    grants = pkt("SHARE", 8, [100, 4, 1], ctl=0x31) + pkt("CHAN", 9, [5])
+    grants = pkt("SHARE", 8, [100, 4, 1], ctl=0x31) + pkt("CHAN", 9, [5])  # ctl: 1 sealed 4-page memfd
     grants += dom0(0, 100, 4, 1) + dom0(2, 5, 1, 0)
     grants += pkt("UNSHARE", 10, [100, 4]) + pkt("CHAN_CLOSE", 11, [5])
     write(os.path.join(d, "seed-keys"), hello + keys)
     write(os.path.join(d, "seed-grants"), hello + grants)
     write(os.path.join(d, "seed-bad"), hello + pkt("SHARE", 8, [1, 9, 1], ctl=0x05))
+    # A guest that stops reading: its replies queue in dom0's outbox.
+    deaf = b"".join(pkt("KEY_READ", 20 + i, [], b"/local/domain/1/name\0", ctl=0x40)
+                    for i in range(16))
+    write(os.path.join(d, "seed-deaf"), hello + deaf)
 
 
 # ---- fuzz_hello: data[0] % 3 picks hello / reject / key-table entry ----
