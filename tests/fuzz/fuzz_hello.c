@@ -8,6 +8,8 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <endian.h>
+#include <errno.h>
 #include <string.h>
 
 #include "verbs.h"
@@ -49,7 +51,7 @@ static void fz_rej(const uint8_t *p, size_t len)
 	}
 	CHECK(plen <= VRDMA_PDATA_MAX);
 	CHECK(st == VRDMA_CS_REFUSED || st == VRDMA_CS_NOENT || st == VRDMA_CS_TIMEDOUT ||
-	      st == VRDMA_CS_NOMEM);
+	      st == VRDMA_CS_NOMEM || st == VRDMA_CS_ACCESS);
 	n = vbe_vx_rej_pack(st, pdata, plen, buf, sizeof(buf));
 	CHECK(n == VBE_VX_REJ_HDR + (int)plen && !memcmp(buf + 4, p + 4, plen));
 }
@@ -62,33 +64,55 @@ static uint64_t fz_get64(const uint8_t *p)
 	return v;
 }
 
-/* A peer's key-table entry (32 bytes), then what a WR asks of it. */
+/* A peer's key-table entry (32 bytes), then what a WR asks of it: taken
+ * only whole and in range, and a WR it passes stays in its key's window. */
 static void fz_rkt(const uint8_t *p, size_t len)
 {
 	uint8_t buf[VBE_VX_RKT_ENT];
 	uint32_t gkey, pd, acc;
-	uint64_t addr, rlen;
+	uint64_t addr, rlen, va = 0;
 	unsigned __int128 end;
 	struct vbe_rkt e;
-	int st, want;
+	int st, want, rc;
 
-	if (len < VBE_VX_RKT_ENT + 28)
+	uint8_t ent[VBE_VX_RKT_ENT];
+	uint32_t sum;
+
+	if (len < VBE_VX_RKT_ENT + 29)
 		return;
-	vbe_vx_rkt_unpack(p, &e);
+	/* Half the inputs get a right check word, so the field checks
+	 * behind it are reached (a mutation seldom makes one). */
+	memcpy(ent, p, sizeof(ent));
+	if (p[VBE_VX_RKT_ENT + 28] & 1) {
+		sum = htole32(vbe_vx_rkt_sum(ent));
+		memcpy(ent + 28, &sum, 4);
+	}
+	memcpy(&gkey, p + VBE_VX_RKT_ENT, 4);
+	rc = vbe_vx_rkt_parse(ent, gkey, &e);
+	if (rc) {
+		CHECK(rc == -ENOENT || rc == -EAGAIN || rc == -EPROTO);
+		CHECK(!e.gkey);		/* nothing half taken */
+		return;
+	}
+	/* Taken: it is what its writer writes. */
 	vbe_vx_rkt_pack(&e, buf);
-	CHECK(!memcmp(buf, p, sizeof(buf)));
+	CHECK(!memcmp(buf, ent, sizeof(buf)));
+	CHECK(e.length && e.length <= VBE_VX_MR_MAX && e.pgoff < VRDMA_PAGE_SIZE);
 	p += VBE_VX_RKT_ENT;
-	memcpy(&gkey, p, 4);
 	memcpy(&pd, p + 4, 4);
 	addr = fz_get64(p + 8);
 	rlen = fz_get64(p + 16);
 	memcpy(&acc, p + 24, 4);
-	st = vbe_vx_rkt_check(&e, gkey, pd, addr, rlen, acc);
+	st = vbe_vx_rkt_check(&e, gkey, pd, addr, rlen, acc, &va);
 	/* The same rules in wide arithmetic: pass exactly when they hold. */
 	end = (unsigned __int128)addr + rlen;
-	want = e.gkey && e.gkey == gkey && e.pd == pd && (e.access & acc) == acc &&
+	want = e.gkey == gkey && e.pd == pd && (e.access & acc) == acc &&
 	       addr >= e.iova && end <= (unsigned __int128)e.iova + e.length;
 	CHECK(st == (want ? VRDMA_WS_SUCCESS : VRDMA_WS_REM_ACCESS_ERR));
+	/* ... and the device address never leaves gkey's window. */
+	if (!st)
+		CHECK(va >> VBE_VX_WIN_SHIFT == gkey &&
+		      ((va & ((1ull << VBE_VX_WIN_SHIFT) - 1)) + rlen) <= (1ull << VBE_VX_WIN_SHIFT));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
