@@ -130,13 +130,15 @@ uint32_t vbe_sched_cmd_burst(uint32_t cmds)
 static bool vbe_cmd_bucket(struct vbe_node *n, uint32_t *tokens, int64_t *fill,
 			   uint32_t rate)
 {
-	uint32_t burst;
+	uint32_t burst = vbe_sched_cmd_burst(rate);
 	int64_t now, dt;
 	uint64_t add;
 
+	/* A rate lowered meanwhile: no more than its burst is banked. */
+	if (*tokens > burst)
+		*tokens = burst;
 	if (*tokens)
 		return true;
-	burst = vbe_sched_cmd_burst(rate);
 	now = n->round_us ? n->round_us : vbe_sched_now(n);
 	dt = now - *fill;
 	if (dt > 60 * 1000000ll)

@@ -237,6 +237,7 @@ END_TEST
 START_TEST(pol_bad_input)
 {
 	char out[512];
+	struct tg a;
 
 	ck_assert_int_eq(pol("default closed", out, sizeof(out)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(out, "error: policy: default 'closed': open or tenant"));
@@ -265,6 +266,11 @@ START_TEST(pol_bad_input)
 	ck_assert_int_eq(pol("clear", out, sizeof(out)), 0);
 	ck_assert_int_eq(pol("", out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "default open\n");
+	/* A group named as a tenant that has guests would take it in. */
+	mk(&a, 5, "acme");
+	ck_assert_int_eq(pol("group acme bob", out, sizeof(out)), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(out, "'acme' is a tenant with guests"));
+	tg_stop(&a);
 }
 END_TEST
 

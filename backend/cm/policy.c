@@ -498,7 +498,13 @@ static int vbe_pol_save(const struct vbe_policy *p)
 		unlink(tmp);
 		return err;
 	}
-	return vbe_pol_sync_dir(p->path);
+	/* Renamed: the new file is what a restart loads, so the change
+	 * applies now; a dir that cannot be synced is only a warning. */
+	err = vbe_pol_sync_dir(p->path);
+	if (err)
+		vlog_warn("policy: %s written, but its directory not synced: %s", p->path,
+			  strerror(-err));
+	return 0;
 }
 
 int vbe_policy_new(struct vbe_node *n, const char *path)
@@ -573,6 +579,17 @@ int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
 	if (!next)
 		return vbe_pol_err(out, -ENOMEM, "%s", "out of memory");
 	memcpy(next, n->pol, sizeof(*next));
+	/* A group named as a tenant that has guests would take it in. */
+	if (argc >= 2 && !strcmp(argv[0], "group")) {
+		const struct vbe_tenant *t;
+
+		for (t = n->tenants; t; t = t->next)
+			if (!strcmp(t->name, argv[1])) {
+				free(next);
+				return vbe_pol_err(out, -EEXIST, "'%s' is a tenant with guests: not "
+						   "a group name", argv[1]);
+			}
+	}
 	err = vbe_pol_apply(next, argc, argv, out);
 	if (!err) {
 		err = vbe_pol_save(next);
