@@ -341,6 +341,9 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		return;
 	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
+		vbe_policy_refused(n, "rdma: a request refused: its hello does not parse "
+				   "(%zu bytes, first %#x)", pd_len,
+				   pd_len ? ((const uint8_t *)pd)[0] : 0);
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -351,6 +354,10 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		if (st == VRDMA_CS_ACCESS)
 			vbe_policy_refused(n, "rdma: request from %s (domain %u): refused by "
 					   "policy", peer, h.domid);
+		else
+			vbe_policy_refused(n, "rdma: request from %s (domain %u): no listener "
+					   "for service hash %#x%s", peer, h.domid, h.svc_hash,
+					   h.qualified ? " (group/svc)" : "");
 		vbe_rcm_reject_id(id, st, NULL, 0);
 		return;
 	}
@@ -373,6 +380,11 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	 * one group of that node more than its share of the node's. */
 	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE ||
 	    group >= VBE_RQPN_PER_GROUP || !lg || lg->dead || !lg->connected) {
+		vbe_policy_refused(n, "rdma: request from %s refused: %s", peer,
+				   !cn ? "no free request slot" :
+				   backlog >= VBE_LISTEN_BACKLOG ? "listener backlog full" :
+				   from >= VBE_RQPN_PER_NODE || group >= VBE_RQPN_PER_GROUP ?
+				   "that node's share taken" : "the listener's guest is gone");
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -553,6 +565,8 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 			vlog_dbg("rdma: rejected without vrdmad data (status %d)", status);
 			rst = VRDMA_CS_UNREACH;
 		}
+		vbe_policy_refused(vx->node, "rdma: a connect was rejected by the other node "
+				   "(status %u)", rst);
 		vbe_rcm_refuse(vx, vq, rst, rpd, rlen);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
