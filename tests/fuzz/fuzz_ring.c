@@ -27,7 +27,8 @@
  * close: nothing of theirs may be left (objects, listeners, connection
  * requests, mappings, channels).  Memory keys come from a seeded
  * generator (the backend's test hook) and the scheduler runs on the
- * input's clock, so an input replays exactly.
+ * input's clock, so an input replays (connection deadlines come from the
+ * platform's clock, which the ticks only move on from).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,10 @@ static void fz_guest_fresh(struct fz_guest *g)
 		bg = vbe_node_guest(fz_node, g->domid, 0);
 	}
 	CHECK(bg && bg->state == VRDMA_XB_INITWAIT && !bg->nmaps && !bg->chan);
+	CHECK(!bg->nqps && !bg->mr_bytes && !bg->pages && !bg->wr_slots && !bg->nconnq &&
+	      !bg->evq.count && !bg->runq.count && !bg->ndirty);
+	memset(&bg->sch, 0, sizeof(bg->sch));
+	bg->cq_err = false;
 	memset(bg->bufs, 0, VBE_MAX_BUFS * sizeof(*bg->bufs));
 	memset(bg->pds, 0, VBE_MAX_PDS * sizeof(*bg->pds));
 	memset(vbe_mr_map(bg), 0, VBE_MR_PRE + VBE_MAX_MRS * sizeof(*bg->mrs));
@@ -393,14 +398,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (i = 0; i < 2; i++)
 		fz_guest_fresh(&fz_g[i]);
-	/* What a fresh node hands out: QP numbers, conn ids, listeners, keys. */
+	/* What a fresh node hands out (QP numbers, conn ids, listeners, keys)
+	 * and its scheduler's state; the hint of binding QPs is recounted at
+	 * a tick, and none are left. */
 	fz_node->next_qpn = 1;
 	fz_node->next_conn_id = 0;
 	memset(fz_node->lis, 0, sizeof(fz_node->lis));
 	fz_node->rng.left = 0;
+	fz_node->rr = fz_node->sch_round = fz_node->vwaiting = 0;
+	memset(fz_node->starve, 0, sizeof(fz_node->starve));
+	memset(fz_node->busy_round, 0, sizeof(fz_node->busy_round));
 	fz_rng = 0x9e3779b97f4a7c15ull;
 	fz_nkeys = fz_nconns = 0;
-	fz_now = 1000000;
+	/* Deadlines are taken from the platform's clock; ticks move on from it. */
+	fz_now = vplat_now_ms();
+	fz_node->rate_mark_ms = fz_now;
 
 	for (off = 0; off + FZ_REC <= size; off += FZ_REC) {
 		const uint8_t c = data[off], *e = data + off + 1;
