@@ -180,12 +180,14 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	return VRDMA_CS_OK;
 }
 
-static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r)
+/* *hold: the device MR's deregistration to wait for before answering. */
+static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint64_t *hold)
 {
 	struct vbe_mr *mr = VBE_GET(g->mrs, VBE_MAX_MRS, r->handle);
 
 	if (!mr)
 		return VRDMA_CS_NOENT;
+	*hold = vbe_vx_dereg(g->node, g, (uint32_t)(mr - g->mrs), mr->key);
 	g->pds[mr->pd].users--;
 	g->bufs[mr->buf].users--;
 	g->mr_bytes -= mr->length;
@@ -339,6 +341,7 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 {
 	struct vbe_late late = { .g = NULL, .conn = -1 };
 	struct vrdma_evt e;
+	uint64_t hold = 0;
 	int st;
 
 	memset(&e, 0, sizeof(e));
@@ -359,7 +362,7 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 		st = vbe_cmd_reg_mr(g, r, e.u.out);
 		break;
 	case VRDMA_CMD_DEREG_MR:
-		st = vbe_cmd_dereg_mr(g, r);
+		st = vbe_cmd_dereg_mr(g, r, &hold);
 		break;
 	case VRDMA_CMD_CREATE_CQ:
 		st = vbe_cmd_create_cq(g, r, e.u.out);
@@ -409,7 +412,40 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 	e.status = (uint16_t)st;
 	e.handle = r->handle;
 	e.id = r->id;
+	/* A peer holding the key reaches the pages until the device MR is
+	 * gone: "done" may be said only then (docs/security.md section 8). */
+	if (hold && !vbe_vx_dereg_done(g->node, hold)) {
+		g->held = true;
+		g->held_seq = hold;
+		g->held_evt = e;
+		g->node->nheld++;
+		return;
+	}
 	vbe_evt_post(g, &e, true);
 	if (late.g)
 		vbe_cm_late(g->node, &late);
+}
+
+/* Each node poll while any answer is held: post those whose wait is
+ * over; the guest's ring moves on at its next poll.  Counted afresh, so
+ * a guest that went meanwhile is forgotten with its answer. */
+void vbe_cmd_release(struct vbe_node *n)
+{
+	struct vbe_guest *g;
+	unsigned left = 0;
+
+	if (!n->nheld)
+		return;
+	for (g = n->guests; g; g = g->next) {
+		if (!g->held)
+			continue;
+		if (g->connected && !g->dead && !vbe_vx_dereg_done(n, g->held_seq)) {
+			left++;
+			continue;
+		}
+		g->held = false;
+		g->sch.cmd_throttled = false;
+		vbe_evt_post(g, &g->held_evt, true);	/* -EPIPE if it went */
+	}
+	n->nheld = left;
 }

@@ -310,6 +310,7 @@ int vbe_node_poll(struct vbe_node *n)
 	 * waits for the tick. */
 	total = vbe_sched_round(n);
 	total += vbe_vx_poll(n);	/* device completions (issue 4) */
+	vbe_cmd_release(n);		/* DEREG_MRs whose device MR is gone */
 	vbe_node_flush(n);
 	for (g = n->guests; g; g = g->next)
 		if (g->connected && !g->dead && vbe_sched_spin(g))

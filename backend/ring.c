@@ -280,10 +280,12 @@ int vbe_ring_poll(struct vbe_guest *g)
 			vbe_wr_queue(g, &r, &e->u.wr, &run);
 			continue;
 		}
-		/* Out of command tokens (prio.cmds): it stays in the ring,
-		 * so the ring's order holds; the tick refills. */
+		/* Out of command tokens (prio.cmds), or the last command's
+		 * answer is held (cmd.c): it stays in the ring, so the ring's
+		 * order holds; the tick refills, the release moves it on. */
 		if (r.opcode >= VRDMA_CMD_ATTACH_BUF && r.opcode <= VRDMA_CMD_LAST &&
-		    !vbe_sched_cmd_take(g)) {
+		    (g->held || !vbe_sched_cmd_take(g))) {
+			g->sch.cmd_throttled = true;
 			g->req_cons--;
 			n--;
 			break;

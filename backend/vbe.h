@@ -310,6 +310,11 @@ struct vbe_guest {
 	uint64_t budget_bytes;		/* left in this poll (C3) */
 	unsigned budget_wrs;
 	bool cq_err;			/* a CQ overran: vbe_cq_err_run() */
+	/* DEREG_MR's answer, held until its device MR is gone (cmd.c);
+	 * the guest's next command waits in the ring meanwhile. */
+	bool held;
+	uint64_t held_seq;		/* the reaper's number to wait for */
+	struct vrdma_evt held_evt;
 	uint16_t *dirty;		/* CQ indexes with unpublished CQEs */
 	unsigned ndirty;
 	uint32_t wr_slots;		/* queued-WR slots allocated (I1) */
@@ -389,6 +394,7 @@ struct vbe_node {
 	uint64_t next_conn_id;
 	int64_t now_ms;
 	bool reap;
+	unsigned nheld;			/* guests holding an answer (cmd.c) */
 	uint64_t disabled;
 	uint64_t poll_bytes;		/* per-guest budgets (tests lower them) */
 	uint64_t dev_bytes;		/* send WR bytes on the RDMA device, all guests */
@@ -689,11 +695,20 @@ bool vbe_policy_allow(const struct vbe_node *n, const struct vbe_party *from,
 		      const struct vbe_party *to);
 bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a,
 			     const struct vbe_party *b);	/* bindings */
+/* An info line at most once a second per limiter, the rest at debug
+ * level and counted: one kind of refusal never hides another's line. */
+struct vbe_loglim {
+	int64_t ms;			/* last line logged */
+	unsigned quiet;			/* lines since, not logged */
+};
+void vbe_log_limited(struct vbe_loglim *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));			/* rate-limited log */
+	__attribute__((format(printf, 2, 3)));			/* the policy's own */
 
 /* cmd.c */
 void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r);
+void vbe_cmd_release(struct vbe_node *n);	/* held answers whose wait is over */
 /* srq.c */
 int  vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
 int  vbe_srq_destroy(struct vbe_guest *g, const struct vrdma_req *r);
@@ -746,6 +761,9 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms);
 int  vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *addr,
 		  size_t len, struct vplat_map *map);
 unsigned vbe_vx_pending(const struct vbe_node *n);	/* teardown not done yet */
+uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t idx,
+		      uint32_t key);		/* 0, or a number to wait for */
+bool vbe_vx_dereg_done(const struct vbe_node *n, uint64_t seq);
 void vbe_vx_srq_posted(struct vbe_guest *g, struct vbe_srq *srq);
 int  vbe_vx_gid(const struct vbe_node *n, uint8_t gid[16]);	/* -ENODEV: none */
 int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,

@@ -291,7 +291,9 @@ struct vbe_vx {
 	struct vbe_vrconn rconn[VBE_MAX_CONNS];
 	struct vbe_vqreq qreq[VBE_MAX_CONNS];
 	int max_sge;
-	struct vbe_reaper *reap;	/* teardown thread (verbs_reap.c) */
+	struct vbe_reaper *reap;	/* teardown threads (verbs_reap.c) */
+	struct vbe_loglim req_lim;	/* remote requests refused, not by policy */
+	struct vbe_loglim rej_lim;	/* our connects the other node rejected */
 };
 
 /* verbs_dev.c */
@@ -324,12 +326,14 @@ void vbe_vx_srq_sync(struct vbe_vx *vx, struct vbe_vguest *vg, const struct vbe_
 bool vbe_vx_srq_take(struct vbe_vguest *vg, uint64_t wr_id, struct vbe_vsrq_ent *out,
 		     uint32_t *si);
 
-/* verbs_reap.c: device teardown off the loop, in queue order */
+/* verbs_reap.c: device teardown off the loop, in queue order per lane */
 int  vbe_reap_start(struct vbe_vx *vx);
 void vbe_reap_stop(struct vbe_vx *vx);		/* runs what is queued */
 void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_cq *cq,
 		 unsigned cq_events);
-void vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr);
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr);	/* its number */
+bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq);
+int  vbe_reap_fd(const struct vbe_vx *vx);	/* readable: an MR job ran */
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);
 void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs);
 int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m);

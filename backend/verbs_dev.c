@@ -83,6 +83,8 @@ static void vbe_vx_fds(struct vbe_node *n, struct vbe_vx *vx, int add)
 	n->fd_cb(n->fd_arg, vx->ech->fd, add);
 	n->fd_cb(n->fd_arg, vx->cch->fd, add);
 	n->fd_cb(n->fd_arg, vx->ctx->async_fd, add);
+	if (vx->reap)
+		n->fd_cb(n->fd_arg, vbe_reap_fd(vx), add);
 }
 
 int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
@@ -188,8 +190,8 @@ void vbe_vx_close(struct vbe_node *n)
 	}
 	while (vx->guests)
 		vbe_vx_guest_free(vx, vx->guests);
+	vbe_vx_fds(n, vx, 0);	/* the reaper's eventfd too, before it closes */
 	vbe_reap_stop(vx);	/* every CQ gone before the channel */
-	vbe_vx_fds(n, vx, 0);
 	ibv_destroy_comp_channel(vx->cch);
 	rdma_destroy_id(vx->lis);
 	rdma_destroy_event_channel(vx->ech);
@@ -199,14 +201,17 @@ void vbe_vx_close(struct vbe_node *n)
 
 /* ---- per-guest device state ---- */
 
-static void vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
+/* Returns the reaper's number for the device MR's deregistration, 0 if
+ * there is nothing to wait for. */
+static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
 {
+	uint64_t seq = 0;
 	uint8_t *ent;
 
 	/* Peers holding the key in their cache post to its device window:
 	 * once the reaper deregistered the MR, nothing is there. */
 	if (vg->mr[i])
-		vbe_reap_mr(vx, vg->mr[i]);
+		seq = vbe_reap_mr(vx, vg->mr[i]);
 	/* The key table is indexed by key slot: wipe the entry only if it
 	 * is still this MR's (a newer MR of the slot may be in it already). */
 	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;
@@ -215,6 +220,7 @@ static void vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
 	vg->mr[i] = NULL;
 	vg->key[i] = 0;
 	vg->addr[i] = NULL;
+	return seq;
 }
 
 /* Unlink vg; the reaper frees it after the QPs queued before it. */
@@ -369,6 +375,30 @@ int vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *a
 				vbe_vx_mr_drop(n->vx, vg, i);
 	}
 	return vbe_reap_defer_unmap(n->vx, map);
+}
+
+/*
+ * g deregisters MR idx (key): its device MR goes now, not at the next
+ * sync, and DEREG_MR's answer waits for the number returned (0: nothing
+ * on the device to wait for) -- until then a peer holding the key could
+ * still reach the pages (docs/security.md section 8).
+ */
+uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t idx,
+		      uint32_t key)
+{
+	struct vbe_vguest *vg;
+
+	if (!n->vx || idx >= VBE_MAX_MRS)
+		return 0;
+	for (vg = n->vx->guests; vg; vg = vg->next)
+		if (vg->g == g && vg->mr && vg->key[idx] == key)
+			return vbe_vx_mr_drop(n->vx, vg, idx);
+	return 0;
+}
+
+bool vbe_vx_dereg_done(const struct vbe_node *n, uint64_t seq)
+{
+	return !n->vx || vbe_reap_mr_done(n->vx, seq);
 }
 
 unsigned vbe_vx_pending(const struct vbe_node *n)
@@ -569,6 +599,8 @@ void vbe_vx_fd_ready(struct vbe_node *n, int fd)
 		}
 	} else if (fd == vx->ctx->async_fd) {
 		vbe_vx_async(vx);
+	} else if (fd == vbe_reap_fd(vx)) {
+		vbe_reap_poll(vx);	/* reads it; held answers go at the poll */
 	}
 }
 

@@ -6,13 +6,19 @@
  * vrdmad serves every guest from one thread.  So the loop hands such work
  * to one reaper thread and goes on.
  *
- * Order is the contract: jobs run in the order they were queued, so a
- * QP goes before the MRs it may still reference, and those before their
- * PD.  A buffer the device may still pin is unmapped only once every job
+ * Two lanes, each a thread running its jobs in the order queued: one for
+ * QPs, SRQs and whole guests, one for the MRs a guest deregisters.  A
+ * guest's DEREG_MR is answered only once its device MR is gone (a peer
+ * holding the key must find nothing there), so that answer must not wait
+ * behind other tenants' QP teardowns, which can take seconds each (a DREQ
+ * to a peer that went away).  A guest's PD goes after the MRs queued
+ * before it: its job waits for the MR lane to pass them.  A buffer the
+ * device may still pin is unmapped only once every job of both lanes
  * queued before its drop has run (vbe_reap_defer_unmap): on Xen, gntdev
  * pages unmapped while pinned corrupt dom0's page accounting
  * (docs/rdma.md).  Unmapping stays on the loop's thread, as every other
- * platform call.
+ * platform call.  The MR lane writes an eventfd after each job: the loop
+ * then answers the DEREG_MRs it held (cmd.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +26,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "verbs.h"
@@ -36,6 +45,7 @@ struct vbe_job {
 	struct ibv_mr *mr;		/* MR */
 	struct vbe_vguest *vg;		/* GUEST: the rest of its state */
 	struct vbe_vsrq *vs;		/* SRQ */
+	uint64_t mr_seq;		/* GUEST: MR lane jobs to wait for */
 };
 
 static void vbe_srq_run(struct vbe_vsrq *vs)
@@ -46,23 +56,57 @@ static void vbe_srq_run(struct vbe_vsrq *vs)
 	free(vs);
 }
 
+enum { VBE_LANE_TEAR, VBE_LANE_MR, VBE_LANES };
+
 struct vbe_late_unmap {
 	struct vbe_late_unmap *next;
 	struct vplat_map *map;
-	uint64_t seq;			/* unmap once this many jobs ran */
+	uint64_t seq[VBE_LANES];	/* unmap once this many jobs ran */
+};
+
+struct vbe_lane {
+	struct vbe_reaper *r;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* a job queued, or stop */
+	pthread_cond_t ran;		/* a job ran (a guest job waits) */
+	struct vbe_job *head, **tail;
+	bool stop, started;
+	uint64_t queued;		/* jobs queued (loop thread) */
+	_Atomic uint64_t done;		/* jobs run (its thread) */
 };
 
 struct vbe_reaper {
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct vbe_job *head, **tail;
-	bool stop;
-	uint64_t queued;		/* jobs queued (loop thread) */
-	_Atomic uint64_t done;		/* jobs run (reaper) */
+	struct vbe_lane lane[VBE_LANES];
+	int efd;			/* the MR lane ran a job */
 	struct vbe_late_unmap *unmaps;	/* loop thread only */
 	unsigned nunmaps;
 };
+
+static uint64_t vbe_lane_done(struct vbe_lane *l)
+{
+	return atomic_load_explicit(&l->done, memory_order_acquire);
+}
+
+/* Both lanes have run every job queued so far (loop thread). */
+static bool vbe_reap_idle(struct vbe_reaper *r)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_LANES; i++)
+		if (vbe_lane_done(&r->lane[i]) != r->lane[i].queued)
+			return false;
+	return true;
+}
+
+/* The MR lane has run job number seq (the guest job's wait). */
+static void vbe_lane_wait(struct vbe_lane *l, uint64_t seq)
+{
+	pthread_mutex_lock(&l->mu);
+	while (vbe_lane_done(l) < seq)
+		pthread_cond_wait(&l->ran, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+}
 
 /* A call that held the reaper long is worth a line: the peer's node or
  * the device is slow, and the resources stay until it returns. */
@@ -74,7 +118,7 @@ static void vbe_reap_slow(const char *what, int64_t t0)
 		vlog_info("rdma: %s took %lld ms (reaper thread)", what, (long long)dt);
 }
 
-static void vbe_job_run(struct vbe_job *j)
+static void vbe_job_run(struct vbe_reaper *r, struct vbe_job *j)
 {
 	int64_t t0 = vplat_now_ms();
 	struct vbe_vguest *vg = j->vg;
@@ -104,7 +148,10 @@ static void vbe_job_run(struct vbe_job *j)
 		vbe_reap_slow("ibv_destroy_srq", t0);
 		break;
 	case VBE_JOB_GUEST:
-		/* its QPs went before it; SRQs and MRs before the PD */
+		/* its QPs went before it (this lane), its dropped MRs too (the
+		 * MR lane); SRQs and MRs before the PD */
+		if (r)
+			vbe_lane_wait(&r->lane[VBE_LANE_MR], j->mr_seq);
 		for (i = 0; vg->srqs && i < VBE_MAX_SRQS; i++)
 			if (vg->srqs[i])
 				vbe_srq_run(vg->srqs[i]);
@@ -132,105 +179,167 @@ static void vbe_job_run(struct vbe_job *j)
 
 static void *vbe_reap_main(void *arg)
 {
-	struct vbe_reaper *r = arg;
+	struct vbe_lane *l = arg;
 	struct vbe_job *j;
+	uint64_t one = 1;
 
-	pthread_mutex_lock(&r->mu);
+	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!r->head && !r->stop)
-			pthread_cond_wait(&r->cv, &r->mu);
-		j = r->head;
+		while (!l->head && !l->stop)
+			pthread_cond_wait(&l->cv, &l->mu);
+		j = l->head;
 		if (!j)
 			break;		/* stop, and nothing left */
-		r->head = j->next;
-		if (!r->head)
-			r->tail = &r->head;
-		pthread_mutex_unlock(&r->mu);
-		vbe_job_run(j);
+		l->head = j->next;
+		if (!l->head)
+			l->tail = &l->head;
+		pthread_mutex_unlock(&l->mu);
+		vbe_job_run(l->r, j);
 		free(j);
-		atomic_fetch_add_explicit(&r->done, 1, memory_order_release);
-		pthread_mutex_lock(&r->mu);
+		pthread_mutex_lock(&l->mu);
+		atomic_fetch_add_explicit(&l->done, 1, memory_order_release);
+		pthread_cond_broadcast(&l->ran);
+		/* Never blocks: the counter would need 2^64 - 1 jobs. */
+		if (l == &l->r->lane[VBE_LANE_MR] &&
+		    write(l->r->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+			vlog_dbg("rdma: reaper eventfd: %s", strerror(errno));
 	}
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&l->mu);
 	return NULL;
+}
+
+static void vbe_lane_end(struct vbe_lane *l)
+{
+	if (l->started) {
+		pthread_mutex_lock(&l->mu);
+		l->stop = true;
+		pthread_cond_signal(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->th, NULL);
+	}
+	pthread_cond_destroy(&l->ran);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
 }
 
 int vbe_reap_start(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = calloc(1, sizeof(*r));
 	sigset_t all, old;
-	int err;
+	unsigned i;
+	int err = 0;
 
 	if (!r)
 		return -ENOMEM;
-	r->tail = &r->head;
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->efd < 0) {
+		err = -errno;
+		free(r);
+		return err;
+	}
+	for (i = 0; i < VBE_LANES; i++) {
+		struct vbe_lane *l = &r->lane[i];
+
+		l->r = r;
+		l->tail = &l->head;
+		pthread_mutex_init(&l->mu, NULL);
+		pthread_cond_init(&l->cv, NULL);
+		pthread_cond_init(&l->ran, NULL);
+	}
 	/* Signals stay with the loop's thread (signalfd / handlers). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&r->th, NULL, vbe_reap_main, r);
+	for (i = 0; i < VBE_LANES && !err; i++) {
+		err = -pthread_create(&r->lane[i].th, NULL, vbe_reap_main, &r->lane[i]);
+		r->lane[i].started = !err;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		pthread_cond_destroy(&r->cv);
-		pthread_mutex_destroy(&r->mu);
+		for (i = 0; i < VBE_LANES; i++)
+			vbe_lane_end(&r->lane[i]);
+		close(r->efd);
 		free(r);
-		return -err;
+		return err;
 	}
 	vx->reap = r;
 	return 0;
 }
 
-/* Queue j; without memory (or a reaper) run it here, after the queue. */
-static void vbe_reap_push(struct vbe_vx *vx, struct vbe_job *j, const struct vbe_job *tmpl)
+int vbe_reap_fd(const struct vbe_vx *vx)
+{
+	return vx->reap ? vx->reap->efd : -1;
+}
+
+/* Wait here for both lanes to run what they have (loop thread). */
+static void vbe_reap_drain(struct vbe_reaper *r)
+{
+	while (!vbe_reap_idle(r))
+		sched_yield();
+}
+
+/* Queue j on lane; without memory (or a reaper) run it here, after every
+ * job queued before.  Returns the job's number on its lane, 0 if it ran. */
+static uint64_t vbe_reap_push(struct vbe_vx *vx, unsigned lane, struct vbe_job *j,
+			      const struct vbe_job *tmpl)
 {
 	struct vbe_reaper *r = vx->reap;
+	struct vbe_lane *l;
+	uint64_t seq;
 
 	if (!j) {
 		struct vbe_job inline_job = *tmpl;
 
 		vlog_warn("rdma: no memory for the reaper: tearing down in the loop");
 		if (r)
-			while (atomic_load_explicit(&r->done, memory_order_acquire) != r->queued)
-				sched_yield();
-		vbe_job_run(&inline_job);
-		return;
+			vbe_reap_drain(r);
+		vbe_job_run(NULL, &inline_job);
+		return 0;
 	}
+	l = &r->lane[lane];
 	*j = *tmpl;
 	j->next = NULL;
-	pthread_mutex_lock(&r->mu);
-	*r->tail = j;
-	r->tail = &j->next;
-	r->queued++;
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	if (j->kind == VBE_JOB_GUEST)
+		j->mr_seq = r->lane[VBE_LANE_MR].queued;
+	pthread_mutex_lock(&l->mu);
+	*l->tail = j;
+	l->tail = &j->next;
+	seq = ++l->queued;
+	pthread_cond_signal(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	return seq;
 }
 
-static void vbe_reap_job(struct vbe_vx *vx, const struct vbe_job *tmpl)
+static uint64_t vbe_reap_job(struct vbe_vx *vx, unsigned lane, const struct vbe_job *tmpl)
 {
-	vbe_reap_push(vx, vx->reap ? malloc(sizeof(struct vbe_job)) : NULL, tmpl);
+	return vbe_reap_push(vx, lane, vx->reap ? malloc(sizeof(struct vbe_job)) : NULL, tmpl);
 }
 
 void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_cq *cq,
 		 unsigned cq_events)
 {
-	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_QP, .id = id, .up = up,
+	vbe_reap_job(vx, VBE_LANE_TEAR, &(struct vbe_job){ .kind = VBE_JOB_QP, .id = id, .up = up,
 					     .cq = cq, .cq_events = cq_events });
 }
 
-void vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr)
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr)
 {
-	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_MR, .mr = mr });
+	return vbe_reap_job(vx, VBE_LANE_MR, &(struct vbe_job){ .kind = VBE_JOB_MR, .mr = mr });
+}
+
+/* The MR lane has run its job number seq (0: ran inline). */
+bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq)
+{
+	return !vx->reap || vbe_lane_done(&vx->reap->lane[VBE_LANE_MR]) >= seq;
 }
 
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg)
 {
-	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_GUEST, .vg = vg });
+	vbe_reap_job(vx, VBE_LANE_TEAR, &(struct vbe_job){ .kind = VBE_JOB_GUEST, .vg = vg });
 }
 
 void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs)
 {
-	vbe_reap_job(vx, &(struct vbe_job){ .kind = VBE_JOB_SRQ, .vs = vs });
+	vbe_reap_job(vx, VBE_LANE_TEAR, &(struct vbe_job){ .kind = VBE_JOB_SRQ, .vs = vs });
 }
 
 /* Take m if jobs queued so far may still pin it: 1 = taken (unmapped by
@@ -239,18 +348,19 @@ int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m)
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_late_unmap *u;
+	unsigned i;
 
-	if (!r || atomic_load_explicit(&r->done, memory_order_acquire) == r->queued)
+	if (!r || vbe_reap_idle(r))
 		return 0;
 	u = malloc(sizeof(*u));
 	if (!u) {
 		/* Correctness over latency: wait for the device to let go. */
-		while (atomic_load_explicit(&r->done, memory_order_acquire) != r->queued)
-			sched_yield();
+		vbe_reap_drain(r);
 		return 0;
 	}
 	u->map = m;
-	u->seq = r->queued;
+	for (i = 0; i < VBE_LANES; i++)
+		u->seq[i] = r->lane[i].queued;
 	u->next = r->unmaps;
 	r->unmaps = u;
 	r->nunmaps++;
@@ -262,13 +372,21 @@ void vbe_reap_poll(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_late_unmap **p, *u;
-	uint64_t done;
+	uint64_t done[VBE_LANES];
+	unsigned i;
 
-	if (!r || !r->unmaps)
+	if (!r)
 		return;
-	done = atomic_load_explicit(&r->done, memory_order_acquire);
+	/* Wakes from the MR lane: the loop has come round to look. */
+	if (eventfd_read(r->efd, &(eventfd_t){ 0 }) < 0 && errno != EAGAIN)
+		vlog_dbg("rdma: reaper eventfd: %s", strerror(errno));
+	if (!r->unmaps)
+		return;
+	for (i = 0; i < VBE_LANES; i++)
+		done[i] = vbe_lane_done(&r->lane[i]);
 	for (p = &r->unmaps; (u = *p);) {
-		if (u->seq > done) {
+		if (u->seq[VBE_LANE_TEAR] > done[VBE_LANE_TEAR] ||
+		    u->seq[VBE_LANE_MR] > done[VBE_LANE_MR]) {
 			p = &u->next;
 			continue;
 		}
@@ -284,34 +402,36 @@ void vbe_reap_poll(struct vbe_vx *vx)
 unsigned vbe_reap_pending(const struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
+	unsigned i, n;
 
 	if (!r)
 		return 0;
-	return (unsigned)(r->queued - atomic_load_explicit(&r->done, memory_order_acquire)) +
-	       r->nunmaps;
+	n = r->nunmaps;
+	for (i = 0; i < VBE_LANES; i++)
+		n += (unsigned)(r->lane[i].queued - vbe_lane_done(&r->lane[i]));
+	return n;
 }
 
-/* Run what is queued, end the thread, unmap the rest (vrdmad exits). */
+/* Run what is queued, end the threads, unmap the rest (vrdmad exits). */
 void vbe_reap_stop(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
-	uint64_t left;
+	uint64_t left = 0;
+	unsigned i;
 
 	if (!r)
 		return;
-	left = r->queued - atomic_load_explicit(&r->done, memory_order_acquire);
+	for (i = 0; i < VBE_LANES; i++)
+		left += r->lane[i].queued - vbe_lane_done(&r->lane[i]);
 	/* Each can sleep in the kernel (~50 s after retry-exceeded): say so. */
 	if (left)
 		vlog_warn("rdma: exiting after %llu queued device teardowns",
 			  (unsigned long long)left);
-	pthread_mutex_lock(&r->mu);
-	r->stop = true;
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	pthread_join(r->th, NULL);
+	/* The teardown lane first: its guest jobs wait for the MR lane. */
+	for (i = 0; i < VBE_LANES; i++)
+		vbe_lane_end(&r->lane[i]);
 	vbe_reap_poll(vx);
-	pthread_cond_destroy(&r->cv);
-	pthread_mutex_destroy(&r->mu);
+	close(r->efd);
 	free(r);
 	vx->reap = NULL;
 }

@@ -106,6 +106,7 @@ static void vbe_xb_disconnect(struct vbe_guest *g)
 {
 	/* No more events or CQEs into pages about to be unmapped. */
 	g->connected = false;
+	g->held = false;		/* an answer for the frontend that went */
 	vbe_obj_release(g);
 	/*
 	 * A disabled guest's process may live on (a hostile one just sits

@@ -678,10 +678,8 @@ static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *se
 	m.seed = chk.seed;
 	r = rpc_msg(c, main_qp, &m);
 	report("stale-rkey-swap", r.result == 0 && r.imm != key, "result=%d", r.result);
-	/* Across nodes the server's device MR goes on its vrdmad's reaper
-	 * thread after the poll (docs/rdma.md, the DEREG_MR window). */
-	if (peer_node)
-		sleep(1);
+	/* No wait: DEREG_MR is answered only once the server's device MR
+	 * is gone (backend/cmd.c, the held answer). */
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 79, &sg, 1, c->peer.addr + OFF_STALE, key);
 	if (!err)
 		err = wait_wr(c, 79, &wc);

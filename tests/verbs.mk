@@ -8,3 +8,9 @@ CHECK_BINS += $(B)/tests/test_verbs
 $(B)/tests/test_verbs: $(call obj,tests/test_verbs.c backend/verbs_map.c common/log.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+
+# The teardown threads (backend/verbs_reap.c), device calls stubbed.
+CHECK_BINS += $(B)/tests/test_reap
+$(B)/tests/test_reap: $(call obj,tests/test_reap.c backend/verbs_reap.c common/log.c)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) -lpthread

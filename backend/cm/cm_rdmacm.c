@@ -341,7 +341,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		return;
 	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
-		vbe_policy_refused(n, "rdma: a request refused: its hello does not parse "
+		vbe_log_limited(&vx->req_lim, "rdma: a request refused: its hello does not parse "
 				   "(%zu bytes, first %#x)", pd_len,
 				   pd_len ? ((const uint8_t *)pd)[0] : 0);
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
@@ -355,7 +355,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 			vbe_policy_refused(n, "rdma: request from %s (domain %u): refused by "
 					   "policy", peer, h.domid);
 		else
-			vbe_policy_refused(n, "rdma: request from %s (domain %u): no listener "
+			vbe_log_limited(&vx->req_lim, "rdma: request from %s (domain %u): no listener "
 					   "for service hash %#x%s", peer, h.domid, h.svc_hash,
 					   h.qualified ? " (group/svc)" : "");
 		vbe_rcm_reject_id(id, st, NULL, 0);
@@ -380,7 +380,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	 * one group of that node more than its share of the node's. */
 	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE ||
 	    group >= VBE_RQPN_PER_GROUP || !lg || lg->dead || !lg->connected) {
-		vbe_policy_refused(n, "rdma: request from %s refused: %s", peer,
+		vbe_log_limited(&vx->req_lim, "rdma: request from %s refused: %s", peer,
 				   !cn ? "no free request slot" :
 				   backlog >= VBE_LISTEN_BACKLOG ? "listener backlog full" :
 				   from >= VBE_RQPN_PER_NODE || group >= VBE_RQPN_PER_GROUP ?
@@ -565,7 +565,7 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 			vlog_dbg("rdma: rejected without vrdmad data (status %d)", status);
 			rst = VRDMA_CS_UNREACH;
 		}
-		vbe_policy_refused(vx->node, "rdma: a connect was rejected by the other node "
+		vbe_log_limited(&vx->rej_lim, "rdma: a connect was rejected by the other node "
 				   "(status %u)", rst);
 		vbe_rcm_refuse(vx, vq, rst, rpd, rlen);
 		break;

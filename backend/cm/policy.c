@@ -51,8 +51,7 @@ struct vbe_policy {
 	struct vbe_pol_member mem[VBE_POL_MEMBERS];
 	struct vbe_pol_rule rule[VBE_POL_RULES];
 	char path[256];			/* "" = not persisted */
-	int64_t log_ms;			/* last refusal logged */
-	unsigned log_quiet;		/* refusals since, not logged */
+	struct vbe_loglim lim;		/* refusals by policy */
 };
 
 /* FNV-1a, never VBE_POL_ANY: names a group on the wire. */
@@ -153,27 +152,41 @@ bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a
 
 /* A refusal a guest or a remote node can repeat at will: logged at most
  * once a second (with how many were not), the rest at debug level. */
-void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
+static void vbe_log_limitedv(struct vbe_loglim *l, const char *fmt, va_list ap)
 {
-	struct vbe_policy *p = n->pol;
 	int64_t now = vplat_now_ms();
 	char msg[256];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (now - p->log_ms < 1000) {
-		p->log_quiet++;
+	if (now - l->ms < 1000) {
+		l->quiet++;
 		vlog_dbg("%s", msg);
 		return;
 	}
-	if (p->log_quiet)
-		vlog_info("%s (and %u more refusals in the last second)", msg, p->log_quiet);
+	if (l->quiet)
+		vlog_info("%s (and %u more like it in the last second)", msg, l->quiet);
 	else
 		vlog_info("%s", msg);
-	p->log_ms = now;
-	p->log_quiet = 0;
+	l->ms = now;
+	l->quiet = 0;
+}
+
+void vbe_log_limited(struct vbe_loglim *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbe_log_limitedv(l, fmt, ap);
+	va_end(ap);
+}
+
+void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbe_log_limitedv(&n->pol->lim, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- parsing: one line, a command's words ---- */

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Check suite for backend/verbs_reap.c, the device teardown threads, with
+ * the device calls stubbed so a test decides when each one returns (a
+ * device that holds an MR, a peer that takes seconds to answer a DREQ):
+ *
+ * - an MR's number is done only once ibv_dereg_mr has returned, and the
+ *   eventfd says so (DEREG_MR's answer waits for it, cmd.c);
+ * - an MR never waits behind a slow QP teardown (its own lane);
+ * - a guest's PD goes only after the MRs dropped before it;
+ * - a buffer unmap waits for both lanes; stop runs everything queued.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "../backend/verbs.h"
+
+/* ---- the device, stubbed: each call logs itself and may wait on a gate */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static bool gate_mr, gate_qp;		/* closed: the call waits */
+static char trail[256];			/* calls in the order they ran */
+static unsigned unmaps;
+
+static void step(const char *what, bool *gate)
+{
+	pthread_mutex_lock(&mu);
+	while (gate && *gate)
+		pthread_cond_wait(&cv, &mu);
+	strncat(trail, what, sizeof(trail) - strlen(trail) - 1);
+	pthread_mutex_unlock(&mu);
+}
+
+static void open_gate(bool *gate)
+{
+	pthread_mutex_lock(&mu);
+	*gate = false;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	step(mr ? "M" : "?", &gate_mr);
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	(void)id;
+	step("Q", &gate_qp);
+	return 0;
+}
+
+int rdma_disconnect(struct rdma_cm_id *id) { (void)id; return 0; }
+void rdma_destroy_qp(struct rdma_cm_id *id) { (void)id; }
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned n) { (void)cq; (void)n; }
+int ibv_destroy_cq(struct ibv_cq *cq) { (void)cq; return 0; }
+int ibv_destroy_srq(struct ibv_srq *srq) { (void)srq; step("S", NULL); return 0; }
+int ibv_dealloc_pd(struct ibv_pd *pd) { (void)pd; step("P", NULL); return 0; }
+void vplat_unmap(struct vplat_map *m) { (void)m; unmaps++; }
+int64_t vplat_now_ms(void) { return 0; }
+
+static const char *trail_now(void)
+{
+	static char copy[256];
+
+	pthread_mutex_lock(&mu);
+	memcpy(copy, trail, sizeof(copy));
+	pthread_mutex_unlock(&mu);
+	return copy;
+}
+
+/* Wait (at most 5 s) until the trail reads want. */
+static bool trail_is(const char *want)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (!strcmp(trail_now(), want))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static struct vbe_vx vx;
+static struct ibv_mr fake_mr;
+static struct rdma_cm_id fake_id;
+
+static void setup(void)
+{
+	memset(&vx, 0, sizeof(vx));
+	trail[0] = 0;
+	unmaps = 0;
+	gate_mr = gate_qp = false;
+	ck_assert_int_eq(vbe_reap_start(&vx), 0);
+}
+
+static void teardown(void)
+{
+	open_gate(&gate_mr);
+	open_gate(&gate_qp);
+	vbe_reap_stop(&vx);
+	ck_assert_ptr_null(vx.reap);
+}
+
+static bool fd_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+START_TEST(test_mr_done_after_dereg)
+{
+	uint64_t seq;
+
+	gate_mr = true;
+	seq = vbe_reap_mr(&vx, &fake_mr);
+	ck_assert_uint_gt(seq, 0);
+	usleep(50000);
+	ck_assert(!vbe_reap_mr_done(&vx, seq));		/* the device holds it */
+	ck_assert_uint_eq(vbe_reap_pending(&vx), 1);
+	open_gate(&gate_mr);
+	ck_assert(fd_readable(vbe_reap_fd(&vx), 5000));	/* wakes the loop */
+	ck_assert(trail_is("M"));
+	ck_assert(vbe_reap_mr_done(&vx, seq));
+	vbe_reap_poll(&vx);				/* reads the eventfd */
+	ck_assert(!fd_readable(vbe_reap_fd(&vx), 0));
+	ck_assert_uint_eq(vbe_reap_pending(&vx), 0);
+}
+END_TEST
+
+START_TEST(test_mr_not_behind_qp)
+{
+	uint64_t seq;
+
+	gate_qp = true;				/* a DREQ to a peer that went */
+	vbe_reap_qp(&vx, &fake_id, true, NULL, 0);
+	seq = vbe_reap_mr(&vx, &fake_mr);
+	ck_assert(trail_is("M"));
+	ck_assert(vbe_reap_mr_done(&vx, seq));
+	ck_assert_uint_eq(vbe_reap_pending(&vx), 1);	/* the QP still */
+	open_gate(&gate_qp);
+	ck_assert(trail_is("MQ"));
+}
+END_TEST
+
+START_TEST(test_pd_after_dropped_mrs)
+{
+	struct vbe_vguest *vg = calloc(1, sizeof(*vg));
+
+	ck_assert_ptr_nonnull(vg);
+	vg->pd = (struct ibv_pd *)&fake_mr;	/* never dereferenced */
+	gate_mr = true;
+	vbe_reap_mr(&vx, &fake_mr);
+	vbe_reap_guest(&vx, vg);		/* frees vg */
+	usleep(50000);
+	ck_assert_str_eq(trail_now(), "");	/* the PD waits for the MR */
+	open_gate(&gate_mr);
+	ck_assert(trail_is("MP"));
+}
+END_TEST
+
+START_TEST(test_unmap_waits_for_both)
+{
+	struct vplat_map *m = (struct vplat_map *)&fake_id;
+
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 0);	/* nothing queued */
+	ck_assert_uint_eq(unmaps, 0);
+	gate_mr = gate_qp = true;
+	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
+	vbe_reap_mr(&vx, &fake_mr);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 1);
+	open_gate(&gate_qp);
+	ck_assert(trail_is("Q"));
+	vbe_reap_poll(&vx);
+	ck_assert_uint_eq(unmaps, 0);		/* the MR may still pin it */
+	open_gate(&gate_mr);
+	ck_assert(trail_is("QM"));
+	vbe_reap_poll(&vx);
+	ck_assert_uint_eq(unmaps, 1);
+	ck_assert_uint_eq(vbe_reap_pending(&vx), 0);
+}
+END_TEST
+
+START_TEST(test_stop_runs_all)
+{
+	struct vplat_map *m = (struct vplat_map *)&fake_id;
+	struct vbe_vguest *vg = calloc(1, sizeof(*vg));
+
+	ck_assert_ptr_nonnull(vg);
+	vg->pd = (struct ibv_pd *)&fake_mr;
+	gate_mr = true;
+	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
+	vbe_reap_mr(&vx, &fake_mr);
+	vbe_reap_guest(&vx, vg);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 1);
+	ck_assert(trail_is("Q"));
+	open_gate(&gate_mr);
+	vbe_reap_stop(&vx);
+	ck_assert_str_eq(trail_now(), "QMP");
+	ck_assert_uint_eq(unmaps, 1);
+	ck_assert_int_eq(vbe_reap_start(&vx), 0);	/* for teardown */
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("reap");
+	TCase *tc = tcase_create("lanes");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_mr_done_after_dereg);
+	tcase_add_test(tc, test_mr_not_behind_qp);
+	tcase_add_test(tc, test_pd_after_dropped_mrs);
+	tcase_add_test(tc, test_unmap_waits_for_both);
+	tcase_add_test(tc, test_stop_runs_all);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
