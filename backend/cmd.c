@@ -48,7 +48,8 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	for (i = sizeof(*a); i < sizeof(r->u.raw); i++)
 		if (r->u.raw[i])
 			return VRDMA_CS_INVAL;
-	if (g->pages + a->npages > VBE_MAX_PAGES)
+	if (g->pages + a->npages > VBE_MAX_PAGES ||
+	    vbe_tenant_quota_pages(g, a->npages))	/* issue 12 */
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->bufs, VBE_MAX_BUFS);
 	if (idx == UINT32_MAX)

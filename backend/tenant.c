@@ -20,7 +20,7 @@
 #include "vbe.h"
 
 const char *const vbe_tenant_keys[] = {
-	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "cmds", NULL,
+	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,
 };
 
 static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
@@ -28,6 +28,7 @@ static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
 	[VBE_TQ_CONNS] = VBE_MAX_CONNS, [VBE_TQ_QPS] = 1u << 24,	/* QPNs */
 	[VBE_TQ_MEM] = 1ull << 50,
 	[VBE_TQ_CQS] = 256u * VBE_MAX_CQS, [VBE_TQ_MRS] = 256u * VBE_MAX_MRS,	/* 256 guests' */
+	[VBE_TQ_PAGES] = 256u * VBE_MAX_PAGES,
 	[VBE_TQ_CMDS] = 1000000,		/* per second, as a guest's */
 };
 
@@ -40,6 +41,7 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 	lim[VBE_TQ_MEM] = VBE_TENANT_MEM;
 	lim[VBE_TQ_CQS] = VBE_TENANT_CQS;
 	lim[VBE_TQ_MRS] = VBE_TENANT_MRS;
+	lim[VBE_TQ_PAGES] = VBE_TENANT_PAGES;
 	lim[VBE_TQ_CMDS] = 0;	/* off: docs/tenants.md says why */
 }
 
@@ -208,6 +210,7 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 		use[VBE_TQ_MEM] += g->mr_bytes;
 		use[VBE_TQ_CQS] += g->ncqs;
 		use[VBE_TQ_MRS] += g->nmrs;
+		use[VBE_TQ_PAGES] += g->pages;
 	}
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		use[VBE_TQ_LISTENERS] += n->lis[i].s.used && !strcmp(n->lis[i].tenant, tenant);
@@ -221,7 +224,7 @@ static int vbe_tenant_refuse(struct vbe_guest *g, unsigned q, uint64_t use)
 {
 	g->ctr.refusals++;
 	if (!(g->tenant_warned & 1u << q)) {
-		g->tenant_warned |= (uint8_t)(1u << q);
+		g->tenant_warned |= (uint16_t)(1u << q);
 		vlog_warn("guest %u/%u refused: tenant %s has %llu %s, its limit", g->domid,
 			  g->devid, g->tenant, (unsigned long long)use, vbe_tenant_keys[q]);
 	}
@@ -293,6 +296,23 @@ int vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len)
 	if (sum <= max && len <= max - sum)
 		return VRDMA_CS_OK;
 	return vbe_tenant_refuse(g, VBE_TQ_MEM, sum);
+}
+
+/* npages more buffer pages mapped for g's tenant?  (ATTACH_BUF, after
+ * g's own VBE_MAX_PAGES) */
+int vbe_tenant_quota_pages(struct vbe_guest *g, uint64_t npages)
+{
+	const struct vbe_guest *x;
+	uint64_t sum = 0, max;
+
+	if (!g->ten)
+		return VRDMA_CS_OK;
+	for (x = g->ten->guests; x; x = x->tnext)
+		sum += x->pages;
+	max = vbe_tenant_lim(g->node, g->ten)[VBE_TQ_PAGES];
+	if (sum <= max && npages <= max - sum)
+		return VRDMA_CS_OK;
+	return vbe_tenant_refuse(g, VBE_TQ_PAGES, sum);
 }
 
 /*
@@ -399,7 +419,8 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 	return -ENOENT;
 }
 
-/* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N; a
+/* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N
+ * pages=N cmds=N; a
  * tenant's value `default` drops its own key.  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out)
 {
@@ -416,7 +437,7 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 	}
 	if (nkv < 1) {
 		fprintf(out, "error: set tenant:%s: nothing to set (guests=N "
-			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N cmds=N)\n", tenant);
+			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N)\n", tenant);
 		return -EINVAL;
 	}
 	for (i = 0; i < nkv; i++) {

@@ -75,9 +75,10 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_TENANT_CQS		(16u * VBE_MAX_CQS)
 #define VBE_TENANT_MRS		(16u * VBE_MAX_MRS)
 enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
-       VBE_TQ_MRS, VBE_TQ_CMDS, VBE_TQ_N };
+       VBE_TQ_MRS, VBE_TQ_PAGES, VBE_TQ_CMDS, VBE_TQ_N };
 /* cmds is a rate (commands per second, 0 = off), not a count. */
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
+#define VBE_TENANT_PAGES	(16u * VBE_MAX_PAGES)	/* mapped in dom0: 16 GiB */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
 /* vbe_conn.domid of a request from another node (cm_rdmacm.c) */
@@ -326,7 +327,7 @@ struct vbe_guest {
 	char tenant[VPLAT_TENANT_NAME];	/* whose quotas it counts against */
 	struct vbe_tenant *ten;		/* ... its record (tenant.c) */
 	struct vbe_guest *tnext;	/* the tenant's next guest */
-	uint8_t tenant_warned;		/* 1 << VBE_TQ_*: refusal logged */
+	uint16_t tenant_warned;		/* 1 << VBE_TQ_*: refusal logged */
 	struct vbe_sched sch;
 
 	struct vbe_buf *bufs;
@@ -672,6 +673,7 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota_qp(struct vbe_guest *g);			/* VRDMA_CS_* */
 int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
+int  vbe_tenant_quota_pages(struct vbe_guest *g, uint64_t npages);
 int  vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q);	/* CQS, MRS */
 uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */

@@ -409,7 +409,7 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "set", vc_cmd_prio, "<vm> key=val..", "weight=N class=high|normal|low rate=B/s[,burst] "
 	  "qps=N mem=B wrs=N credits=N" },
 	{ "get", vc_cmd_prio, "<vm>", "a guest's settings (vm: domid[/devid] or name); "
-	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N cmds=N, "
+	  "set/get tenant:NAME|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N pages=N cmds=N, "
 	  "get tenants" },
 	{ "policy", vc_cmd_policy, "[args]", "connect policy: show; check FROM TO; default "
 	  "open|tenant; group G T..; ungroup T..; allow|deny FROM TO; remove allow|deny "

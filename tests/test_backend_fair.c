@@ -488,13 +488,14 @@ START_TEST(tenant_listeners_and_conns)
 }
 END_TEST
 
-/* QPs and registered bytes summed over a tenant's guests; a limit
+/* QPs, registered bytes, MRs, CQs and mapped pages summed over a
+ * tenant's guests; a limit
  * written after its guests came applies (the watch re-reads it). */
 START_TEST(tenant_qps_and_mem)
 {
 	struct tg a, b, x;
 	struct vrdma_req r;
-	uint32_t out[4];
+	uint32_t out[4], buf, buf2;
 
 	tenant_limit("acme", "qps", 3);
 	tg_tenant(&a, 5, "acme");	/* one QP and 64 KiB registered each */
@@ -533,6 +534,14 @@ START_TEST(tenant_qps_and_mem)
 	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
 	r = mkreq(VRDMA_CMD_DESTROY_CQ, out[0]);
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	/* Buffer pages mapped in dom0: 16 each now (tg_full's buffer). */
+	tenant_limit("acme", "pages", 40);
+	ck_assert_int_eq(tg_attach(&a, 8, &buf), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_attach(&b, 1, &buf2), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_attach(&x, 8, &buf2), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DETACH_BUF, buf);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_attach(&b, 8, &buf2), VRDMA_CS_OK);
 	ck_assert_uint_eq(a.nasync + b.nasync, 0);	/* nobody was disabled */
 	tg_stop(&x);
 	tg_stop(&b);
