@@ -49,7 +49,7 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 		if (r->u.raw[i])
 			return VRDMA_CS_INVAL;
 	if (g->pages + a->npages > VBE_MAX_PAGES ||
-	    vbe_tenant_quota_pages(g, a->npages))	/* issue 12 */
+	    vbe_tenant_quota(g, VBE_TQ_PAGES, a->npages))	/* issue 12 */
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->bufs, VBE_MAX_BUFS);
 	if (idx == UINT32_MAX)
@@ -151,7 +151,7 @@ static int vbe_cmd_reg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint32
 	if ((m->access & writes) && !b->writable)
 		return VRDMA_CS_ACCESS;
 	if (vbe_quota_mr(g, m->length) ||	/* operator's mem (issue 5) */
-	    vbe_tenant_quota_obj(g, VBE_TQ_MRS))
+	    vbe_tenant_quota(g, VBE_TQ_MRS, 1))
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->mrs, VBE_MAX_MRS);
 	if (idx == UINT32_MAX)
@@ -224,7 +224,7 @@ static int vbe_cmd_create_cq(struct vbe_guest *g, const struct vrdma_req *r,
 	memcpy(&h, b->addr + ((size_t)c->page << VRDMA_PAGE_SHIFT), sizeof(h));
 	if (h.magic != VRDMA_WIRE_MAGIC || h.order != c->order)
 		return VRDMA_CS_INVAL;
-	if (vbe_tenant_quota_obj(g, VBE_TQ_CQS))	/* issue 12 */
+	if (vbe_tenant_quota(g, VBE_TQ_CQS, 1))	/* issue 12 */
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->cqs, VBE_MAX_CQS);
 	if (idx == UINT32_MAX)

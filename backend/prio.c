@@ -261,7 +261,7 @@ int vbe_quota_qp(struct vbe_guest *g, uint32_t slots)
 		return vbe_refuse(g, "qps");
 	if (g->wr_slots > g->prio.wrs || slots > g->prio.wrs - g->wr_slots)
 		return vbe_refuse(g, "wrs");
-	return vbe_tenant_quota_qp(g);	/* issue 12 */
+	return vbe_tenant_quota(g, VBE_TQ_QPS, 1);	/* issue 12 */
 }
 
 int vbe_quota_mr(struct vbe_guest *g, uint64_t len)
@@ -270,5 +270,5 @@ int vbe_quota_mr(struct vbe_guest *g, uint64_t len)
 
 	if (sum > g->prio.mem || len > g->prio.mem - sum)
 		return vbe_refuse(g, "mem");
-	return vbe_tenant_quota_mr(g, len);	/* issue 12 */
+	return vbe_tenant_quota(g, VBE_TQ_MEM, len);	/* issue 12 */
 }

@@ -245,32 +245,30 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 	return use[q] < lim[q] ? VRDMA_CS_OK : vbe_tenant_refuse(g, q, use[q]);
 }
 
-/* One more QP for g's tenant?  (vbe_quota_qp, after g's own quota) */
-int vbe_tenant_quota_qp(struct vbe_guest *g)
+/* A counted object q (QPS, MEM, CQS, MRS, PAGES) summed over the
+ * tenant's guests: their own counters, a walk of at most its `guests`. */
+static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 {
 	const struct vbe_guest *x;
 	uint64_t sum = 0;
 
-	if (!g->ten)
-		return VRDMA_CS_OK;
-	for (x = g->ten->guests; x; x = x->tnext)
-		sum += x->nqps;
-	if (sum < vbe_tenant_lim(g->node, g->ten)[VBE_TQ_QPS])
-		return VRDMA_CS_OK;
-	return vbe_tenant_refuse(g, VBE_TQ_QPS, sum);
+	for (x = t->guests; x; x = x->tnext)
+		sum += q == VBE_TQ_QPS ? x->nqps : q == VBE_TQ_MEM ? x->mr_bytes :
+		       q == VBE_TQ_CQS ? x->ncqs : q == VBE_TQ_MRS ? x->nmrs : x->pages;
+	return sum;
 }
 
-/* One more CQ or MR (q) for g's tenant?  Its guests' counters, as QPs. */
-int vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q)
+/* `more` of q for g's tenant, after g's own quota (QPs and bytes:
+ * vbe_quota_qp/_mr; CQs, MRs, pages: cmd.c)?  VRDMA_CS_OK or _NOMEM. */
+int vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more)
 {
-	const struct vbe_guest *x;
-	uint64_t sum = 0;
+	uint64_t sum, max;
 
 	if (!g->ten)
 		return VRDMA_CS_OK;
-	for (x = g->ten->guests; x; x = x->tnext)
-		sum += q == VBE_TQ_CQS ? x->ncqs : x->nmrs;
-	if (sum < vbe_tenant_lim(g->node, g->ten)[q])
+	sum = vbe_tenant_sum(g->ten, q);
+	max = vbe_tenant_lim(g->node, g->ten)[q];
+	if (sum <= max && more <= max - sum)
 		return VRDMA_CS_OK;
 	return vbe_tenant_refuse(g, q, sum);
 }
@@ -280,39 +278,6 @@ int vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q)
 uint32_t vbe_tenant_cmds(struct vbe_guest *g)
 {
 	return g->ten ? (uint32_t)vbe_tenant_lim(g->node, g->ten)[VBE_TQ_CMDS] : 0;
-}
-
-/* len more registered bytes for g's tenant?  (vbe_quota_mr) */
-int vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len)
-{
-	const struct vbe_guest *x;
-	uint64_t sum = 0, max;
-
-	if (!g->ten)
-		return VRDMA_CS_OK;
-	for (x = g->ten->guests; x; x = x->tnext)
-		sum += x->mr_bytes;
-	max = vbe_tenant_lim(g->node, g->ten)[VBE_TQ_MEM];
-	if (sum <= max && len <= max - sum)
-		return VRDMA_CS_OK;
-	return vbe_tenant_refuse(g, VBE_TQ_MEM, sum);
-}
-
-/* npages more buffer pages mapped for g's tenant?  (ATTACH_BUF, after
- * g's own VBE_MAX_PAGES) */
-int vbe_tenant_quota_pages(struct vbe_guest *g, uint64_t npages)
-{
-	const struct vbe_guest *x;
-	uint64_t sum = 0, max;
-
-	if (!g->ten)
-		return VRDMA_CS_OK;
-	for (x = g->ten->guests; x; x = x->tnext)
-		sum += x->pages;
-	max = vbe_tenant_lim(g->node, g->ten)[VBE_TQ_PAGES];
-	if (sum <= max && npages <= max - sum)
-		return VRDMA_CS_OK;
-	return vbe_tenant_refuse(g, VBE_TQ_PAGES, sum);
 }
 
 /*

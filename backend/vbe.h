@@ -671,10 +671,7 @@ void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_
 		       bool own[VBE_TQ_N]);
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
-int  vbe_tenant_quota_qp(struct vbe_guest *g);			/* VRDMA_CS_* */
-int  vbe_tenant_quota_mr(struct vbe_guest *g, uint64_t len);	/* VRDMA_CS_* */
-int  vbe_tenant_quota_pages(struct vbe_guest *g, uint64_t npages);
-int  vbe_tenant_quota_obj(struct vbe_guest *g, unsigned q);	/* CQS, MRS */
+int  vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more);	/* VRDMA_CS_* */
 uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
