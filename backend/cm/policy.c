@@ -152,7 +152,8 @@ bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a
 
 /* A refusal a guest or a remote node can repeat at will: logged at most
  * once a second (with how many were not), the rest at debug level. */
-static void vbe_log_limitedv(struct vbe_loglim *l, const char *fmt, va_list ap)
+static __attribute__((format(printf, 2, 0))) void
+vbe_log_limitedv(struct vbe_loglim *l, const char *fmt, va_list ap)
 {
 	int64_t now = vplat_now_ms();
 	char msg[256];
