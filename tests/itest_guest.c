@@ -831,6 +831,33 @@ static int connect_errno(const char *service, const char *node)
 	return rc;
 }
 
+/*
+ * A listener flood (issue 12): listen on PREFIX-0, PREFIX-1, ... until
+ * a listen is refused, say how many and why, then hold them for SECONDS
+ * (a tenant's processes together stop at its `listeners`).
+ */
+static int listen_flood(const char *prefix, int hold_s)
+{
+	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	char svc[32];
+	int n, err = 0;
+
+	if (!dev)
+		die("vrdma_open", errno);
+	for (n = 0; n < 64; n++) {
+		snprintf(svc, sizeof(svc), "%.16s-%d", prefix, n);
+		if (!vrdma_listen(dev, svc)) {
+			err = errno;
+			break;
+		}
+	}
+	printf("listen-flood %s: %d listening, then %s\n", prefix, n,
+	       err ? strerror(err) : "no refusal");
+	sleep((unsigned)hold_s);
+	vrdma_close(dev);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -847,8 +874,10 @@ int main(int argc, char **argv)
 		return listen_peer(argv[2], atoi(argv[3]), argc == 5);
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "connect"))
 		return connect_errno(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc == 4 && !strcmp(argv[1], "listen-flood"))
+		return listen_flood(argv[2], atoi(argv[3]));
 	fprintf(stderr, "usage: itest_guest server SERVICE | client SERVICE [NODE] | "
 		"poll-dom0 SECONDS | listen-peer SERVICE SECONDS [accept] | "
-		"connect SERVICE [NODE]\n");
+		"connect SERVICE [NODE] | listen-flood PREFIX SECONDS\n");
 	return 2;
 }

@@ -12,7 +12,9 @@
 #      ibv_devinfo) between domu1 and domu2 through vrdma-run: the QP
 #      numbers go over the guest network, dom0 binds the QPs (intra-host)
 #   d. two vrdma processes in one domU: domu1 gets a second device, a
-#      vrdma-bw server and its client both run in domu1, each claims one
+#      vrdma-bw server and its client both run in domu1, each claims one;
+#      d2. names and policy; d3. a listener flood from five devices of
+#      domu3 stops at its tenant's 64 while an honest pair runs
 #   e. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
 #      not a hang, and vrdmad is left with nothing of it (census, gntdev
 #      mappings, event channels, backend xenstore dirs)
@@ -106,6 +108,11 @@ if du_ready $D1 $ns 60; then
 	VT_FAIL=$((VT_FAIL + $(echo "$m" | grep -c ' FAIL$')))
 	vt_check itest-client-exit [ "$crc" = 0 ]
 	vt_check itest-server-exit [ "$src" = 0 ]
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		echo "--- itest client (rc $crc):"; echo "$cout" | tail -n 8
+		echo "--- itest server (rc $src):"; echo "$sout" | tail -n 8
+		tail -n 20 $VLOG
+	fi
 else
 	vt_fail itest-server-ready "$(du_out $D1 $ns | tail -n 5)"
 fi
@@ -221,6 +228,39 @@ du_wait $D2 $nq 60	# the squatter gives up (exit 1: nobody asked it)
 vt_check policy-detach ctl detach $D1 1
 vt_check policy-detach-2 ctl detach $D2 1
 vt_check policy-clean leak_free 3
+
+# ---- d3. a listener flood from domu3 (issue 12 item 2) ----
+# The operator gave domu3 five devices; a process on each listens until
+# refused.  Its tenant (the domain) stops at its 64 listeners, 16 short
+# of the devices' 5 x 16, and an honest pair between domu1 and domu2
+# (a listener and a verified transfer) goes on beside the 64.
+lf_ok=1
+for k in 1 2 3 4; do ctl attach $D3 $k >/dev/null || lf_ok=0; done
+vt_check lflood-attach [ $lf_ok = 1 ]
+lf=
+for k in 0 1 2 3 4; do
+	lf="$lf $(du_run $D3 "timeout 120 itest_guest listen-flood f$k 30" "^listen-flood")"
+done
+lf_ready=1
+for n in $lf; do du_ready $D3 $n 90 || lf_ready=0; done
+vt_check lflood-all-listening [ $lf_ready = 1 ]
+if bw_pair lflood-calm 65536 $CALM_ITERS --verify && echo "$BW_OUT" | grep -q 'verify: OK'; then
+	vt_pass lflood-honest-pair
+else
+	vt_fail lflood-honest-pair "$(echo "$BW_OUT" | tail -n 3)"
+fi
+lf_sum=0
+for n in $lf; do
+	du_wait $D3 $n 60
+	o=$(du_out $D3 $n)
+	echo "$o" | tail -n 3
+	c=$(echo "$o" | sed -n 's/^listen-flood [^:]*: \([0-9]*\) listening.*/\1/p' | head -n 1)
+	lf_sum=$((lf_sum + ${c:-0}))
+done
+echo "domu3's five processes held $lf_sum listeners"
+vt_check lflood-tenant-limit [ "$lf_sum" = 64 ]
+for k in 1 2 3 4; do ctl detach $D3 $k >/dev/null; done
+vt_check lflood-clean leak_free 3
 
 # ---- e. a domU destroyed mid-transfer ----
 BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 -T 20 %s'
