@@ -43,7 +43,7 @@ WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
 ALLCFLAGS = -std=gnu11 -fPIC -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CFLAGS) \
-	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP
+	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP $(JSON_CFLAGS)
 LDFLAGS  ?=
 ALLLDFLAGS = $(SANFLAGS) $(LDFLAGS)
 RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -57,8 +57,13 @@ XEN_LIBS := $(shell pkg-config --libs $(XEN_PCS) 2>/dev/null)
 # them out of programs that never touch the backend.
 RDMA_PCS := libibverbs librdmacm
 RDMA_LIBS := $(shell pkg-config --libs $(RDMA_PCS) 2>/dev/null || echo -libverbs -lrdmacm)
+# JSON for vrdmad's and vrdmactl's -j output (libjson-c-dev): built by a
+# library, so names are escaped; --as-needed keeps it out of libvrdma.
+JSON_PC  := json-c
+JSON_CFLAGS := $(shell pkg-config --cflags $(JSON_PC) 2>/dev/null)
+JSON_LIBS := $(shell pkg-config --libs $(JSON_PC) 2>/dev/null || echo -ljson-c)
 LIBS     := -pthread $(if $(XEN_LIBS),-Wl$(comma)--as-needed $(XEN_LIBS) -Wl$(comma)--no-as-needed) \
-	    -Wl$(comma)--as-needed $(RDMA_LIBS) -Wl$(comma)--no-as-needed
+	    -Wl$(comma)--as-needed $(RDMA_LIBS) $(JSON_LIBS) -Wl$(comma)--no-as-needed
 
 ifeq ($(V),1)
 Q :=
@@ -116,6 +121,9 @@ $(LIBSO): $(LIB_OBJS) libvrdma/libvrdma.map
 		-Wl,--version-script=libvrdma/libvrdma.map $(ALLLDFLAGS) -o $@ $(LIB_OBJS) $(LIBS)
 	$(Q)ln -sf libvrdma.so.$(SO_VER) $(B)/lib/libvrdma.so.$(SO_MAJOR)
 	$(Q)ln -sf libvrdma.so.$(SO_MAJOR) $(B)/lib/libvrdma.so
+
+# -V of the programs.
+$(B)/obj/dom0-daemon/vrdmactl.o $(B)/obj/dom0-daemon/vrdmad.o: ALLCFLAGS += -DVRDMA_VERSION='"$(SO_VER)"'
 
 $(VRDMAD): $(VRDMAD_OBJS)
 	@mkdir -p $(dir $@)

@@ -10,11 +10,13 @@ set -eu
 # libibverbs-dev librdmacm-dev: the backend's RDMA-device path (issue 4);
 # ibverbs-providers rdma-core: the device drivers (rxe) and tools it
 # runs with.
+# libjson-c-dev: vrdmad's and vrdmactl's JSON output (-j), and the tests
+# that parse it.
 # perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
-	libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+	libjson-c-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev"}
 
 as_root() {
