@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Logging for vrdmad and the tools: one line per event, to stderr. */
+/* Logging for vrdmad, the tools and libvrdma: one line per event, to
+ * stderr, stamped for a reader or prioritised for the journal (log.c). */
 #ifndef VRDMA_LOG_H
 #define VRDMA_LOG_H
 
 enum { VLOG_ERR = 0, VLOG_WARN = 1, VLOG_INFO = 2, VLOG_DEBUG = 3 };
 
-/* Messages above this level are dropped (default VLOG_INFO, env VRDMA_LOG). */
+/* Messages above this level are dropped (default VLOG_INFO; env VRDMA_LOG,
+ * a number or error|warn|info|debug). */
 extern int vlog_level;
 
 void vlog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
