@@ -16,6 +16,7 @@
 
 struct vplat;
 struct vbe_node;
+struct vout;		/* a control command's answer, text or JSON (vout.h) */
 
 /* vrdmad polls these fds; the backend says when the set changes. */
 typedef void vbe_fd_fn(void *arg, int fd, int add);
@@ -63,28 +64,30 @@ void vbe_node_disarm(struct vbe_node *n);
 /* Housekeeping: connection-request timeouts, retries.  Call every ~100 ms. */
 void vbe_node_tick(struct vbe_node *n, int64_t now_ms);
 
-/* `vrdmactl list`: guests, QPs, MRs, counters; JSON if json != 0. */
-void vbe_node_dump(struct vbe_node *n, FILE *out, int json);
+/* `vrdmactl list`: guests (their VMs' names first), QPs, MRs, counters. */
+void vbe_node_dump(struct vbe_node *n, struct vout *o);
 
 /*
  * Issue 5 (docs/prio.md): per-guest settings and counters.  vm is a domid,
  * "domid/devid" or the guest's name.  kv are "key=value" words (weight,
  * class, rate, qps, mem, wrs, credits), all checked before any is stored.
- * On failure a line starting "error:" saying what is allowed goes to out
- * and -errno is returned.
+ * On failure the error (vout_err) says what is allowed and -errno is
+ * returned.
  */
-int  vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FILE *out);
-int  vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out);
+int  vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, struct vout *o);
+int  vbe_node_prio_get(struct vbe_node *n, const char *vm, struct vout *o);
 /* Issue 12 (docs/tenants.md): vm "tenant:<name>" / "tenants" are the
  * quotas summed over a tenant's guests.  May domain domid be given one
- * more device (`vrdmactl attach`)?  0, or -EUSERS with an "error:" line. */
-int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out);
+ * more device (`vrdmactl attach`)?  0, or -EUSERS with the error in o. */
+int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, struct vout *o);
 /* `vrdmactl policy [show | check F T | change...]` (docs/tenants.md):
  * a change is saved to the policy file before it applies.  0 / -errno
- * with an "error:" line. */
-int  vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out);
-/* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals. */
-void vbe_node_stats(struct vbe_node *n, FILE *out, int json);
+ * with the error in o. */
+int  vbe_node_policy(struct vbe_node *n, int argc, char **argv, struct vout *o);
+/* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals,
+ * sorted by sort (NULL: by guest; "io", "vm", ... see dump.c).  0, or
+ * -EINVAL for an unknown key. */
+int  vbe_node_stats(struct vbe_node *n, struct vout *o, const char *sort);
 
 /* Number of live guests / mappings / channels (leak checks in tests). */
 struct vbe_census {

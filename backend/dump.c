@@ -1,13 +1,45 @@
 // SPDX-License-Identifier: MIT
-/* `vrdmactl list`, `stats` and the census used by leak tests. */
-#include <stdio.h>
+/*
+ * `vrdmactl list`, `stats` (and `top`, which polls stats), text or JSON
+ * from the same calls (vout.h); the census used by leak tests.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "vbe.h"
+#include "vout.h"
 
 static const char *const vbe_qps_names[] = {
 	[VBE_QPS_RESET] = "reset", [VBE_QPS_CONNECTING] = "connecting",
 	[VBE_QPS_RTS] = "rts", [VBE_QPS_ERR] = "error",
 };
+
+/* XenbusState (wire.h), as xenstore-ls users know them. */
+static const char *const vbe_xb_names[] = {
+	[VRDMA_XB_UNKNOWN] = "unknown", [VRDMA_XB_INITIALISING] = "initialising",
+	[VRDMA_XB_INITWAIT] = "initwait", [VRDMA_XB_INITIALISED] = "initialised",
+	[VRDMA_XB_CONNECTED] = "connected", [VRDMA_XB_CLOSING] = "closing",
+	[VRDMA_XB_CLOSED] = "closed",
+};
+
+/* REG_MR access bits (VRDMA_ACC_*), in bit order. */
+static const char *const vbe_acc_names[] = {
+	"local-write", "remote-write", "remote-read", "remote-atomic",
+};
+
+static const char *vbe_xb_name(int state)
+{
+	if (state < 0 || state >= (int)(sizeof(vbe_xb_names) / sizeof(vbe_xb_names[0])))
+		return "unknown";
+	return vbe_xb_names[state];
+}
+
+/* What an operator calls a guest: its VM's name, else dom<N>/<dev>. */
+static const char *vbe_label(const struct vbe_guest *g)
+{
+	return g->vm[0] ? g->vm : g->name;
+}
 
 void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 {
@@ -45,202 +77,308 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us) \
 	X(cmd_waits)
 
-static void vbe_dump_json(struct vbe_node *n, FILE *out)
+static void vbe_out_counters(const struct vbe_guest *g, struct vout *o)
 {
-	const char *gsep = "";
-	struct vbe_guest *g;
+	vout_obj(o, "counters");
+	vout_text(o, "  counters:");
+#define X(f) vout_u64(o, #f, g->ctr.f, " " #f "=%llu", (unsigned long long)g->ctr.f);
+	VBE_CTRS(X)
+#undef X
+	vout_text(o, "\n");
+	vout_end(o);
+}
+
+/* Scripts split `stats -j` at "domid": and take the counters as the
+ * first object after it: domid leads, nothing nested before counters. */
+static void vbe_out_guest_head(const struct vbe_guest *g, struct vout *o)
+{
+	vout_ju64(o, "domid", g->domid);
+	vout_ju64(o, "devid", g->devid);
+	vout_jstr(o, "name", g->name);
+	vout_jstr(o, "vm", g->vm[0] ? g->vm : NULL);
+	vout_jstr(o, "tenant", g->tenant);
+}
+
+static void vbe_out_access(uint32_t access, struct vout *o)
+{
+	const char *sep = " ";
+	unsigned b;
+
+	vout_arr(o, "access");
+	vout_text(o, " access");
+	for (b = 0; b < sizeof(vbe_acc_names) / sizeof(vbe_acc_names[0]); b++) {
+		if (!(access & 1u << b))
+			continue;
+		vout_str(o, NULL, vbe_acc_names[b], "%s%s", sep, vbe_acc_names[b]);
+		sep = ",";
+	}
+	vout_text(o, "%s", *sep == ' ' ? " none" : "");
+	vout_end(o);
+}
+
+static void vbe_out_objects(const struct vbe_guest *g, struct vout *o)
+{
 	uint32_t i;
 
-	fprintf(out, "{\"node\":\"%s\",\"disabled\":%llu,\"dev_bytes\":%llu,"
-		"\"dev_full\":%llu,\"dev_hold_expired\":%llu,\"guests\":[", n->name,
-		(unsigned long long)n->disabled, (unsigned long long)n->dev_bytes,
-		(unsigned long long)n->dev_full, (unsigned long long)n->dev_hold_expired);
-	for (g = n->guests; g; g = g->next) {
-		const char *sep = "";
+	vout_arr(o, "qps");
+	for (i = 0; g->qps && i < VBE_MAX_QPS; i++) {
+		const struct vbe_qp *q = &g->qps[i];
 
-		fprintf(out, "%s{\"domid\":%u,\"devid\":%u,\"name\":\"%s\",\"tenant\":\"%s\","
-			"\"state\":%d,\"disabled\":%s,\"counters\":{", gsep, g->domid, g->devid,
-			g->name, g->tenant, g->state, g->dead ? "true" : "false");
-#define X(f) fprintf(out, "%s\"" #f "\":%llu", sep, (unsigned long long)g->ctr.f); sep = ",";
-		VBE_CTRS(X)
-#undef X
-		fprintf(out, "},\"qps\":[");
-		sep = "";
-		for (i = 0; g->qps && i < VBE_MAX_QPS; i++) {
-			struct vbe_qp *q = &g->qps[i];
-
-			if (!q->s.used)
-				continue;
-			fprintf(out, "%s{\"handle\":%u,\"qpn\":%u,\"state\":\"%s\","
-				"\"peer_domid\":%u,\"peer_qpn\":%u,\"sq\":%u,\"rq\":%u}",
-				sep, q->handle, q->qpn, vbe_qps_names[q->state],
-				q->peer_domid, q->peer_qpn, q->sq.count, q->rq.count);
-			sep = ",";
-		}
-		fprintf(out, "],\"mrs\":[");
-		sep = "";
-		for (i = 0; g->mrs && i < VBE_MAX_MRS; i++) {
-			struct vbe_mr *m = &g->mrs[i];
-
-			if (!m->s.used)
-				continue;
-			fprintf(out, "%s{\"handle\":%u,\"lkey\":%u,\"rkey\":%u,"
-				"\"length\":%llu,\"access\":%u}", sep,
-				vbe_handle(&m->s, i), m->key, m->key,
-				(unsigned long long)m->length, m->access);
-			sep = ",";
-		}
-		fprintf(out, "],\"cqs\":[");
-		sep = "";
-		for (i = 0; g->cqs && i < VBE_MAX_CQS; i++) {
-			struct vbe_cq *c = &g->cqs[i];
-
-			if (!c->s.used)
-				continue;
-			fprintf(out, "%s{\"handle\":%u,\"size\":%u,\"prod\":%u}", sep,
-				vbe_handle(&c->s, i), c->size, c->prod);
-			sep = ",";
-		}
-		fprintf(out, "]}");
-		gsep = ",";
+		if (!q->s.used)
+			continue;
+		vout_obj(o, NULL);
+		vout_u64(o, "handle", q->handle, "  qp %#x", q->handle);
+		vout_u64(o, "qpn", q->qpn, " qpn %u", q->qpn);
+		vout_str(o, "state", vbe_qps_names[q->state], " %s", vbe_qps_names[q->state]);
+		vout_u64(o, "peer_domid", q->peer_domid, " peer %u", q->peer_domid);
+		vout_u64(o, "peer_qpn", q->peer_qpn, "/%u", q->peer_qpn);
+		vout_u64(o, "sq", q->sq.count, " sq %u", q->sq.count);
+		vout_u64(o, "rq", q->rq.count, " rq %u\n", q->rq.count);
+		vout_end(o);
 	}
-	fprintf(out, "]}\n");
-}
+	vout_end(o);
+	vout_arr(o, "mrs");
+	for (i = 0; g->mrs && i < VBE_MAX_MRS; i++) {
+		const struct vbe_mr *m = &g->mrs[i];
+		uint32_t h = vbe_handle(&m->s, i);
 
-static void vbe_dump_text(struct vbe_node *n, FILE *out)
-{
-	struct vbe_guest *g;
-	uint32_t i;
-
-	fprintf(out, "node %s (%llu guests disabled)\n", n->name,
-		(unsigned long long)n->disabled);
-	for (g = n->guests; g; g = g->next) {
-		fprintf(out, "guest %u device %u %s tenant %s state %d%s%s\n", g->domid,
-			g->devid, g->name, g->tenant, g->state, g->dead ? " DISABLED: " : "",
-			g->dead ? g->why : "");
-		fprintf(out, "  counters:");
-#define X(f) fprintf(out, " " #f "=%llu", (unsigned long long)g->ctr.f);
-		VBE_CTRS(X)
-#undef X
-		fprintf(out, "\n");
-		for (i = 0; g->qps && i < VBE_MAX_QPS; i++) {
-			struct vbe_qp *q = &g->qps[i];
-
-			if (q->s.used)
-				fprintf(out, "  qp %#x qpn %u %s peer %u/%u sq %u rq %u\n",
-					q->handle, q->qpn, vbe_qps_names[q->state],
-					q->peer_domid, q->peer_qpn, q->sq.count, q->rq.count);
-		}
-		for (i = 0; g->mrs && i < VBE_MAX_MRS; i++) {
-			struct vbe_mr *m = &g->mrs[i];
-
-			if (m->s.used)
-				fprintf(out, "  mr %#x lkey %#x rkey %#x length %llu access %#x\n",
-					vbe_handle(&m->s, i), m->key, m->key,
-					(unsigned long long)m->length, m->access);
-		}
-		for (i = 0; g->cqs && i < VBE_MAX_CQS; i++) {
-			struct vbe_cq *c = &g->cqs[i];
-
-			if (c->s.used)
-				fprintf(out, "  cq %#x size %u prod %u\n",
-					vbe_handle(&c->s, i), c->size, c->prod);
-		}
+		if (!m->s.used)
+			continue;
+		vout_obj(o, NULL);
+		vout_u64(o, "handle", h, "  mr %#x", h);
+		vout_u64(o, "lkey", m->key, " lkey %#x", m->key);
+		vout_u64(o, "rkey", m->key, " rkey %#x", m->key);
+		vout_u64(o, "length", m->length, " length %llu", (unsigned long long)m->length);
+		vbe_out_access(m->access, o);
+		vout_text(o, "\n");
+		vout_end(o);
 	}
+	vout_end(o);
+	vout_arr(o, "cqs");
+	for (i = 0; g->cqs && i < VBE_MAX_CQS; i++) {
+		const struct vbe_cq *c = &g->cqs[i];
+		uint32_t h = vbe_handle(&c->s, i);
+
+		if (!c->s.used)
+			continue;
+		vout_obj(o, NULL);
+		vout_u64(o, "handle", h, "  cq %#x", h);
+		vout_u64(o, "size", c->size, " size %u", c->size);
+		vout_u64(o, "prod", c->prod, " prod %u\n", c->prod);
+		vout_end(o);
+	}
+	vout_end(o);
 }
 
-void vbe_node_dump(struct vbe_node *n, FILE *out, int json)
+/* One guest: its VM's name first, state and rights spelled out. */
+static void vbe_out_guest(const struct vbe_guest *g, struct vout *o)
 {
-	if (json)
-		vbe_dump_json(n, out);
-	else
-		vbe_dump_text(n, out);
+	vout_obj(o, NULL);
+	vbe_out_guest_head(g, o);
+	vout_text(o, "%s guest %u/%u tenant %s", vbe_label(g), g->domid, g->devid, g->tenant);
+	vout_str(o, "state", vbe_xb_name(g->state), " state %s", vbe_xb_name(g->state));
+	vout_bool(o, "disabled", g->dead, "%s", g->dead ? " disabled:" : "");
+	vout_str(o, "reason", g->dead ? g->why : NULL, g->dead ? " %s\n" : "\n",
+		 g->dead ? g->why : "");
+	vbe_out_counters(g, o);
+	vbe_out_objects(g, o);
+	vout_end(o);
 }
+
+void vbe_node_dump(struct vbe_node *n, struct vout *o)
+{
+	const struct vbe_guest *g;
+	unsigned count = 0;
+
+	for (g = n->guests; g; g = g->next)
+		count++;
+	vout_str(o, "node", n->name, "node %s:", n->name);
+	vout_text(o, " %u guests,", count);
+	vout_u64(o, "disabled", n->disabled, " %llu disabled since start\n",
+		 (unsigned long long)n->disabled);
+	vout_ju64(o, "dev_bytes", n->dev_bytes);
+	vout_ju64(o, "dev_full", n->dev_full);
+	vout_ju64(o, "dev_hold_expired", n->dev_hold_expired);
+	vout_arr(o, "guests");
+	for (g = n->guests; g; g = g->next)
+		vbe_out_guest(g, o);
+	vout_end(o);
+}
+
+/* ---- stats ---- */
 
 static const char *const vbe_cls_names[VBE_NCLASS] = { "high", "normal", "low" };
 
-static void vbe_stats_json(struct vbe_node *n, FILE *out)
-{
-	const char *gsep = "";
-	struct vbe_guest *g;
-
-	fprintf(out, "{\"node\":\"%s\",\"dev_bytes\":%llu,\"dev_full\":%llu,"
-		"\"dev_hold_expired\":%llu,\"guests\":[", n->name,
-		(unsigned long long)n->dev_bytes, (unsigned long long)n->dev_full,
-		(unsigned long long)n->dev_hold_expired);
-	for (g = n->guests; g; g = g->next) {
-		const char *sep = "";
-
-		fprintf(out, "%s{\"domid\":%u,\"devid\":%u,\"name\":\"%s\","
-			"\"class\":\"%s\",\"weight\":%u,\"rate\":%llu,\"burst\":%llu,"
-			"\"throttled\":%s,\"tx_Bps\":%llu,\"rx_Bps\":%llu,", gsep,
-			g->domid, g->devid, g->name, vbe_cls_names[g->prio.cls % VBE_NCLASS],
-			g->prio.weight, (unsigned long long)g->prio.rate,
-			(unsigned long long)g->prio.burst, g->sch.throttled ? "true" : "false",
-			(unsigned long long)g->sch.bps_tx, (unsigned long long)g->sch.bps_rx);
-		fprintf(out, "\"counters\":{");
-#define X(f) fprintf(out, "%s\"" #f "\":%llu", sep, (unsigned long long)g->ctr.f); sep = ",";
-		VBE_CTRS(X)
-#undef X
-		fprintf(out, "}}");
-		gsep = ",";
-	}
-	fprintf(out, "]}\n");
-}
-
-/* Human units, 4 significant-ish characters: 999, 1.5K, 23M... */
-static const char *vbe_human(uint64_t v, char *buf, size_t len)
+/* 4-5 characters: 999, 1.5K, 23M (base 1024 for bytes, 1000 counts). */
+static const char *vbe_human(uint64_t v, unsigned base, char *buf, size_t len)
 {
 	static const char u[] = " KMGTPE";
 	double d = (double)v;
 	unsigned i = 0;
 
-	while (d >= 1024 && i < sizeof(u) - 2) {
-		d /= 1024;
+	while (d >= base && i < sizeof(u) - 2) {
+		d /= base;
 		i++;
 	}
 	if (!i)
 		snprintf(buf, len, "%llu", (unsigned long long)v);
 	else
-		snprintf(buf, len, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
+		snprintf(buf, len, d < 9.95 ? "%.1f%c" : "%.0f%c", d, u[i]);
 	return buf;
 }
 
-static void vbe_stats_text(struct vbe_node *n, FILE *out)
+/* Microseconds in 5 characters: 999us, 9.9ms, 999ms, 9.9s, 999s, 99m, 99h, 9d. */
+static const char *vbe_human_us(uint64_t us, char *buf, size_t len)
 {
-	char a[5][16];
-	struct vbe_guest *g;
+	uint64_t s = us / 1000000;
 
-	fprintf(out, "%-10s %-6s %6s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
-		"GUEST", "CLASS", "WEIGHT", "RATE", "TX/s", "RX/s", "TX", "TX_OPS", "RX",
-		"RX_OPS", "QDLY_AVG", "QDLY_MAX", "THR_MS");
-	for (g = n->guests; g; g = g->next) {
-		uint64_t avg = g->ctr.qdelay_n ? g->ctr.qdelay_sum_us / g->ctr.qdelay_n : 0;
+	if (us < 1000)
+		snprintf(buf, len, "%lluus", (unsigned long long)us);
+	else if (us < 9950)
+		snprintf(buf, len, "%.1fms", (double)us / 1000);
+	else if (us < 1000000)
+		snprintf(buf, len, "%llums", (unsigned long long)(us / 1000));
+	else if (us < 9950000)
+		snprintf(buf, len, "%.1fs", (double)us / 1000000);
+	else if (s < 1000)
+		snprintf(buf, len, "%llus", (unsigned long long)s);
+	else if (s < 100 * 60)
+		snprintf(buf, len, "%llum", (unsigned long long)(s / 60));
+	else if (s < 100 * 3600)
+		snprintf(buf, len, "%lluh", (unsigned long long)(s / 3600));
+	else
+		snprintf(buf, len, "%llud", (unsigned long long)(s / 86400));
+	return buf;
+}
 
-		fprintf(out, "%-10s %-6s %6u %8s %8s %8s %8s %8llu %8s %8llu %7lluus "
-			"%7lluus %8llu", g->name, vbe_cls_names[g->prio.cls % VBE_NCLASS],
-			g->prio.weight,
-			g->prio.rate ? vbe_human(g->prio.rate, a[0], sizeof(a[0])) : "-",
-			vbe_human(g->sch.bps_tx, a[1], sizeof(a[1])),
-			vbe_human(g->sch.bps_rx, a[2], sizeof(a[2])),
-			vbe_human(g->ctr.tx_bytes, a[3], sizeof(a[3])),
-			(unsigned long long)g->ctr.tx_ops,
-			vbe_human(g->ctr.rx_bytes, a[4], sizeof(a[4])),
-			(unsigned long long)g->ctr.rx_ops, (unsigned long long)avg,
-			(unsigned long long)g->ctr.qdelay_max_us,
-			(unsigned long long)(g->ctr.throttled_us / 1000));
-		if (g->ctr.refusals)
-			fprintf(out, " refused=%llu", (unsigned long long)g->ctr.refusals);
-		if (g->dead)
-			fprintf(out, " DISABLED");
-		fputc('\n', out);
+static uint64_t vbe_qdelay_avg(const struct vbe_guest *g)
+{
+	return g->ctr.qdelay_n ? g->ctr.qdelay_sum_us / g->ctr.qdelay_n : 0;
+}
+
+/* Sort keys of `stats -s` / `top -s`: guest and vm ascending, the rest
+ * busiest first. */
+static const char *const vbe_sort_names[] = {
+	"guest", "vm", "io", "tx", "rx", "total", "qdly", "thr", "ref", NULL,
+};
+
+enum { VBE_SORT_GUEST, VBE_SORT_VM, VBE_SORT_IO, VBE_SORT_TX, VBE_SORT_RX,
+       VBE_SORT_TOTAL, VBE_SORT_QDLY, VBE_SORT_THR, VBE_SORT_REF };
+
+static uint64_t vbe_sort_val(const struct vbe_guest *g, int key)
+{
+	switch (key) {
+	case VBE_SORT_IO:	return g->sch.bps_tx + g->sch.bps_rx;
+	case VBE_SORT_TX:	return g->sch.bps_tx;
+	case VBE_SORT_RX:	return g->sch.bps_rx;
+	case VBE_SORT_TOTAL:	return g->ctr.tx_bytes + g->ctr.rx_bytes;
+	case VBE_SORT_QDLY:	return vbe_qdelay_avg(g);
+	case VBE_SORT_THR:	return g->ctr.throttled_us;
+	case VBE_SORT_REF:	return g->ctr.refusals;
+	default:		return 0;
 	}
 }
 
-void vbe_node_stats(struct vbe_node *n, FILE *out, int json)
+static int vbe_sort_cmp(const void *pa, const void *pb, void *arg)
 {
-	if (json)
-		vbe_stats_json(n, out);
-	else
-		vbe_stats_text(n, out);
+	const struct vbe_guest *a = *(struct vbe_guest *const *)pa;
+	const struct vbe_guest *b = *(struct vbe_guest *const *)pb;
+	int key = *(const int *)arg, r = 0;
+	uint64_t va, vb;
+
+	if (key == VBE_SORT_VM) {
+		r = strcmp(vbe_label(a), vbe_label(b));
+	} else if (key != VBE_SORT_GUEST) {
+		va = vbe_sort_val(a, key);
+		vb = vbe_sort_val(b, key);
+		r = va > vb ? -1 : va < vb;
+	}
+	if (!r)
+		r = a->domid != b->domid ? (a->domid < b->domid ? -1 : 1) :
+		    (a->devid > b->devid) - (a->devid < b->devid);
+	return r;
+}
+
+/* VM (or guest) name in a 15-column field: a longer one ends in '+'. */
+static const char *vbe_fit(const char *s, char buf[16])
+{
+	if (strlen(s) <= 15)
+		return s;
+	memcpy(buf, s, 14);
+	buf[14] = '+';
+	buf[15] = '\0';
+	return buf;
+}
+
+static void vbe_stats_guest(const struct vbe_guest *g, struct vout *o)
+{
+	char a[7][16], name[16], id[24];
+	const char *cls = vbe_cls_names[g->prio.cls % VBE_NCLASS];
+
+	snprintf(id, sizeof(id), "%u/%u", g->domid, g->devid);
+	vout_obj(o, NULL);
+	vbe_out_guest_head(g, o);
+	vout_text(o, "%-15s %-7s", vbe_fit(vbe_label(g), name), id);
+	vout_str(o, "class", cls, " %-6s", cls);
+	vout_u64(o, "weight", g->prio.weight, " %4u", g->prio.weight);
+	vout_u64(o, "rate", g->prio.rate, " %5s",
+		 g->prio.rate ? vbe_human(g->prio.rate, 1024, a[0], sizeof(a[0])) : "-");
+	vout_ju64(o, "burst", g->prio.burst);
+	vout_jbool(o, "throttled", g->sch.throttled);
+	vout_jbool(o, "disabled", g->dead);
+	vout_u64(o, "tx_Bps", g->sch.bps_tx, " %5s",
+		 vbe_human(g->sch.bps_tx, 1024, a[1], sizeof(a[1])));
+	vout_u64(o, "rx_Bps", g->sch.bps_rx, " %5s",
+		 vbe_human(g->sch.bps_rx, 1024, a[2], sizeof(a[2])));
+	vout_u64(o, "qdelay_avg_us", vbe_qdelay_avg(g), " %5s",
+		 vbe_human_us(vbe_qdelay_avg(g), a[3], sizeof(a[3])));
+	vout_text(o, " %5s %5s %4s %s%s%s%s\n",
+		  vbe_human_us(g->ctr.qdelay_max_us, a[4], sizeof(a[4])),
+		  vbe_human_us(g->ctr.throttled_us, a[5], sizeof(a[5])),
+		  vbe_human(g->ctr.refusals, 1000, a[6], sizeof(a[6])),
+		  g->dead ? "D" : "", g->sch.throttled ? "T" : "",
+		  g->sch.cmd_throttled ? "C" : "",
+		  g->dead || g->sch.throttled || g->sch.cmd_throttled ? "" : "-");
+	if (vout_json(o))	/* the table has no room for them */
+		vbe_out_counters(g, o);
+	vout_end(o);
+}
+
+int vbe_node_stats(struct vbe_node *n, struct vout *o, const char *sort)
+{
+	struct vbe_guest *g, **v;
+	size_t count = 0, i;
+	int key;
+
+	for (key = 0; sort && vbe_sort_names[key]; key++)
+		if (!strcmp(sort, vbe_sort_names[key]))
+			break;
+	if (sort && !vbe_sort_names[key])
+		return vout_err(o, -EINVAL, "stats: unknown sort key '%.32s' (guest, vm, io, "
+				"tx, rx, total, qdly, thr or ref)", sort);
+	if (!sort)
+		key = VBE_SORT_GUEST;
+	for (g = n->guests; g; g = g->next)
+		count++;
+	v = calloc(count ? count : 1, sizeof(*v));
+	if (!v)
+		return vout_err(o, -ENOMEM, "out of memory");
+	for (g = n->guests, i = 0; g; g = g->next)
+		v[i++] = g;
+	qsort_r(v, count, sizeof(*v), vbe_sort_cmp, &key);
+
+	vout_jstr(o, "node", n->name);
+	vout_ju64(o, "dev_bytes", n->dev_bytes);
+	vout_ju64(o, "dev_full", n->dev_full);
+	vout_ju64(o, "dev_hold_expired", n->dev_hold_expired);
+	vout_jstr(o, "sort", vbe_sort_names[key]);
+	/* 78 columns: fits a terminal of 80 (`top`). */
+	vout_text(o, "%-15s %-7s %-6s %4s %5s %5s %5s %5s %5s %5s %4s %s\n", "VM", "GUEST",
+		  "CLASS", "WT", "RATE", "TX/s", "RX/s", "QDLY", "QMAX", "THR", "REF", "F");
+	vout_arr(o, "guests");
+	for (i = 0; i < count; i++)
+		vbe_stats_guest(v[i], o);
+	vout_end(o);
+	free(v);
+	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "vbe.h"
+#include "vout.h"
 
 /* "5", "5/1" or a guest name ("dom5/0"); vbe_prio_find also takes the
  * name of a VM (the domain's `name`) that has exactly one guest. */
@@ -47,7 +48,7 @@ static struct vbe_guest *vbe_prio_vm(struct vbe_node *n, const char *vm, unsigne
 	return *many == 1 ? found : NULL;
 }
 
-static struct vbe_guest *vbe_prio_find(struct vbe_node *n, const char *vm, FILE *out)
+static struct vbe_guest *vbe_prio_find(struct vbe_node *n, const char *vm, struct vout *o)
 {
 	struct vbe_guest *g = vbe_prio_guest(n, vm);
 	unsigned many;
@@ -55,45 +56,60 @@ static struct vbe_guest *vbe_prio_find(struct vbe_node *n, const char *vm, FILE 
 	if (!g)
 		g = vbe_prio_vm(n, vm, &many);
 	if (!g && many)
-		fprintf(out, "error: VM '%.64s' has %u guests now: name one as "
-			"domid/devid (see 'vrdmactl list')\n", vm, many);
+		vout_err(o, -ENOENT, "VM '%.64s' has %u guests now: name one as "
+			 "domid/devid (see 'vrdmactl list')", vm, many);
 	else if (!g)
-		fprintf(out, "error: no guest '%.64s' (a domid, domid/devid, a name "
-			"from 'vrdmactl list' or a VM name)\n", vm);
+		vout_err(o, -ENOENT, "no guest '%.64s' (a domid, domid/devid, a name "
+			 "from 'vrdmactl list' or a VM name)", vm);
 	return g;
 }
 
-static void vbe_prio_print(struct vbe_guest *g, FILE *out)
+/* Text: the words `set` takes (scripts read them); JSON: typed values. */
+static void vbe_prio_print(struct vbe_guest *g, struct vout *o)
 {
+	const struct vbe_prio *p = &g->prio;
 	char val[64];
 	unsigned i;
 
-	fprintf(out, "%u/%u %s", g->domid, g->devid, g->name);
-	if (g->vm[0])
-		fprintf(out, " vm=%s", g->vm);
+	vout_u64(o, "domid", g->domid, "%u", g->domid);
+	vout_u64(o, "devid", g->devid, "/%u", g->devid);
+	vout_str(o, "name", g->name, " %s", g->name);
+	vout_str(o, "vm", g->vm[0] ? g->vm : NULL, g->vm[0] ? " vm=%s" : "%s",
+		 g->vm[0] ? g->vm : "");
+	vout_jstr(o, "tenant", g->tenant);
 	for (i = 0; vbe_prio_keys[i]; i++) {
-		vbe_prio_format(&g->prio, vbe_prio_keys[i], val, sizeof(val));
-		fprintf(out, " %s=%s", vbe_prio_keys[i], val);
+		vbe_prio_format(p, vbe_prio_keys[i], val, sizeof(val));
+		vout_text(o, " %s=%s", vbe_prio_keys[i], val);
 	}
-	fputc('\n', out);
+	vout_text(o, "\n");
+	vout_ju64(o, "weight", p->weight);
+	vbe_prio_format(p, "class", val, sizeof(val));
+	vout_jstr(o, "class", val);
+	vout_ju64(o, "rate", p->rate);
+	vout_ju64(o, "burst", p->burst);
+	vout_ju64(o, "qps", p->qps);
+	vout_ju64(o, "mem", p->mem);
+	vout_ju64(o, "wrs", p->wrs);
+	vout_ju64(o, "credits", p->credits);
+	vout_ju64(o, "cmds", p->cmds);
 }
 
-int vbe_node_prio_get(struct vbe_node *n, const char *vm, FILE *out)
+int vbe_node_prio_get(struct vbe_node *n, const char *vm, struct vout *o)
 {
 	struct vbe_guest *g;
 
 	if (!strcmp(vm, "tenants"))
-		return vbe_tenant_get(n, NULL, out);
+		return vbe_tenant_get(n, NULL, o);
 	if (!strncmp(vm, "tenant:", 7))
-		return vbe_tenant_get(n, vm + 7, out);
-	g = vbe_prio_find(n, vm, out);
+		return vbe_tenant_get(n, vm + 7, o);
+	g = vbe_prio_find(n, vm, o);
 	if (!g)
 		return -ENOENT;
-	vbe_prio_print(g, out);
+	vbe_prio_print(g, o);
 	return 0;
 }
 
-int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FILE *out)
+int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, struct vout *o)
 {
 	char path[VPLAT_KEY_MAX], key[16], val[64];
 	const char *allowed, *eq;
@@ -103,36 +119,30 @@ int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FI
 	int i, err;
 
 	if (!strncmp(vm, "tenant:", 7))
-		return vbe_tenant_set(n, vm + 7, nkv, kv, out);
-	g = vbe_prio_find(n, vm, out);
+		return vbe_tenant_set(n, vm + 7, nkv, kv, o);
+	g = vbe_prio_find(n, vm, o);
 	if (!g)
 		return -ENOENT;
-	if (nkv < 1) {
-		fprintf(out, "error: set %s: nothing to set (weight=N class=high|normal|low "
-			"rate=BYTES/s[,burst] qps=N mem=BYTES wrs=N credits=N)\n", vm);
-		return -EINVAL;
-	}
+	if (nkv < 1)
+		return vout_err(o, -EINVAL, "set %.64s: nothing to set (weight=N "
+				"class=high|normal|low rate=BYTES/s[,burst] qps=N mem=BYTES "
+				"wrs=N credits=N cmds=N)", vm);
 	/* All or nothing: every word checked before one key is written. */
 	p = g->prio;
 	for (i = 0; i < nkv; i++) {
 		eq = strchr(kv[i], '=');
 		klen = eq ? (size_t)(eq - kv[i]) : 0;
-		if (!eq || !klen || klen >= sizeof(key)) {
-			fprintf(out, "error: set: '%.64s' is not key=value\n", kv[i]);
-			return -EINVAL;
-		}
+		if (!eq || !klen || klen >= sizeof(key))
+			return vout_err(o, -EINVAL, "set: '%.64s' is not key=value", kv[i]);
 		memcpy(key, kv[i], klen);
 		key[klen] = '\0';
 		err = vbe_prio_parse(key, eq + 1, &p, &allowed);
-		if (err == -ENOENT) {
-			fprintf(out, "error: set: unknown key '%s' (allowed: %s)\n", key, allowed);
-			return err;
-		}
-		if (err) {
-			fprintf(out, "error: set: bad %s '%.64s' (allowed: %s)\n", key, eq + 1,
-				allowed);
-			return err;
-		}
+		if (err == -ENOENT)
+			return vout_err(o, err, "set: unknown key '%s' (allowed: %s)", key,
+					allowed);
+		if (err)
+			return vout_err(o, err, "set: bad %s '%.64s' (allowed: %s)", key, eq + 1,
+					allowed);
 	}
 	for (i = 0; i < nkv; i++) {
 		klen = (size_t)(strchr(kv[i], '=') - kv[i]);
@@ -141,12 +151,10 @@ int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, FI
 		vbe_prio_format(&p, key, val, sizeof(val));
 		snprintf(path, sizeof(path), "%s/%s", g->bdir, key);
 		err = vplat_key_write(n->plat, path, val);
-		if (err) {
-			fprintf(out, "error: set: writing %s: %s\n", path, strerror(-err));
-			return err;
-		}
+		if (err)
+			return vout_err(o, err, "set: writing %s: %s", path, strerror(-err));
 	}
 	vbe_prio_apply(g, &p);
-	vbe_prio_print(g, out);
+	vbe_prio_print(g, o);
 	return 0;
 }

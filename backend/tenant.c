@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "vbe.h"
+#include "vout.h"
 
 const char *const vbe_tenant_keys[] = {
 	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,
@@ -287,7 +288,7 @@ uint32_t vbe_tenant_cmds(struct vbe_guest *g)
  * devices the backend knows (a toolstack's `tenant` key), or the domain.
  * Re-attaching a device it has is not one more.
  */
-int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE *out)
+int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, struct vout *o)
 {
 	char tenant[VPLAT_TENANT_NAME];
 	uint64_t lim[VBE_TQ_N];
@@ -309,64 +310,77 @@ int vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, FILE 
 		return 0;
 	vlog_warn("backend: attach %u/%u refused: tenant %s has %u devices, its limit",
 		  domid, devid, tenant, have);
-	fprintf(out, "error: attach %u/%u: tenant %s has %u devices, its limit "
-		"(vrdmactl set tenant:%s guests=N)\n", domid, devid, tenant, have, tenant);
-	return -EUSERS;
+	return vout_err(o, -EUSERS, "attach %u/%u: tenant %s has %u devices, its limit "
+			"(vrdmactl set tenant:%s guests=N)", domid, devid, tenant, have, tenant);
 }
 
 /* ---- vrdmactl set/get tenant:<name> ---- */
 
-static void vbe_tenant_print(struct vbe_node *n, const char *tenant, FILE *out)
+/* Text: tenant=NAME key=used/limit[(default)]...; the defaults' line has
+ * limits only.  JSON: "tenant":NAME,"guests":{"used","limit","default"}...
+ * in the open object. */
+static void vbe_tenant_print(struct vbe_node *n, const char *tenant, struct vout *o)
 {
 	uint64_t lim[VBE_TQ_N], use[VBE_TQ_N];
-	bool own[VBE_TQ_N];
+	bool own[VBE_TQ_N], dflt = !strcmp(tenant, "default");
 	unsigned q;
 
 	vbe_tenant_limits(n, tenant, lim, own);
-	if (strcmp(tenant, "default"))
+	if (!dflt)
 		vbe_tenant_usage(n, tenant, use);
-	fprintf(out, "tenant=%s", tenant);
+	vout_str(o, "tenant", tenant, "tenant=%s", tenant);
 	for (q = 0; q < VBE_TQ_N; q++) {
-		if (q == VBE_TQ_CMDS)	/* a rate: no usage */
-			fprintf(out, " %s=%llu%s", vbe_tenant_keys[q], (unsigned long long)lim[q],
-				own[q] || !strcmp(tenant, "default") ? "" : "(default)");
-		else if (strcmp(tenant, "default"))
-			fprintf(out, " %s=%llu/%llu%s", vbe_tenant_keys[q],
-				(unsigned long long)use[q], (unsigned long long)lim[q],
-				own[q] ? "" : "(default)");
-		else
-			fprintf(out, " %s=%llu", vbe_tenant_keys[q], (unsigned long long)lim[q]);
+		vout_obj(o, vbe_tenant_keys[q]);
+		vout_text(o, " %s=", vbe_tenant_keys[q]);
+		if (!dflt && q != VBE_TQ_CMDS)	/* cmds is a rate: no usage */
+			vout_u64(o, "used", use[q], "%llu/", (unsigned long long)use[q]);
+		vout_u64(o, "limit", lim[q], "%llu", (unsigned long long)lim[q]);
+		if (!dflt)
+			vout_bool(o, "default", !own[q], "%s", own[q] ? "" : "(default)");
+		vout_end(o);
 	}
-	fputc('\n', out);
+	vout_text(o, "\n");
+}
+
+static void vbe_tenant_item(struct vbe_node *n, const char *tenant, struct vout *o)
+{
+	vout_obj(o, NULL);
+	vbe_tenant_print(n, tenant, o);
+	vout_end(o);
 }
 
 /* The defaults, then every tenant with a live guest. */
-static void vbe_tenant_list(struct vbe_node *n, FILE *out)
+static void vbe_tenant_list(struct vbe_node *n, struct vout *o)
 {
 	struct vbe_guest *g, *h;
 
-	vbe_tenant_print(n, "default", out);
+	vout_arr(o, "tenants");
+	vbe_tenant_item(n, "default", o);
 	for (g = n->guests; g; g = g->next) {
 		for (h = n->guests; h != g; h = h->next)
 			if (!strcmp(h->tenant, g->tenant))
 				break;
 		if (h == g)
-			vbe_tenant_print(n, g->tenant, out);
+			vbe_tenant_item(n, g->tenant, o);
 	}
+	vout_end(o);
 }
 
-int vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out)
+static int vbe_tenant_bad_name(const char *tenant, struct vout *o)
+{
+	return vout_err(o, -EINVAL, "bad tenant name '%.64s' (letters, digits, _-.@; "
+			"up to %u)", tenant, VPLAT_TENANT_NAME - 1);
+}
+
+int vbe_tenant_get(struct vbe_node *n, const char *tenant, struct vout *o)
 {
 	if (!tenant) {		/* `get tenants` */
-		vbe_tenant_list(n, out);
+		vbe_tenant_list(n, o);
 		return 0;
 	}
-	if (!vbe_tenant_name_ok(tenant)) {
-		fprintf(out, "error: bad tenant name '%.64s' (letters, digits, _-.@; "
-			"up to %u)\n", tenant, VPLAT_TENANT_NAME - 1);
-		return -EINVAL;
-	}
-	vbe_tenant_print(n, tenant, out);
+	if (!vbe_tenant_name_ok(tenant))
+		return vbe_tenant_bad_name(tenant, o);
+	vbe_tenant_print(n, tenant, o);
 	return 0;
 }
 
@@ -387,7 +401,8 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 /* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N
  * pages=N cmds=N; a
  * tenant's value `default` drops its own key.  All or nothing. */
-int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out)
+int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
+		   struct vout *o)
 {
 	char path[VPLAT_KEY_MAX], val[32];
 	const char *v;
@@ -395,30 +410,22 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 	unsigned q;
 	int i, err;
 
-	if (!vbe_tenant_name_ok(tenant)) {
-		fprintf(out, "error: bad tenant name '%.64s' (letters, digits, _-.@; "
-			"up to %u)\n", tenant, VPLAT_TENANT_NAME - 1);
-		return -EINVAL;
-	}
-	if (nkv < 1) {
-		fprintf(out, "error: set tenant:%s: nothing to set (guests=N "
-			"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N)\n", tenant);
-		return -EINVAL;
-	}
+	if (!vbe_tenant_name_ok(tenant))
+		return vbe_tenant_bad_name(tenant, o);
+	if (nkv < 1)
+		return vout_err(o, -EINVAL, "set tenant:%s: nothing to set (guests=N "
+				"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N)", tenant);
 	for (i = 0; i < nkv; i++) {
-		if (vbe_tenant_word(kv[i], &q, &v)) {
-			fprintf(out, "error: set: unknown tenant key in '%.64s' (allowed: "
-				"guests listeners conns qps mem cqs mrs cmds)\n", kv[i]);
-			return -ENOENT;
-		}
+		if (vbe_tenant_word(kv[i], &q, &v))
+			return vout_err(o, -ENOENT, "set: unknown tenant key in '%.64s' (allowed: "
+					"guests listeners conns qps mem cqs mrs pages cmds)", kv[i]);
 		if (!strcmp(v, "default") && strcmp(tenant, "default"))
 			continue;
-		if (vbe_tenant_parse(q, v, &x)) {
-			fprintf(out, "error: set: bad %s '%.64s' (allowed: 0..%llu%s)\n",
-				vbe_tenant_keys[q], v, (unsigned long long)vbe_tenant_max[q],
-				strcmp(tenant, "default") ? " or default" : "");
-			return -EINVAL;
-		}
+		if (vbe_tenant_parse(q, v, &x))
+			return vout_err(o, -EINVAL, "set: bad %s '%.64s' (allowed: 0..%llu%s)",
+					vbe_tenant_keys[q], v,
+					(unsigned long long)vbe_tenant_max[q],
+					strcmp(tenant, "default") ? " or default" : "");
 	}
 	for (i = 0; i < nkv; i++) {
 		vbe_tenant_word(kv[i], &q, &v);
@@ -433,12 +440,10 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, F
 			snprintf(val, sizeof(val), "%llu", (unsigned long long)x);
 			err = vplat_key_write(n->plat, path, val);
 		}
-		if (err) {
-			fprintf(out, "error: set: writing %s: %s\n", path, strerror(-err));
-			return err;
-		}
+		if (err)
+			return vout_err(o, err, "set: writing %s: %s", path, strerror(-err));
 	}
 	vbe_tenant_changed(n->plat, NULL, n);	/* now, not when the watch fires */
-	vbe_tenant_print(n, tenant, out);
+	vbe_tenant_print(n, tenant, o);
 	return 0;
 }

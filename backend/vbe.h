@@ -673,8 +673,8 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more);	/* VRDMA_CS_* */
 uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
-int  vbe_tenant_get(struct vbe_node *n, const char *tenant, FILE *out);	/* NULL: all */
-int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, FILE *out);
+int  vbe_tenant_get(struct vbe_node *n, const char *tenant, struct vout *o);	/* NULL: all */
+int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, struct vout *o);
 
 /* policy.c.  A side of a connection: its tenant group by name (a guest
  * of this node) or only by the hash of the name (another node's word). */

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * vrdmad control commands: one request line in, one response out.  A
- * response that starts with "error:" is a failure (vrdmactl exits 1).
+ * vrdmad control commands: one request line in, one response out, text
+ * or (after -j) JSON, written once through vout.h.  A response that
+ * starts with "error:" is a failure (vrdmactl exits 1).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../backend/backend.h"
+#include "../backend/vout.h"
 #include "vplat.h"
 #include "vrdmad.h"
 
@@ -17,8 +21,14 @@
 
 struct vd_cmd {
 	const char *name;
-	void (*fn)(struct vd_daemon *d, int argc, char **argv, FILE *out);
+	int (*fn)(struct vd_daemon *d, int argc, char **argv, struct vout *o);
+	bool words;		/* takes names: "-j" only first (a tenant may be "-j") */
 };
+
+static bool vd_cmd_is_json(const char *w)
+{
+	return !strcmp(w, "-j") || !strcmp(w, "--json");
+}
 
 /* Open fds of this process, for leak checks; -1 if /proc is unreadable. */
 static int vd_cmd_count_fds(void)
@@ -37,63 +47,71 @@ static int vd_cmd_count_fds(void)
 	return n - 1;		/* not the directory's own fd */
 }
 
-static void vd_cmd_ping(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_no_args(int argc, char **argv, struct vout *o)
 {
-	(void)d;
-	(void)argc;
-	(void)argv;
-	fputs("pong\n", out);
+	if (argc > 1)
+		return vout_err(o, -EINVAL, "%s: unexpected '%.32s' (try: [-j] %s)", argv[0],
+				argv[1], argv[0]);
+	return 0;
 }
 
-static void vd_cmd_list(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_ping(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	int json = 0, i;
-
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json")) {
-			fprintf(out, "error: list: unknown option '%s' (try: list [-j])\n",
-				argv[i]);
-			return;
-		}
-		json = 1;
-	}
-	vbe_node_dump(d->node, out, json);
+	if (vd_cmd_no_args(argc, argv, o))
+		return -EINVAL;
+	vout_bool(o, "pong", true, "pong\n");
+	vout_jstr(o, "node", d->node_name);
+	vout_ji64(o, "pid", getpid());
+	return 0;
 }
 
-static void vd_cmd_census(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_list(struct vd_daemon *d, int argc, char **argv, struct vout *o)
+{
+	if (vd_cmd_no_args(argc, argv, o))
+		return -EINVAL;
+	vbe_node_dump(d->node, o);
+	return 0;
+}
+
+/* JSON keys are what leak checks in the rigs read: keep them. */
+static int vd_cmd_census(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
 	struct vbe_census c = { 0 };
 
-	(void)argc;
-	(void)argv;
+	if (vd_cmd_no_args(argc, argv, o))
+		return -EINVAL;
 	vbe_node_census(d->node, &c);
-	fprintf(out, "{\"guests\":%u,\"maps\":%u,\"chans\":%u,\"qps\":%u,\"mrs\":%u,"
-		"\"cqs\":%u,\"pds\":%u,\"bufs\":%u,\"listeners\":%u,\"credits\":%u,"
-		"\"dev_bytes\":%llu,\"fds\":%d}\n",
-		c.guests, c.maps, c.chans, c.qps, c.mrs, c.cqs, c.pds, c.bufs,
-		c.listeners, c.credits, c.dev_bytes, vd_cmd_count_fds());
+	vout_u64(o, "guests", c.guests, "guests=%u", c.guests);
+	vout_u64(o, "maps", c.maps, " maps=%u", c.maps);
+	vout_u64(o, "chans", c.chans, " chans=%u", c.chans);
+	vout_u64(o, "qps", c.qps, " qps=%u", c.qps);
+	vout_u64(o, "mrs", c.mrs, " mrs=%u", c.mrs);
+	vout_u64(o, "cqs", c.cqs, " cqs=%u", c.cqs);
+	vout_u64(o, "pds", c.pds, " pds=%u", c.pds);
+	vout_u64(o, "bufs", c.bufs, " bufs=%u", c.bufs);
+	vout_u64(o, "listeners", c.listeners, " listeners=%u", c.listeners);
+	vout_u64(o, "credits", c.credits, " credits=%u", c.credits);
+	vout_u64(o, "dev_bytes", c.dev_bytes, " dev_bytes=%llu", c.dev_bytes);
+	vout_i64(o, "fds", vd_cmd_count_fds(), " fds=%d\n", vd_cmd_count_fds());
+	return 0;
 }
 
 /* "<domid> [devid]": plain decimal numbers, devid 0 by default. */
 static int vd_cmd_dev_args(int argc, char **argv, uint32_t *domid, uint32_t *devid,
-			   FILE *out)
+			   struct vout *o)
 {
 	unsigned long v[2] = { 0, 0 };
 	char *end;
 	int i;
 
-	if (argc < 2 || argc > 3) {
-		fprintf(out, "error: usage: %s <domid> [devid]\n", argv[0]);
-		return -1;
-	}
+	if (argc < 2 || argc > 3)
+		return vout_err(o, -EINVAL, "usage: %s <domid> [devid]", argv[0]);
 	for (i = 1; i < argc; i++) {
 		errno = 0;
 		v[i - 1] = strtoul(argv[i], &end, 10);
 		if (argv[i][0] < '0' || argv[i][0] > '9' || *end || errno ||
-		    v[i - 1] > UINT16_MAX) {
-			fprintf(out, "error: %s: bad number '%.32s'\n", argv[0], argv[i]);
-			return -1;
-		}
+		    v[i - 1] > UINT16_MAX)
+			return vout_err(o, -EINVAL, "%s: bad number '%.32s'", argv[0], argv[i]);
 	}
 	*domid = (uint32_t)v[0];
 	*devid = (uint32_t)v[1];
@@ -101,95 +119,106 @@ static int vd_cmd_dev_args(int argc, char **argv, uint32_t *domid, uint32_t *dev
 }
 
 /* Toolstack duty: the guest's device nodes; the backend follows its watch. */
-static void vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
 	uint32_t domid, devid;
 	int err;
 
-	if (vd_cmd_dev_args(argc, argv, &domid, &devid, out))
-		return;
-	if (vbe_node_attach_ok(d->node, domid, devid, out))
-		return;
+	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
+	if (!err)
+		err = vbe_node_attach_ok(d->node, domid, devid, o);
+	if (err)
+		return err;
 	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
 	if (err)
-		fprintf(out, "error: attach %u/%u: %s\n", domid, devid, strerror(-err));
-	else
-		fprintf(out, "attached domain %u device %u\n", domid, devid);
+		return vout_err(o, err, "attach %u/%u: %s", domid, devid, strerror(-err));
+	vout_text(o, "attached domain %u device %u\n", domid, devid);
+	vout_jbool(o, "attached", true);
+	vout_ju64(o, "domid", domid);
+	vout_ju64(o, "devid", devid);
+	return 0;
 }
 
-static void vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
 	uint32_t domid, devid;
 	int err;
 
-	if (vd_cmd_dev_args(argc, argv, &domid, &devid, out))
-		return;
+	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
+	if (err)
+		return err;
 	err = vplat_dev_detach(d->plat, "vrdma", domid, devid);
 	if (err)
-		fprintf(out, "error: detach %u/%u: %s\n", domid, devid, strerror(-err));
-	else
-		fprintf(out, "detached domain %u device %u\n", domid, devid);
+		return vout_err(o, err, "detach %u/%u: %s", domid, devid, strerror(-err));
+	vout_text(o, "detached domain %u device %u\n", domid, devid);
+	vout_jbool(o, "detached", true);
+	vout_ju64(o, "domid", domid);
+	vout_ju64(o, "devid", devid);
+	return 0;
 }
 
-/* Issue 5: set <vm> key=value...; get <vm>; stats [-j] (`top` polls stats). */
-static void vd_cmd_set(struct vd_daemon *d, int argc, char **argv, FILE *out)
+/* Issue 5: set <vm> key=value...; get <vm>; stats [-s key] (`top` polls stats). */
+static int vd_cmd_set(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	if (argc < 3) {
-		fputs("error: usage: set <vm> weight=N class=high|normal|low "
-		      "rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N]\n", out);
-		return;
-	}
-	vbe_node_prio_set(d->node, argv[1], argc - 2, argv + 2, out);
+	if (argc < 3)
+		return vout_err(o, -EINVAL, "usage: set <vm> weight=N class=high|normal|low "
+				"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N] [cmds=N]");
+	return vbe_node_prio_set(d->node, argv[1], argc - 2, argv + 2, o);
 }
 
-static void vd_cmd_get(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_get(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	if (argc != 2) {
-		fputs("error: usage: get <vm>\n", out);
-		return;
-	}
-	vbe_node_prio_get(d->node, argv[1], out);
+	if (argc != 2)
+		return vout_err(o, -EINVAL, "usage: get <vm>|tenant:<name>|tenants");
+	return vbe_node_prio_get(d->node, argv[1], o);
 }
 
-static void vd_cmd_stats(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_stats(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	int json = 0, i;
+	const char *sort = NULL;
+	int i;
 
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-j") && strcmp(argv[i], "--json")) {
-			fprintf(out, "error: stats: unknown option '%s' (try: stats [-j])\n",
-				argv[i]);
-			return;
-		}
-		json = 1;
+		if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--sort")) && i + 1 < argc)
+			sort = argv[++i];
+		else
+			return vout_err(o, -EINVAL, "stats: unexpected '%.32s' (try: stats "
+					"[-j] [-s key])", argv[i]);
 	}
-	vbe_node_stats(d->node, out, json);
+	return vbe_node_stats(d->node, o, sort);
 }
 
 /* Issue 12: policy [show | check FROM TO | change...] (docs/tenants.md). */
-static void vd_cmd_policy(struct vd_daemon *d, int argc, char **argv, FILE *out)
+static int vd_cmd_policy(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	vbe_node_policy(d->node, argc - 1, argv + 1, out);
+	return vbe_node_policy(d->node, argc - 1, argv + 1, o);
 }
 
 static const struct vd_cmd vd_cmds[] = {
-	{ "set", vd_cmd_set },
-	{ "get", vd_cmd_get },
-	{ "stats", vd_cmd_stats },
-	{ "list", vd_cmd_list },
-	{ "census", vd_cmd_census },
-	{ "ping", vd_cmd_ping },
-	{ "attach", vd_cmd_attach },
-	{ "detach", vd_cmd_detach },
-	{ "policy", vd_cmd_policy },
+	{ "set", vd_cmd_set, true },
+	{ "get", vd_cmd_get, true },
+	{ "stats", vd_cmd_stats, false },
+	{ "list", vd_cmd_list, false },
+	{ "census", vd_cmd_census, false },
+	{ "ping", vd_cmd_ping, false },
+	{ "attach", vd_cmd_attach, false },
+	{ "detach", vd_cmd_detach, false },
+	{ "policy", vd_cmd_policy, true },
 };
 
+/*
+ * "[-j] command words...": -j answers in JSON (vrdmactl puts it first);
+ * commands that take no names also take it among their words ("list -j").
+ */
 void vd_cmd_handle(void *arg, const char *line, FILE *out)
 {
 	char buf[256], *argv[VD_CMD_MAX_ARGS], *save = NULL, *tok;
+	const struct vd_cmd *c = NULL;
 	struct vd_daemon *d = arg;
-	int argc = 0;
-	size_t i;
+	int argc = 0, i, j;
+	bool json = false;
+	struct vout o;
+	size_t k;
 
 	snprintf(buf, sizeof(buf), "%s", line);
 	for (tok = strtok_r(buf, " \t", &save); tok && argc < VD_CMD_MAX_ARGS;
@@ -199,19 +228,37 @@ void vd_cmd_handle(void *arg, const char *line, FILE *out)
 		fprintf(out, "error: more than %d words in one request\n", VD_CMD_MAX_ARGS);
 		return;
 	}
+	if (argc && vd_cmd_is_json(argv[0])) {
+		json = true;
+		memmove(argv, argv + 1, --argc * sizeof(argv[0]));
+	}
 	if (argc == 0) {
 		fputs("error: empty request (try: list, census, ping)\n", out);
 		return;
 	}
-	for (i = 0; i < sizeof(vd_cmds) / sizeof(vd_cmds[0]); i++) {
-		if (strcmp(argv[0], vd_cmds[i].name))
-			continue;
-		if (!d->node) {
-			fputs("error: backend not ready\n", out);
-			return;
-		}
-		vd_cmds[i].fn(d, argc, argv, out);
+	for (k = 0; k < sizeof(vd_cmds) / sizeof(vd_cmds[0]) && !c; k++)
+		if (!strcmp(argv[0], vd_cmds[k].name))
+			c = &vd_cmds[k];
+	if (!c) {
+		fprintf(out, "error: unknown command '%.64s' (try: list, census, ping)\n",
+			argv[0]);
 		return;
 	}
-	fprintf(out, "error: unknown command '%.64s' (try: list, census, ping)\n", argv[0]);
+	for (i = j = 1; i < argc; i++) {
+		if (!c->words && vd_cmd_is_json(argv[i]))
+			json = true;
+		else
+			argv[j++] = argv[i];
+	}
+	argc = j;
+	if (!d->node) {
+		fputs("error: backend not ready\n", out);
+		return;
+	}
+	if (vout_init(&o, json)) {
+		fputs("error: out of memory\n", out);
+		return;
+	}
+	c->fn(d, argc, argv, &o);
+	vout_finish(&o, out);
 }

@@ -175,6 +175,11 @@ static int vc_request(const struct vc_opts *o, const char *req)
 	char *resp = NULL;
 	int fd, err;
 
+	char line[300];
+
+	/* -j first: vrdmad answers any command in JSON then. */
+	snprintf(line, sizeof(line), "%s%s", o->json ? "-j " : "", req);
+	req = line;
 	fd = vc_connect(o, deadline);
 	if (fd < 0) {
 		fprintf(stderr, "%s: cannot reach vrdmad at %s: %s\n", prog, o->path,
@@ -229,7 +234,7 @@ static int vc_cmd_list(struct vc_opts *o, int argc, char **argv)
 		}
 		o->json = 1;
 	}
-	return vc_request(o, o->json ? "list -j" : "list");
+	return vc_request(o, "list");
 }
 
 static int vc_cmd_census(struct vc_opts *o, int argc, char **argv)
@@ -315,7 +320,7 @@ static int vc_cmd_stats(struct vc_opts *o, int argc, char **argv)
 		}
 		o->json = 1;
 	}
-	return vc_request(o, o->json ? "stats -j" : "stats");
+	return vc_request(o, "stats");
 }
 
 static volatile sig_atomic_t vc_stop;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend_tg.h"
+#include "../backend/vout.h"
 
 struct vplat *dom0;
 struct vbe_node *node;
@@ -368,4 +369,21 @@ void node_gid(struct tg *g, uint8_t gid[16])
 		ck_assert_int_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
 		gid[i] = (uint8_t)v;
 	}
+}
+
+static struct vout tg_vout;
+
+struct vout *tg_out(bool json)
+{
+	ck_assert_int_eq(vout_init(&tg_vout, json), 0);
+	return &tg_vout;
+}
+
+void tg_out_end(char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	ck_assert_ptr_nonnull(f);
+	vout_finish(&tg_vout, f);
+	ck_assert_int_eq(fclose(f), 0);
 }

@@ -78,6 +78,11 @@ struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
 void expect_no_cqe(struct tg *g);
 void write_works(struct tg *a, struct tg *b);
 void node_gid(struct tg *g, uint8_t gid[16]);
+/* One control command's answer, as vrdmad sends it: tg_out() opens it
+ * (text or JSON) for the backend call, tg_out_end() puts the response
+ * (or "error: ...") in buf. */
+struct vout *tg_out(bool json);
+void tg_out_end(char *buf, size_t len);
 
 /* test_backend_bad.c, test_backend_fair.c, test_backend_keys.c */
 TCase *backend_bad_tcase(void);

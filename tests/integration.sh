@@ -33,7 +33,7 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; 
 ctl() { timeout 10 "$B/sbin/vrdmactl" -S "$RUN" "$@"; }
 
 # census field value, e.g. field guests
-field() { ctl census | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p"; }
+field() { ctl -j census | sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p"; }
 
 # Wait (bounded) until the daemon has forgotten every guest.
 wait_clean() {
@@ -47,7 +47,7 @@ wait_clean() {
 # Nothing of any guest is left and the daemon holds the fds it started with.
 leak_free() {
 	wait_clean || { ctl census; return 1; }
-	local c; c=$(ctl census)
+	local c; c=$(ctl -j census)
 	for f in maps chans qps mrs cqs pds bufs listeners credits dev_bytes; do
 		echo "$c" | grep -q "\"$f\": *0[,}]" || { echo "leak: $c"; return 1; }
 	done

@@ -91,9 +91,9 @@ for _ in $(seq 50); do
 done
 check "stats: tx_bytes moving ($t0 -> $t1)" [ "${t1:-0}" -gt "${t0:-0}" ] ||
 	{ ctl stats; tail -5 "$RUN/bs.out" "$RUN/bc.out"; }
-check "stats text has the table" bash -c "timeout 10 '$B/sbin/vrdmactl' -S '$RUN' stats | grep -q '^GUEST.*QDLY_AVG'"
+check "stats text has the table" bash -c "timeout 10 '$B/sbin/vrdmactl' -S '$RUN' stats | grep -q '^VM .*QDLY'"
 ctl top -n 2 </dev/null | cat >"$RUN/top.out"
-check "top -n 2 without a tty: two tables" [ "$(grep -c '^GUEST' "$RUN/top.out")" = 2 ]
+check "top -n 2 without a tty: two tables" [ "$(grep -c '^VM ' "$RUN/top.out")" = 2 ]
 
 kill $BC $BS 2>/dev/null
 wait $BC $BS 2>/dev/null

@@ -50,7 +50,6 @@ static int pol(const char *line, char *out, size_t len)
 {
 	char buf[256], *argv[16], *save = NULL, *tok, sink[1024];
 	int argc = 0, rc;
-	FILE *f;
 
 	snprintf(buf, sizeof(buf), "%s", line);
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
@@ -59,10 +58,8 @@ static int pol(const char *line, char *out, size_t len)
 		out = sink;
 		len = sizeof(sink);
 	}
-	f = fmemopen(out, len, "w");
-	ck_assert_ptr_nonnull(f);
-	rc = vbe_node_policy(node, argc, argv, f);
-	fclose(f);
+	rc = vbe_node_policy(node, argc, argv, tg_out(false));
+	tg_out_end(out, len);
 	return rc;
 }
 
@@ -299,9 +296,8 @@ START_TEST(pol_file)
 	      "allow job carol\ndeny * secret\n", f);
 	fclose(f);
 	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
-	f = fmemopen(text, sizeof(text), "w");
-	ck_assert_int_eq(vbe_node_policy(n2, 2, w_ungroup, f), 0);
-	fclose(f);
+	ck_assert_int_eq(vbe_node_policy(n2, 2, w_ungroup, tg_out(false)), 0);
+	tg_out_end(text, sizeof(text));
 	ck_assert_str_eq(text, "default tenant\ngroup job alice\nallow job carol\n"
 			 "deny * secret\n");
 	vbe_node_free(n2);
@@ -324,9 +320,8 @@ START_TEST(pol_file)
 			snprintf(words[k], sizeof(words[k]), "tenant-%zu-%d", got, k);
 		for (k = 0; k < 11; k++)
 			w[k] = words[k];
-		f = fmemopen(text, sizeof(text), "w");
-		ck_assert_int_eq(vbe_node_policy(n2, 11, w, f), 0);
-		fclose(f);
+		ck_assert_int_eq(vbe_node_policy(n2, 11, w, tg_out(false)), 0);
+		tg_out_end(text, sizeof(text));
 	}
 	vbe_node_free(n2);
 	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
@@ -342,13 +337,11 @@ START_TEST(pol_file)
 	rmdir(dir);
 	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
 	snprintf(line, sizeof(line), "error: policy: cannot write the policy file");
-	f = fmemopen(text, sizeof(text), "w");
-	ck_assert_int_lt(vbe_node_policy(n2, 2, w_default, f), 0);
-	fclose(f);
+	ck_assert_int_lt(vbe_node_policy(n2, 2, w_default, tg_out(false)), 0);
+	tg_out_end(text, sizeof(text));
 	ck_assert_ptr_nonnull(strstr(text, line));
-	f = fmemopen(text, sizeof(text), "w");
-	ck_assert_int_eq(vbe_node_policy(n2, 0, NULL, f), 0);
-	fclose(f);
+	ck_assert_int_eq(vbe_node_policy(n2, 0, NULL, tg_out(false)), 0);
+	tg_out_end(text, sizeof(text));
 	ck_assert_str_eq(text, "default open\n");
 	vbe_node_free(n2);
 }

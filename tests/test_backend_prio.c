@@ -74,12 +74,11 @@ static void rounds(struct flood *f, unsigned nf, unsigned n, int64_t tick_us)
 static int set(const char *vm, const char *kv)
 {
 	char buf[128], *kvs[1] = { buf }, out[512];
-	FILE *f = fmemopen(out, sizeof(out), "w");
 	int err;
 
 	snprintf(buf, sizeof(buf), "%s", kv);
-	err = vbe_node_prio_set(node, vm, 1, kvs, f);
-	fclose(f);
+	err = vbe_node_prio_set(node, vm, 1, kvs, tg_out(false));
+	tg_out_end(out, sizeof(out));
 	return err;
 }
 
@@ -448,15 +447,13 @@ START_TEST(bad_values_refused)
 	struct vbe_guest *bg;
 	struct tg a;
 	unsigned i;
-	FILE *f;
 
 	tg_full(&a, 5);
 	bg = vbe_node_guest(node, 5, 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(buf, sizeof(buf), "%s", bad[i]);
-		f = fmemopen(out, sizeof(out), "w");
-		ck_assert_int_lt(vbe_node_prio_set(node, "5", 1, kv, f), 0);
-		fclose(f);
+		ck_assert_int_lt(vbe_node_prio_set(node, "5", 1, kv, tg_out(false)), 0);
+		tg_out_end(out, sizeof(out));
 		ck_assert_msg(!strncmp(out, "error:", 6) &&
 			      (strstr(out, "allowed") || strstr(out, "key=value")),
 			      "%s: %s", bad[i], out);

@@ -367,7 +367,7 @@ static int census_guests(void)
 	int n = -1;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "%s/sbin/vrdmactl -S %s census 2>/dev/null",
+	snprintf(cmd, sizeof(cmd), "%s/sbin/vrdmactl -S %s -j census 2>/dev/null",
 		 getenv("VRDMA_BUILD"), d_dir);
 	f = popen(cmd, "r");
 	if (!f)

@@ -163,7 +163,7 @@ START_TEST(test_lifecycle)
 	fclose(f);
 	ck_assert_int_eq(p, pid);
 
-	ck_assert_int_eq(ask("census\n", buf, sizeof(buf)), 0);
+	ck_assert_int_eq(ask("-j census\n", buf, sizeof(buf)), 0);
 	ck_assert_ptr_nonnull(strstr(buf, "\"guests\":0"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"fds\":"));
 	ck_assert_int_eq(ask("frob\n", buf, sizeof(buf)), 0);

@@ -99,7 +99,7 @@ vp_leaks() {
 	local ok=0
 	want leaks || return 0
 	for _ in $(seq 50); do
-		LD_PRELOAD= ctl census | grep -q '"guests": *0[,}]' && { ok=1; break; }
+		LD_PRELOAD= ctl -j census | grep -q '"guests": *0[,}]' && { ok=1; break; }
 		sleep 0.1
 	done
 	LD_PRELOAD= ctl census >"$RUN/leaks.out" 2>&1

@@ -29,6 +29,7 @@
 
 #include "log.h"
 #include "../vbe.h"
+#include "../vout.h"
 
 #define VBE_POL_MEMBERS	256		/* tenants placed in groups */
 #define VBE_POL_RULES	256
@@ -213,17 +214,17 @@ static bool vbe_pol_domid_name(const char *s)
 	return true;
 }
 
-static int vbe_pol_err(FILE *out, int err, const char *fmt, ...)
+static int vbe_pol_err(struct vout *o, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* A name kept in the policy: a tenant or group that stays itself. */
-static int vbe_pol_kept_name(const char *s, bool star, FILE *out)
+static int vbe_pol_kept_name(const char *s, bool star, struct vout *o)
 {
 	if (!vbe_pol_name_ok(s, star))
-		return vbe_pol_err(out, -EINVAL, "bad name '%.64s' (letters, digits, _-.@; up "
+		return vbe_pol_err(o, -EINVAL, "bad name '%.64s' (letters, digits, _-.@; up "
 				   "to 31%s)", s, star ? "; or *" : "");
 	if (vbe_pol_domid_name(s))
-		return vbe_pol_err(out, -EINVAL, "'%s' names a domain id, which Xen gives to "
+		return vbe_pol_err(o, -EINVAL, "'%s' names a domain id, which Xen gives to "
 				   "the next domain too: give the domain a tenant name (the "
 				   "toolstack's `tenant` key, docs/tenants.md)", s);
 	return 0;
@@ -251,31 +252,28 @@ static struct vbe_pol_rule *vbe_pol_rule_find(struct vbe_policy *p, bool deny,
 	return NULL;
 }
 
-static int vbe_pol_err(FILE *out, int err, const char *fmt, ...)
+static int vbe_pol_err(struct vout *o, int err, const char *fmt, ...)
 {
+	char msg[224];
 	va_list ap;
 
-	if (out) {
-		fputs("error: policy: ", out);
-		va_start(ap, fmt);
-		vfprintf(out, fmt, ap);
-		va_end(ap);
-		fputc('\n', out);
-	}
-	return err;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return vout_err(o, err, "policy: %s", msg);
 }
 
 #define VBE_POL_USAGE "default open|tenant; group GROUP TENANT..; ungroup TENANT..; " \
 		      "allow|deny FROM TO; remove allow|deny FROM TO; clear"
 
 /* Apply one change (words of a command, "policy" left out) to p. */
-static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
+static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, struct vout *o)
 {
 	int i;
 
 	if (argc == 2 && !strcmp(argv[0], "default")) {
 		if (strcmp(argv[1], "open") && strcmp(argv[1], "tenant"))
-			return vbe_pol_err(out, -EINVAL, "default '%.32s': open or tenant",
+			return vbe_pol_err(o, -EINVAL, "default '%.32s': open or tenant",
 					   argv[1]);
 		p->closed = !strcmp(argv[1], "tenant");
 		return 0;
@@ -289,33 +287,33 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 		int err;
 
 		for (i = 1; i < argc; i++)
-			if ((err = vbe_pol_kept_name(argv[i], false, out)))
+			if ((err = vbe_pol_kept_name(argv[i], false, o)))
 				return err;
 		/* Groups and ungrouped tenants share one set of names: a group
 		 * must not be named as a tenant (uid<N>, or one in a group),
 		 * nor a tenant as another group. */
 		if (!strncmp(argv[1], "uid", 3) && argv[1][3] >= '0' && argv[1][3] <= '9')
-			return vbe_pol_err(out, -EINVAL, "group name '%s' looks like a tenant "
+			return vbe_pol_err(o, -EINVAL, "group name '%s' looks like a tenant "
 					   "(uid<N>)", argv[1]);
 		if (vbe_pol_member(p, argv[1]))
-			return vbe_pol_err(out, -EEXIST, "'%s' is a tenant in a group: not a "
+			return vbe_pol_err(o, -EEXIST, "'%s' is a tenant in a group: not a "
 					   "group name", argv[1]);
 		for (i = 2; i < argc; i++) {
 			unsigned j;
 
 			for (j = 0; j < p->nmem; j++)
 				if (!strcmp(p->mem[j].group, argv[i]))
-					return vbe_pol_err(out, -EEXIST, "'%s' is a group: not a "
+					return vbe_pol_err(o, -EEXIST, "'%s' is a group: not a "
 							   "tenant", argv[i]);
 			if (!strcmp(argv[i], argv[1]))
-				return vbe_pol_err(out, -EINVAL, "group '%s' in itself", argv[1]);
+				return vbe_pol_err(o, -EINVAL, "group '%s' in itself", argv[1]);
 		}
 		for (i = 2; i < argc; i++) {
 			struct vbe_pol_member *m = vbe_pol_member(p, argv[i]);
 
 			if (!m) {
 				if (p->nmem == VBE_POL_MEMBERS)
-					return vbe_pol_err(out, -ENOSPC, "%s",
+					return vbe_pol_err(o, -ENOSPC, "%s",
 							   "256 grouped tenants is the limit");
 				m = &p->mem[p->nmem++];
 				snprintf(m->tenant, sizeof(m->tenant), "%s", argv[i]);
@@ -329,7 +327,7 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 			struct vbe_pol_member *m = vbe_pol_member(p, argv[i]);
 
 			if (!m)
-				return vbe_pol_err(out, -ENOENT, "tenant '%.64s' is in no group",
+				return vbe_pol_err(o, -ENOENT, "tenant '%.64s' is in no group",
 						   argv[i]);
 			*m = p->mem[--p->nmem];
 		}
@@ -345,13 +343,13 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 
 		int err;
 
-		if ((err = vbe_pol_kept_name(from, true, out)) ||
-		    (err = vbe_pol_kept_name(to, true, out)))
+		if ((err = vbe_pol_kept_name(from, true, o)) ||
+		    (err = vbe_pol_kept_name(to, true, o)))
 			return err;
 		r = vbe_pol_rule_find(p, deny, from, to);
 		if (rm) {
 			if (!r)
-				return vbe_pol_err(out, -ENOENT, "no such rule: %s", deny ?
+				return vbe_pol_err(o, -ENOENT, "no such rule: %s", deny ?
 						   "deny" : "allow");
 			memmove(r, r + 1, (size_t)(&p->rule[p->nrule] - (r + 1)) * sizeof(*r));
 			p->nrule--;
@@ -360,7 +358,7 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 		if (r)
 			return 0;
 		if (p->nrule == VBE_POL_RULES)
-			return vbe_pol_err(out, -ENOSPC, "%s", "256 rules is the limit");
+			return vbe_pol_err(o, -ENOSPC, "%s", "256 rules is the limit");
 		r = &p->rule[p->nrule++];
 		r->deny = deny;
 		snprintf(r->from, sizeof(r->from), "%s", from);
@@ -369,22 +367,29 @@ static int vbe_pol_apply(struct vbe_policy *p, int argc, char **argv, FILE *out)
 		r->hto = strcmp(to, "*") ? vbe_policy_hash(to) : VBE_POL_ANY;
 		return 0;
 	}
-	return vbe_pol_err(out, -EINVAL, "unknown or incomplete change '%.32s' (" VBE_POL_USAGE
+	return vbe_pol_err(o, -EINVAL, "unknown or incomplete change '%.32s' (" VBE_POL_USAGE
 			   ")", argc ? argv[0] : "");
 }
 
-/* The policy as the lines that make it (the file, `policy show`). */
-static void vbe_pol_print(const struct vbe_policy *p, FILE *out)
+/* The policy as the lines that make it (the file, `policy show`); JSON:
+ * {"default","file","groups":[{"group","tenants":[..]}],"rules":[..]}. */
+static void vbe_pol_print(const struct vbe_policy *p, struct vout *o)
 {
+	const char *dflt = p->closed ? "tenant" : "open";
 	unsigned i, j, k;
 
-	fprintf(out, "default %s\n", p->closed ? "tenant" : "open");
+	vout_str(o, "default", dflt, "default %s\n", dflt);
+	vout_jstr(o, "file", p->path[0] ? p->path : NULL);
 	/* One line per group, its tenants in table order. */
+	vout_arr(o, "groups");
 	for (i = 0; i < p->nmem; i++) {
 		for (j = 0; j < i && strcmp(p->mem[j].group, p->mem[i].group); j++)
 			;
 		if (j < i)
 			continue;
+		vout_obj(o, NULL);
+		vout_jstr(o, "group", p->mem[i].group);
+		vout_arr(o, "tenants");
 		/* 8 tenants a line: a line must load again (40 words,
 		 * 1023 bytes), and `group` adds to a group. */
 		k = 0;
@@ -392,15 +397,26 @@ static void vbe_pol_print(const struct vbe_policy *p, FILE *out)
 			if (strcmp(p->mem[j].group, p->mem[i].group))
 				continue;
 			if (k % 8 == 0)
-				fprintf(out, "%sgroup %s", k ? "\n" : "", p->mem[i].group);
-			fprintf(out, " %s", p->mem[j].tenant);
+				vout_text(o, "%sgroup %s", k ? "\n" : "", p->mem[i].group);
+			vout_str(o, NULL, p->mem[j].tenant, " %s", p->mem[j].tenant);
 			k++;
 		}
-		fputc('\n', out);
+		vout_text(o, "\n");
+		vout_end(o);
+		vout_end(o);
 	}
-	for (i = 0; i < p->nrule; i++)
-		fprintf(out, "%s %s %s\n", p->rule[i].deny ? "deny" : "allow", p->rule[i].from,
-			p->rule[i].to);
+	vout_end(o);
+	vout_arr(o, "rules");
+	for (i = 0; i < p->nrule; i++) {
+		const char *act = p->rule[i].deny ? "deny" : "allow";
+
+		vout_obj(o, NULL);
+		vout_str(o, "action", act, "%s", act);
+		vout_str(o, "from", p->rule[i].from, " %s", p->rule[i].from);
+		vout_str(o, "to", p->rule[i].to, " %s\n", p->rule[i].to);
+		vout_end(o);
+	}
+	vout_end(o);
 }
 
 /* Split a line into words (in place); a '#' starts a comment. */
@@ -421,10 +437,10 @@ static int vbe_pol_words(char *line, char **argv, int max)
 
 static int vbe_pol_load(struct vbe_policy *p, const char *path)
 {
-	char line[1024], *argv[40], msg[256] = "";
+	char line[1024], *argv[40];
 	unsigned lineno = 0;
-	FILE *f, *err;
 	int argc, rc = 0;
+	FILE *f;
 
 	f = fopen(path, "re");
 	if (!f) {
@@ -446,19 +462,12 @@ static int vbe_pol_load(struct vbe_policy *p, const char *path)
 			vlog_err("policy: %s:%u: too many words", path, lineno);
 			rc = -EINVAL;
 		} else if (argc) {
-			err = fmemopen(msg, sizeof(msg), "w");
-			rc = vbe_pol_apply(p, argc, argv, err);
-			if (err)
-				fclose(err);
-			if (rc) {
-				const char *m = err ? msg : strerror(-rc);
-				size_t pre = strlen("error: policy: ");
+			struct vout eo = { 0 };		/* its error only */
 
-				if (!strncmp(m, "error: policy: ", pre))
-					m += pre;
-				vlog_err("policy: %s:%u: %.*s", path, lineno,
-					 (int)strcspn(m, "\n"), m);
-			}
+			rc = vbe_pol_apply(p, argc, argv, &eo);
+			if (rc)		/* eo.msg: "policy: <why>" */
+				vlog_err("policy: %s:%u: %s", path, lineno,
+					 eo.msg + strlen("policy: "));
 		}
 	}
 	if (!rc && ferror(f))
@@ -491,18 +500,26 @@ static int vbe_pol_sync_dir(const char *path)
 static int vbe_pol_save(const struct vbe_policy *p)
 {
 	char tmp[sizeof(p->path) + 8];
+	struct vout o;
 	FILE *f;
-	int err = 0;
+	int err;
 
 	if (!p->path[0])
 		return 0;
+	err = vout_init(&o, false);
+	if (err)
+		return err;
+	vbe_pol_print(p, &o);
 	snprintf(tmp, sizeof(tmp), "%s.new", p->path);
 	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	if (!f) {
+		err = -errno;
+		vout_fini(&o);
+		return err;
+	}
 	fputs("# vrdma connect policy: written by vrdmad (vrdmactl policy ...)\n", f);
-	vbe_pol_print(p, f);
-	if (fflush(f) || fsync(fileno(f)))
+	err = vout_finish(&o, f);	/* the lines of `policy show` */
+	if (!err && (fflush(f) || fsync(fileno(f))))
 		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;
@@ -553,45 +570,60 @@ void vbe_policy_free(struct vbe_node *n)
 	n->pol = NULL;
 }
 
-/* `vrdmactl policy check FROM TO`: tenants (or groups), and why. */
-static int vbe_pol_check(struct vbe_node *n, const char *from, const char *to, FILE *out)
+/* `vrdmactl policy check FROM TO`: tenants (or groups), and why.  JSON:
+ * {"decision","from","from_group","to","to_group","by":"group|rule|default",
+ *  "rule":{"action","from","to"} or "default":"open|tenant"}. */
+static int vbe_pol_check(struct vbe_node *n, const char *from, const char *to,
+			 struct vout *o)
 {
 	struct vbe_party f = vbe_policy_local(n, from), t = vbe_policy_local(n, to);
 	const char *gf = f.group, *gt = t.group;
+	const char *dflt = n->pol->closed ? "tenant" : "open";
 	const struct vbe_pol_rule *why;
 	bool ok = vbe_pol_decide(n->pol, &f, &t, &why);
 
-	fprintf(out, "%s: %s (group %s) -> %s (group %s): ", ok ? "allow" : "deny",
-		from, gf, to, gt);
-	if (!strcmp(gf, gt))
-		fputs("same group\n", out);
-	else if (why)
-		fprintf(out, "rule %s %s %s\n", why->deny ? "deny" : "allow", why->from, why->to);
-	else
-		fprintf(out, "default %s\n", n->pol->closed ? "tenant" : "open");
+	vout_str(o, "decision", ok ? "allow" : "deny", "%s:", ok ? "allow" : "deny");
+	vout_str(o, "from", from, " %s", from);
+	vout_str(o, "from_group", gf, " (group %s) ->", gf);
+	vout_str(o, "to", to, " %s", to);
+	vout_str(o, "to_group", gt, " (group %s): ", gt);
+	if (!strcmp(gf, gt)) {
+		vout_str(o, "by", "group", "same group\n");
+	} else if (why) {
+		vout_str(o, "by", "rule", "rule ");
+		vout_obj(o, "rule");
+		vout_str(o, "action", why->deny ? "deny" : "allow", "%s",
+			 why->deny ? "deny" : "allow");
+		vout_str(o, "from", why->from, " %s", why->from);
+		vout_str(o, "to", why->to, " %s\n", why->to);
+		vout_end(o);
+	} else {
+		vout_jstr(o, "by", "default");
+		vout_str(o, "default", dflt, "default %s\n", dflt);
+	}
 	return 0;
 }
 
-int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
+int vbe_node_policy(struct vbe_node *n, int argc, char **argv, struct vout *o)
 {
 	struct vbe_policy *next;
 	int err;
 
 	if (!argc || (argc == 1 && !strcmp(argv[0], "show"))) {
-		vbe_pol_print(n->pol, out);
+		vbe_pol_print(n->pol, o);
 		return 0;
 	}
 	if (!strcmp(argv[0], "check")) {
 		if (argc != 3 || !vbe_pol_name_ok(argv[1], false) ||
 		    !vbe_pol_name_ok(argv[2], false))
-			return vbe_pol_err(out, -EINVAL, "%s", "usage: policy check FROM_TENANT "
+			return vbe_pol_err(o, -EINVAL, "%s", "usage: policy check FROM_TENANT "
 					   "TO_TENANT");
-		return vbe_pol_check(n, argv[1], argv[2], out);
+		return vbe_pol_check(n, argv[1], argv[2], o);
 	}
 	/* On a copy: what is not saved does not take effect. */
 	next = malloc(sizeof(*next));
 	if (!next)
-		return vbe_pol_err(out, -ENOMEM, "%s", "out of memory");
+		return vbe_pol_err(o, -ENOMEM, "%s", "out of memory");
 	memcpy(next, n->pol, sizeof(*next));
 	/* A group named as a tenant that has guests would take it in. */
 	if (argc >= 2 && !strcmp(argv[0], "group")) {
@@ -600,15 +632,15 @@ int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
 		for (t = n->tenants; t; t = t->next)
 			if (!strcmp(t->name, argv[1])) {
 				free(next);
-				return vbe_pol_err(out, -EEXIST, "'%s' is a tenant with guests: not "
+				return vbe_pol_err(o, -EEXIST, "'%s' is a tenant with guests: not "
 						   "a group name", argv[1]);
 			}
 	}
-	err = vbe_pol_apply(next, argc, argv, out);
+	err = vbe_pol_apply(next, argc, argv, o);
 	if (!err) {
 		err = vbe_pol_save(next);
 		if (err)
-			vbe_pol_err(out, err, "cannot write the policy file: %s",
+			vbe_pol_err(o, err, "cannot write the policy file: %s",
 				    strerror(-err));
 	}
 	if (err) {
@@ -617,12 +649,12 @@ int vbe_node_policy(struct vbe_node *n, int argc, char **argv, FILE *out)
 	}
 	free(n->pol);
 	n->pol = next;
-	if (!n->pol->path[0])
-		fputs("note: policy held in memory only (vrdmad has no -P file): lost at "
-		      "restart\n", out);
+	if (!n->pol->path[0])	/* JSON: "file":null says it */
+		vout_text(o, "note: policy held in memory only (vrdmad has no -P file): "
+			  "lost at restart\n");
 	vlog_info("policy: %s%s%s%s%s%s%s", argv[0], argc > 1 ? " " : "",
 		  argc > 1 ? argv[1] : "", argc > 2 ? " " : "", argc > 2 ? argv[2] : "",
 		  argc > 3 ? " " : "", argc > 3 ? argv[3] : "");
-	vbe_pol_print(n->pol, out);
+	vbe_pol_print(n->pol, o);
 	return 0;
 }

@@ -88,7 +88,7 @@ vd_start() {
 # it started with.
 leak_free() {
 	for _ in $(seq 40); do
-		c=$(ctl census)
+		c=$(ctl -j census)
 		if [ "$(field guests "$c")" = 0 ] && [ "$(field fds "$c")" = "$FDS0" ]; then
 			_ok=1
 			for f in maps chans qps mrs cqs pds bufs listeners credits dev_bytes; do

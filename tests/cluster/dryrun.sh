@@ -25,7 +25,7 @@ for _ in $(seq 100); do
 	vrdmactl -S "$VRDMA_RUN_DIR" ping >/dev/null 2>&1 && break
 	sleep 0.05
 done
-FDS0=$(vrdmactl -S "$VRDMA_RUN_DIR" census | sed -n 's/.*"fds": *\([0-9]*\).*/\1/p')
+FDS0=$(vrdmactl -S "$VRDMA_RUN_DIR" -j census | sed -n 's/.*"fds": *\([0-9]*\).*/\1/p')
 
 node() { # name
 	NODE=$1 IP=127.0.0.1 PEER=127.0.0.1 VRNODE=dry CL_TMP=$W/$1 CL_REMOTE=1 \

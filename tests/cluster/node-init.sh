@@ -90,7 +90,7 @@ else
 	tail -n 20 $VLOG
 fi
 # shellcheck disable=SC2034  # leak_free (cl-lib.sh) compares with it
-FDS0=$(field fds "$(ctl census)")
+FDS0=$(field fds "$(ctl -j census)")
 
 if [ -r /vrdma/suite-$SUITE.sh ]; then
 	# shellcheck disable=SC1090

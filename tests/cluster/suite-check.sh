@@ -43,7 +43,7 @@ kill_pair() {
 	fi
 	# Both ends hold a QP on their own node once connected.
 	for _ in $(seq 100); do
-		[ "$(field qps "$(ctl census)")" -ge 1 ] 2>/dev/null && break
+		[ "$(field qps "$(ctl -j census)")" -ge 1 ] 2>/dev/null && break
 		sleep 0.3
 	done
 	if [ "$NODE" = a ]; then

@@ -43,7 +43,7 @@ is_clean() { # census guests
 # attached devices and the fds it started with.
 xleak_free() {
 	for _ in $(seq 40); do
-		c=$(ctl census)
+		c=$(ctl -j census)
 		is_clean "$c" "$1" && return 0
 		sleep 0.5
 	done
@@ -79,7 +79,7 @@ itest_markers() { # side text
 # qps_up N: bounded wait until this node's vrdmad holds N device QPs.
 qps_up() {
 	for _ in $(seq 100); do
-		[ "$(field qps "$(ctl census)")" -ge "$1" ] 2>/dev/null && return 0
+		[ "$(field qps "$(ctl -j census)")" -ge "$1" ] 2>/dev/null && return 0
 		sleep 0.3
 	done
 	return 1
@@ -219,7 +219,7 @@ xc_pt() {
 # Pages the device holds pinned for vrdmad (ib_umem: the zero-copy path).
 pinned() { grep VmPin /proc/$VPID/status | tr -s ' \t' ' '; }
 
-FDS0=$(field fds "$(ctl census)")
+FDS0=$(field fds "$(ctl -j census)")
 echo "vrdmad pid $VPID, $FDS0 fds at start, census $(ctl census)"
 
 # ---- 0. guest network: domu1 on a <-> domu1 on b ----

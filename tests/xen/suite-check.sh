@@ -39,7 +39,7 @@ is_clean() { # census guests
 # attached devices and the fds it started with.
 leak_free() {
 	for _ in $(seq 40); do
-		c=$(ctl census)
+		c=$(ctl -j census)
 		is_clean "$c" "$1" && return 0
 		sleep 0.5
 	done
@@ -74,7 +74,7 @@ itest_markers() { # side text
 
 # One verified pair beside the hostile cases: about a second under TCG.
 CALM_ITERS=${CALM_ITERS:-2000}
-FDS0=$(field fds "$(ctl census)")
+FDS0=$(field fds "$(ctl -j census)")
 echo "vrdmad pid $VPID, $FDS0 fds at start"
 
 # ---- 0. guest network: domu1 -> domu2 over xenbr0 ----
@@ -268,7 +268,7 @@ ns=$(du_run $D1 "$(printf "$BW_KILL" "")" "listening on service")
 if du_ready $D1 $ns 60; then
 	nc=$(du_run $D2 "$(printf "$BW_KILL" local)")
 	for _ in $(seq 100); do
-		[ "$(field qps "$(ctl census)")" -ge 2 ] 2>/dev/null && break
+		[ "$(field qps "$(ctl -j census)")" -ge 2 ] 2>/dev/null && break
 		sleep 0.3
 	done
 	sleep 2
