@@ -6,9 +6,10 @@
  *   2026-11-24T10:00:00.123 [  5321.042] vrdmad[812] warn: message
  *
  * wall time (local, milliseconds), the monotonic clock in seconds (what
- * the kernel's dmesg counts), program[pid] and the level.  When stderr is the journal (systemd's JOURNAL_STREAM names it),
- * "<N>message": the journal stamps time and program itself and takes N as
- * the syslog priority (sd-daemon(3)).
+ * the kernel's dmesg counts), program[pid] and the level.  When stderr is
+ * the journal (systemd's JOURNAL_STREAM names it), "<N>message": the
+ * journal stamps time and program itself and takes N as the syslog
+ * priority (sd-daemon(3)).
  */
 #include <errno.h>
 #include <stdarg.h>
