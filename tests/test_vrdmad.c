@@ -176,7 +176,7 @@ START_TEST(test_lifecycle)
 	ck_assert_int_eq(vrdmactl("-j list", buf, sizeof(buf)), 0);
 	ck_assert_int_eq(buf[0], '{');
 	ck_assert_int_eq(vrdmactl("census", buf, sizeof(buf)), 0);
-	ck_assert_int_eq(vrdmactl("nosuch", buf, sizeof(buf)), 1);
+	ck_assert_int_eq(vrdmactl("nosuch", buf, sizeof(buf)), 2);
 
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
 	ck_assert_int_eq(wait_exit(pid), 0);
@@ -184,7 +184,7 @@ START_TEST(test_lifecycle)
 	ck_assert(!exists("vrdmad.pid"));
 	ck_assert(!exists("guest.sock"));
 
-	ck_assert_int_eq(vrdmactl("ping", buf, sizeof(buf)), 1);
+	ck_assert_int_eq(vrdmactl("ping", buf, sizeof(buf)), 3);
 	ck_assert_ptr_nonnull(strstr(buf, "vrdmactl: cannot reach vrdmad at "));
 }
 END_TEST
