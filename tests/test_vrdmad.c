@@ -2,11 +2,16 @@
 /*
  * The real vrdmad and vrdmactl binaries ($VRDMA_BUILD/sbin): start, answer
  * on the control socket, refuse a second instance, recover from a crashed
- * one's stale sockets, shut down clean on SIGTERM.  Every wait is bounded.
+ * one's stale sockets, shut down clean on SIGTERM.  Every vrdmactl command's
+ * JSON read by a parser, with names that need escaping; its exit status
+ * for a usage error, an unreachable and a refusing vrdmad; vrdmad's log
+ * lines for a reader and for the journal.  Every wait is bounded.
  */
 #include <check.h>
 #include <errno.h>
+#include <regex.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +19,18 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/time.h>
 
-#define WAIT_MS		10000
+#include <json-c/json.h>
 
-static char dir[64], bin[512], ctl_bin[512];
+#define WAIT_MS		10000
+/* A node and a VM name JSON must escape (a quote, a backslash). */
+#define HOSTILE_NODE	"node\"x\\y"
+#define HOSTILE_VM	"vm\"x\\y"
+
+static char dir[64], bin[512], ctl_bin[512], bw_bin[512];
 
 static void sleep_ms(int ms)
 {
@@ -36,6 +47,7 @@ static void setup(void)
 		b = "build";
 	snprintf(bin, sizeof(bin), "%s/sbin/vrdmad", b);
 	snprintf(ctl_bin, sizeof(ctl_bin), "%s/sbin/vrdmactl", b);
+	snprintf(bw_bin, sizeof(bw_bin), "%s/bin/vrdma-bw", b);
 	snprintf(dir, sizeof(dir), "/tmp/vrdmad-t-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	/* The daemon must not depend on the environment naming the dir. */
@@ -52,22 +64,36 @@ static void teardown(void)
 		fprintf(stderr, "cannot remove %s\n", dir);
 }
 
-static pid_t start(void)
+/* vrdmad named node; journal: its stderr (the log file) passed off as
+ * the journal's stream, as systemd's JOURNAL_STREAM does. */
+static pid_t start_as(const char *node, int journal)
 {
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char log[128];
+		char log[128], js[64];
+		struct stat st;
 
 		/* Quiet test output: the daemon logs beside its sockets. */
 		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
 		if (!freopen(log, "a", stderr))
 			_exit(126);
-		execl(bin, "vrdmad", "-f", "-S", dir, "-n", "tnode", (char *)NULL);
+		unsetenv("JOURNAL_STREAM");
+		if (journal && !fstat(2, &st)) {
+			snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+				 (unsigned long long)st.st_ino);
+			setenv("JOURNAL_STREAM", js, 1);
+		}
+		execl(bin, "vrdmad", "-f", "-S", dir, "-n", node, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t start(void)
+{
+	return start_as("tnode", 0);
 }
 
 /* Exit status of pid within WAIT_MS, or -1 (then it is killed). */
@@ -147,6 +173,28 @@ static int vrdmactl(const char *args, char *out, size_t len)
 	return WEXITSTATUS(pclose(f));
 }
 
+/* Every line of vrdmad's log matches re (extended). */
+static void log_lines_match(const char *re)
+{
+	char path[128], line[1024];
+	int n = 0;
+	regex_t rx;
+	FILE *f;
+
+	ck_assert_int_eq(regcomp(&rx, re, REG_EXTENDED | REG_NOSUB), 0);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		ck_assert_msg(regexec(&rx, line, 0, NULL, 0) == 0, "log line '%s' is not '%s'",
+			      line, re);
+		n++;
+	}
+	fclose(f);
+	regfree(&rx);
+	ck_assert_int_gt(n, 0);
+}
+
 START_TEST(test_lifecycle)
 {
 	char buf[4096], path[128];
@@ -186,6 +234,314 @@ START_TEST(test_lifecycle)
 
 	ck_assert_int_eq(vrdmactl("ping", buf, sizeof(buf)), 3);
 	ck_assert_ptr_nonnull(strstr(buf, "vrdmactl: cannot reach vrdmad at "));
+	/* Wall time to the ms, monotonic seconds, program[pid], level. */
+	log_lines_match("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3} "
+			"\\[ *[0-9]+\\.[0-9]{3}\\] vrdmad\\[[0-9]+\\] "
+			"(error|warn|info|debug): .");
+}
+END_TEST
+
+/* Under systemd (stderr is the journal): <N> priorities, nothing else. */
+START_TEST(test_log_journal)
+{
+	char path[128];
+	pid_t pid;
+
+	pid = start_as("tnode", 1);
+	wait_ping();
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_exit(pid), 0);
+	log_lines_match("^<[3467]>[^<]");
+	/* A stream that is not the journal's: the reader's format again. */
+	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	setenv("JOURNAL_STREAM", "1:1", 1);
+	pid = start();
+	wait_ping();
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_exit(pid), 0);
+	unsetenv("JOURNAL_STREAM");
+	log_lines_match("^[0-9]{4}-.* vrdmad\\[[0-9]+\\] (error|warn|info|debug): ");
+}
+END_TEST
+
+/* Run vrdmactl (args as sh words): its exit status; stdout in out,
+ * stderr in err (either may be NULL). */
+static int ctl2(const char *args, char *out, size_t len, char *err, size_t elen)
+{
+	char cmd[1024], epath[128];
+	size_t got = 0;
+	FILE *f;
+	int st;
+
+	snprintf(epath, sizeof(epath), "%s/ctl.err", dir);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s -S %s %s 2>%s", ctl_bin, dir, args, epath);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	if (out) {
+		got = fread(out, 1, len - 1, f);
+		out[got] = '\0';
+	} else {
+		char sink[4096];
+
+		while (fread(sink, 1, sizeof(sink), f) > 0)
+			;
+	}
+	st = pclose(f);
+	if (err) {
+		f = fopen(epath, "r");
+		ck_assert_ptr_nonnull(f);
+		got = fread(err, 1, elen - 1, f);
+		err[got] = '\0';
+		fclose(f);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* `vrdmactl -j ARGS`: exit 0 and a document a JSON parser takes whole. */
+static struct json_object *ctl_json(const char *args)
+{
+	static char out[1 << 16];
+	enum json_tokener_error jerr;
+	struct json_object *j;
+	struct json_tokener *tok;
+	char cmd[512], err[512];
+	size_t len;
+
+	snprintf(cmd, sizeof(cmd), "-j %s", args);
+	ck_assert_msg(ctl2(cmd, out, sizeof(out), err, sizeof(err)) == 0, "vrdmactl %s: %s",
+		      cmd, err);
+	len = strlen(out);
+	ck_assert_msg(len > 1 && out[len - 1] == '\n', "vrdmactl %s: '%s'", cmd, out);
+	tok = json_tokener_new();
+	ck_assert_ptr_nonnull(tok);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	j = json_tokener_parse_ex(tok, out, (int)len - 1);
+	jerr = json_tokener_get_error(tok);
+	ck_assert_msg(j && jerr == json_tokener_success &&
+		      json_tokener_get_parse_end(tok) == len - 1,
+		      "vrdmactl %s: not one JSON document (%s): %s", cmd,
+		      json_tokener_error_desc(jerr), out);
+	json_tokener_free(tok);
+	ck_assert(json_object_is_type(j, json_type_object));
+	return j;
+}
+
+/* The member at a path of keys and array indexes ("guests.0.vm"); it
+ * must be there (JSON null is NULL). */
+static struct json_object *jget(struct json_object *j, const char *path)
+{
+	char buf[256], *save = NULL, *k;
+	bool there = true;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k && there; k = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(j, json_type_array)) {
+			there = (size_t)atoi(k) < json_object_array_length(j);
+			j = there ? json_object_array_get_idx(j, (size_t)atoi(k)) : NULL;
+		} else {
+			there = json_object_is_type(j, json_type_object) &&
+				json_object_object_get_ex(j, k, &j);
+		}
+	}
+	ck_assert_msg(there, "no %s", path);
+	return j;
+}
+
+static const char *jstr(struct json_object *j, const char *path)
+{
+	struct json_object *v = jget(j, path);
+
+	ck_assert_msg(json_object_is_type(v, json_type_string), "%s is not a string", path);
+	return json_object_get_string(v);
+}
+
+static int64_t jint(struct json_object *j, const char *path)
+{
+	struct json_object *v = jget(j, path);
+
+	ck_assert_msg(json_object_is_type(v, json_type_int), "%s is not a number", path);
+	return json_object_get_int64(v);
+}
+
+/* A guest process named HOSTILE_VM: vrdma-bw waiting for a client. */
+static pid_t start_guest(void)
+{
+	char log[128];
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		snprintf(log, sizeof(log), "%s/bw.log", dir);
+		if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		setenv("VRDMA_RUN_DIR", dir, 1);
+		setenv("VRDMA_VM", HOSTILE_VM, 1);
+		execl(bw_bin, "vrdma-bw", "-p", "svc", "-T", "60", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+START_TEST(test_json_every_command)
+{
+	char args[256], out[4096], err[512];
+	struct json_object *j;
+	pid_t pid, gpid;
+	size_t i;
+	int n;
+
+	ck_assert_msg(access(bw_bin, X_OK) == 0, "%s not built", bw_bin);
+	pid = start_as(HOSTILE_NODE, 0);
+	wait_ping();
+	gpid = start_guest();
+	for (i = 0, n = 0; i < WAIT_MS / 50 && n != 1; i++) {
+		j = ctl_json("census");
+		n = (int)jint(j, "guests");
+		json_object_put(j);
+		if (n != 1)
+			sleep_ms(50);
+	}
+	ck_assert_int_eq(n, 1);
+
+	j = ctl_json("ping");
+	ck_assert(json_object_get_boolean(jget(j, "pong")));
+	ck_assert_str_eq(jstr(j, "node"), HOSTILE_NODE);
+	ck_assert_int_eq(jint(j, "pid"), pid);
+	json_object_put(j);
+
+	j = ctl_json("census");
+	ck_assert_int_eq(jint(j, "guests"), 1);
+	ck_assert_int_ge(jint(j, "listeners"), 1);
+	ck_assert_int_gt(jint(j, "fds"), 0);
+	json_object_put(j);
+
+	j = ctl_json("list");
+	ck_assert_str_eq(jstr(j, "node"), HOSTILE_NODE);
+	ck_assert_str_eq(jstr(j, "guests.0.vm"), HOSTILE_VM);
+	ck_assert_str_eq(jstr(j, "guests.0.state"), "connected");
+	snprintf(args, sizeof(args), "uid%u", (unsigned)getuid());
+	ck_assert_str_eq(jstr(j, "guests.0.tenant"), args);
+	ck_assert(json_object_is_type(jget(j, "guests.0.counters"), json_type_object));
+	ck_assert(json_object_is_type(jget(j, "guests.0.qps"), json_type_array));
+	json_object_put(j);
+
+	j = ctl_json("stats -s vm");
+	ck_assert_str_eq(jstr(j, "node"), HOSTILE_NODE);
+	ck_assert_str_eq(jstr(j, "sort"), "vm");
+	ck_assert_str_eq(jstr(j, "guests.0.vm"), HOSTILE_VM);
+	ck_assert_str_eq(jstr(j, "guests.0.class"), "normal");
+	ck_assert_int_ge(jint(j, "guests.0.counters.commands"), 1);
+	json_object_put(j);
+
+	/* A VM's name as the shell passes it: 'vm"x\y'. */
+	j = ctl_json("set 'vm\"x\\y' weight=3 class=high rate=1G/s,64M");
+	ck_assert_str_eq(jstr(j, "vm"), HOSTILE_VM);
+	ck_assert_int_eq(jint(j, "weight"), 3);
+	ck_assert_str_eq(jstr(j, "class"), "high");
+	ck_assert_int_eq(jint(j, "rate"), 1ll << 30);
+	ck_assert_int_eq(jint(j, "burst"), 64ll << 20);
+	json_object_put(j);
+	j = ctl_json("get 'vm\"x\\y'");
+	ck_assert_int_eq(jint(j, "weight"), 3);
+	ck_assert_int_eq(strncmp(jstr(j, "name"), "dom", 3), 0);
+	json_object_put(j);
+
+	j = ctl_json("set tenant:default listeners=32");
+	ck_assert_str_eq(jstr(j, "tenant"), "default");
+	ck_assert_int_eq(jint(j, "listeners.limit"), 32);
+	json_object_put(j);
+	snprintf(args, sizeof(args), "get tenant:uid%u", (unsigned)getuid());
+	j = ctl_json(args);
+	ck_assert_int_eq(jint(j, "guests.used"), 1);
+	ck_assert_int_eq(jint(j, "listeners.limit"), 32);
+	ck_assert(json_object_get_boolean(jget(j, "listeners.default")));
+	json_object_put(j);
+	j = ctl_json("get tenants");
+	ck_assert_uint_eq(json_object_array_length(jget(j, "tenants")), 2);
+	ck_assert_str_eq(jstr(j, "tenants.0.tenant"), "default");
+	json_object_put(j);
+
+	j = ctl_json("policy group g1 alice bob");
+	ck_assert_str_eq(jstr(j, "default"), "open");
+	ck_assert(jget(j, "file") == NULL);	/* null: held in memory only */
+	ck_assert_str_eq(jstr(j, "groups.0.group"), "g1");
+	ck_assert_str_eq(jstr(j, "groups.0.tenants.1"), "bob");
+	json_object_put(j);
+	j = ctl_json("policy deny g1 carol");
+	ck_assert_str_eq(jstr(j, "rules.0.action"), "deny");
+	json_object_put(j);
+	j = ctl_json("policy check alice carol");
+	ck_assert_str_eq(jstr(j, "decision"), "deny");
+	ck_assert_str_eq(jstr(j, "from_group"), "g1");
+	ck_assert_str_eq(jstr(j, "by"), "rule");
+	json_object_put(j);
+	j = ctl_json("policy show");
+	ck_assert_uint_eq(json_object_array_length(jget(j, "rules")), 1);
+	json_object_put(j);
+
+	j = ctl_json("attach 7 1");
+	ck_assert(json_object_get_boolean(jget(j, "attached")));
+	ck_assert_int_eq(jint(j, "domid"), 7);
+	json_object_put(j);
+	j = ctl_json("detach 7 1");
+	ck_assert(json_object_get_boolean(jget(j, "detached")));
+	json_object_put(j);
+
+	j = ctl_json("top -n 1");
+	ck_assert_str_eq(jstr(j, "stats.node"), HOSTILE_NODE);
+	ck_assert_str_eq(jstr(j, "stats.sort"), "io");
+	ck_assert_uint_gt(strlen(jstr(j, "time")), 18);
+	json_object_put(j);
+	j = ctl_json("help");
+	ck_assert_uint_ge(json_object_array_length(jget(j, "commands")), 11);
+	json_object_put(j);
+	j = ctl_json("-V");
+	ck_assert_str_eq(jstr(j, "program"), "vrdmactl");
+	json_object_put(j);
+	/* -p: the same document, indented. */
+	ck_assert_int_eq(ctl2("-p list", out, sizeof(out), NULL, 0), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n  \"node\":"));
+	j = json_tokener_parse(out);
+	ck_assert_ptr_nonnull(j);
+	json_object_put(j);
+
+	/* Text: VM names first, the state spelled out, top within 80. */
+	ck_assert_int_eq(ctl2("list", out, sizeof(out), NULL, 0), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n" HOSTILE_VM " guest "));
+	ck_assert_ptr_nonnull(strstr(out, " state connected"));
+	ck_assert_int_eq(ctl2("top -n 1 </dev/null", out, sizeof(out), NULL, 0), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n" HOSTILE_VM " "));
+	for (i = 0, n = 0; out[i]; i++, n++) {
+		if (out[i] == '\n')
+			n = -1;
+		ck_assert_msg(n < 80, "top wider than 80: %s", out);
+	}
+
+	/* Exit status: usage 2, refused by vrdmad 1 (its reason on stderr). */
+	ck_assert_int_eq(ctl2("nosuch", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("-Z ping", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("list extra", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("stats -s bogus", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("attach x", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("get", NULL, 0, NULL, 0), 2);
+	ck_assert_int_eq(ctl2("-j get nosuchvm", out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "vrdmactl: error: no guest 'nosuchvm'"));
+	ck_assert_int_eq(ctl2("set 'vm\"x\\y' weight=0", NULL, 0, err, sizeof(err)), 1);
+	ck_assert_ptr_nonnull(strstr(err, "bad weight"));
+	ck_assert_int_eq(ctl2("policy group dom5 alice", NULL, 0, NULL, 0), 1);
+	ck_assert_int_eq(ctl2("-h", NULL, 0, NULL, 0), 0);
+	ck_assert_int_eq(ctl2("stats --help", out, sizeof(out), NULL, 0), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Usage: vrdmactl"));
+
+	kill(gpid, SIGTERM);
+	wait_exit(gpid);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_exit(pid), 0);
+	/* Unreachable: 3, whatever the command. */
+	ck_assert_int_eq(ctl2("-j list", out, sizeof(out), err, sizeof(err)), 3);
+	ck_assert_ptr_nonnull(strstr(err, "cannot reach vrdmad"));
 }
 END_TEST
 
@@ -232,10 +588,12 @@ int main(void)
 	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_lifecycle);
 	tcase_add_test(tc, test_second_instance);
 	tcase_add_test(tc, test_restart_after_crash);
+	tcase_add_test(tc, test_log_journal);
+	tcase_add_test(tc, test_json_every_command);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
