@@ -109,7 +109,8 @@ int vbe_node_prio_get(struct vbe_node *n, const char *vm, struct vout *o)
 	return 0;
 }
 
-int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv, struct vout *o)
+int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv,
+		      struct vout *o)
 {
 	char path[VPLAT_KEY_MAX], key[16], val[64];
 	const char *allowed, *eq;
