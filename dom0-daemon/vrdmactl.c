@@ -632,17 +632,37 @@ static int vc_cmd_help(struct vc_opts *o, int argc, char **argv)
 	}
 	j = json_object_new_object();
 	arr = json_object_new_array();
-	if (!j || !arr || json_object_object_add(j, "commands", arr))
-		return VC_REFUSED;
-	for (i = 0; i < VC_NCMDS; i++) {
+	rc = !j || !arr || json_object_object_add(j, "commands", arr);
+	if (rc)
+		json_object_put(arr);
+	for (i = 0; i < VC_NCMDS && !rc; i++) {
 		if (c && c != &vc_cmds[i])
 			continue;
 		e = json_object_new_object();
-		if (!e || json_object_array_add(arr, e))
-			return VC_REFUSED;
-		json_object_object_add(e, "name", json_object_new_string(vc_cmds[i].name));
-		json_object_object_add(e, "args", json_object_new_string(vc_cmds[i].args));
-		json_object_object_add(e, "desc", json_object_new_string(vc_cmds[i].desc));
+		rc = !e || json_object_array_add(arr, e) ||
+		     json_object_object_add(e, "name", json_object_new_string(vc_cmds[i].name)) ||
+		     json_object_object_add(e, "args", json_object_new_string(vc_cmds[i].args)) ||
+		     json_object_object_add(e, "desc", json_object_new_string(vc_cmds[i].desc));
+	}
+	rc = rc ? VC_REFUSED : vc_put_json(o, j);
+	json_object_put(j);
+	return rc ? rc : vc_flush();
+}
+
+static int vc_version(const struct vc_opts *o)
+{
+	struct json_object *j;
+	int rc;
+
+	if (!o->json) {
+		printf("vrdmactl (vrdma) %s\n", VRDMA_VERSION);
+		return vc_flush();
+	}
+	j = json_object_new_object();
+	if (!j || json_object_object_add(j, "program", json_object_new_string("vrdmactl")) ||
+	    json_object_object_add(j, "version", json_object_new_string(VRDMA_VERSION))) {
+		json_object_put(j);
+		return VC_REFUSED;
 	}
 	rc = vc_put_json(o, j);
 	json_object_put(j);
@@ -769,13 +789,8 @@ int main(int argc, char **argv)
 			return VC_USAGE;
 		}
 	}
-	if (version) {
-		if (o.json)
-			printf("{\"program\":\"vrdmactl\",\"version\":\"%s\"}\n", VRDMA_VERSION);
-		else
-			printf("vrdmactl (vrdma) %s\n", VRDMA_VERSION);
-		return vc_flush();
-	}
+	if (version)
+		return vc_version(&o);
 	if (optind >= argc) {
 		vc_usage(stderr);
 		return VC_USAGE;
