@@ -30,6 +30,9 @@
 #define VD_PID_NAME		"vrdmad.pid"
 #define VD_SPIN_US_MAX		1000000u
 #define VD_RDMA_PORT_DEF	18515
+#ifndef VRDMA_VERSION
+#define VRDMA_VERSION		"unknown"
+#endif
 
 /* RDMA device for guests on other nodes (issue 4): "" = first
  * RDMA-capable address, "none" = no device. */
@@ -59,6 +62,7 @@ static void vd_usage(FILE *f)
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
 		"                     CAP_SYS_NICE; no spin window): guests that busy-poll\n"
 		"                     then never delay it\n"
+		"  -V, --version      print the version\n"
 		"  -h, --help         this text\n",
 		VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VEV_SPIN_US_DEF);
 }
@@ -359,6 +363,7 @@ int main(int argc, char **argv)
 		{ "rdma", required_argument, NULL, 'R' },
 		{ "rdma-port", required_argument, NULL, 'p' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -376,7 +381,7 @@ int main(int argc, char **argv)
 		d.policy_path = getenv("VRDMA_POLICY");
 	if (getenv("VRDMA_RDMA_PORT") && vd_parse_port(getenv("VRDMA_RDMA_PORT")))
 		return 1;
-	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:P:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:P:vVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			break;
@@ -426,6 +431,9 @@ int main(int argc, char **argv)
 			}
 			rt_prio = (unsigned)v;
 			break;
+		case 'V':
+			printf("vrdmad (vrdma) %s\n", VRDMA_VERSION);
+			return 0;
 		case 'h':
 			vd_usage(stdout);
 			return 0;
