@@ -17,7 +17,7 @@
 #include "vplat.h"
 #include "vrdmad.h"
 
-#define VD_CMD_MAX_ARGS	12
+#define VD_CMD_MAX_ARGS	12	/* a command's words, "-j" aside */
 
 struct vd_cmd {
 	const char *name;
@@ -221,16 +221,16 @@ void vd_cmd_handle(void *arg, const char *line, FILE *out)
 	size_t k;
 
 	snprintf(buf, sizeof(buf), "%s", line);
-	for (tok = strtok_r(buf, " \t", &save); tok && argc < VD_CMD_MAX_ARGS;
-	     tok = strtok_r(NULL, " \t", &save))
+	tok = strtok_r(buf, " \t", &save);
+	if (tok && vd_cmd_is_json(tok)) {
+		json = true;
+		tok = strtok_r(NULL, " \t", &save);
+	}
+	for (; tok && argc < VD_CMD_MAX_ARGS; tok = strtok_r(NULL, " \t", &save))
 		argv[argc++] = tok;
 	if (tok) {
 		fprintf(out, "error: more than %d words in one request\n", VD_CMD_MAX_ARGS);
 		return;
-	}
-	if (argc && vd_cmd_is_json(argv[0])) {
-		json = true;
-		memmove(argv, argv + 1, --argc * sizeof(argv[0]));
 	}
 	if (argc == 0) {
 		fputs("error: empty request (try: list, census, ping)\n", out);

@@ -468,6 +468,10 @@ START_TEST(test_json_every_command)
 	ck_assert_str_eq(jstr(j, "groups.0.group"), "g1");
 	ck_assert_str_eq(jstr(j, "groups.0.tenants.1"), "bob");
 	json_object_put(j);
+	/* "-j" is no word of the command: 9 tenants still fit one. */
+	j = ctl_json("policy group g2 t1 t2 t3 t4 t5 t6 t7 t8 t9");
+	ck_assert_str_eq(jstr(j, "groups.1.tenants.8"), "t9");
+	json_object_put(j);
 	j = ctl_json("policy deny g1 carol");
 	ck_assert_str_eq(jstr(j, "rules.0.action"), "deny");
 	json_object_put(j);
