@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "vbe.h"
-#include "vout.h"
 
 static const char *const vbe_qps_names[] = {
 	[VBE_QPS_RESET] = "reset", [VBE_QPS_CONNECTING] = "connecting",

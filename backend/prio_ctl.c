@@ -10,7 +10,6 @@
 
 #include "log.h"
 #include "vbe.h"
-#include "vout.h"
 
 /* "5", "5/1" or a guest name ("dom5/0"); vbe_prio_find also takes the
  * name of a VM (the domain's `name`) that has exactly one guest. */

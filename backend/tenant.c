@@ -18,7 +18,6 @@
 
 #include "log.h"
 #include "vbe.h"
-#include "vout.h"
 
 const char *const vbe_tenant_keys[] = {
 	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,

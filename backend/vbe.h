@@ -40,6 +40,7 @@
 #include "vrdma/wire.h"
 #include "vplat.h"
 #include "backend.h"
+#include "vout.h"		/* control answers (dump, prio_ctl, tenant, policy) */
 
 #define VBE_MAX_QPS		1024
 /*

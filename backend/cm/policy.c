@@ -29,7 +29,6 @@
 
 #include "log.h"
 #include "../vbe.h"
-#include "../vout.h"
 
 #define VBE_POL_MEMBERS	256		/* tenants placed in groups */
 #define VBE_POL_RULES	256
