@@ -461,6 +461,26 @@ START_TEST(test_json_every_command)
 	ck_assert_uint_eq(json_object_array_length(jget(j, "tenants")), 2);
 	ck_assert_str_eq(jstr(j, "tenants.0.tenant"), "default");
 	json_object_put(j);
+	/* CQs, MRs and mapped pages are counted like the others; cmds is a
+	 * rate, no usage. */
+	snprintf(args, sizeof(args), "set tenant:uid%u cqs=64 mrs=512 pages=40000 cmds=2000",
+		 (unsigned)getuid());
+	j = ctl_json(args);
+	ck_assert_int_eq(jint(j, "cqs.limit"), 64);
+	ck_assert_int_ge(jint(j, "cqs.used"), 0);
+	ck_assert(!json_object_get_boolean(jget(j, "cqs.default")));
+	ck_assert_int_eq(jint(j, "mrs.limit"), 512);
+	ck_assert_int_ge(jint(j, "mrs.used"), 0);
+	ck_assert_int_eq(jint(j, "pages.limit"), 40000);
+	ck_assert_int_ge(jint(j, "pages.used"), 0);
+	ck_assert_int_eq(jint(j, "cmds.limit"), 2000);
+	ck_assert(!json_object_object_get_ex(jget(j, "cmds"), "used", NULL));
+	json_object_put(j);
+	snprintf(args, sizeof(args), "get tenant:uid%u", (unsigned)getuid());
+	ck_assert_int_eq(ctl2(args, out, sizeof(out), NULL, 0), 0);
+	ck_assert_ptr_nonnull(strstr(out, "/64 mrs="));
+	ck_assert_ptr_nonnull(strstr(out, "/512 pages="));
+	ck_assert_ptr_nonnull(strstr(out, "/40000 cmds=2000\n"));
 
 	j = ctl_json("policy group g1 alice bob");
 	ck_assert_str_eq(jstr(j, "default"), "open");
@@ -535,6 +555,13 @@ START_TEST(test_json_every_command)
 	ck_assert_int_eq(ctl2("set 'vm\"x\\y' weight=0", NULL, 0, err, sizeof(err)), 1);
 	ck_assert_ptr_nonnull(strstr(err, "bad weight"));
 	ck_assert_int_eq(ctl2("policy group dom5 alice", NULL, 0, NULL, 0), 1);
+	/* A tenant with guests is no group name (it would take the tenant in). */
+	snprintf(args, sizeof(args), "-j policy group uid%u alice", (unsigned)getuid());
+	ck_assert_int_eq(ctl2(args, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "is a tenant with guests: not a group name"));
+	ck_assert_int_eq(ctl2(args + 3, NULL, 0, err, sizeof(err)), 1);
+	ck_assert_ptr_nonnull(strstr(err, "is a tenant with guests"));
 	ck_assert_int_eq(ctl2("-h", NULL, 0, NULL, 0), 0);
 	ck_assert_int_eq(ctl2("stats --help", out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Usage: vrdmactl"));
