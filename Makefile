@@ -19,15 +19,26 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= $(PREFIX)/sbin
+# A /usr install goes where the distribution's libraries are: Debian's
+# multiarch directory (the packages' layout, docs/install.md).
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+ifeq ($(PREFIX)$(MULTIARCH:%=x),/usrx)
+LIBDIR   ?= $(PREFIX)/lib/$(MULTIARCH)
+else
 LIBDIR   ?= $(PREFIX)/lib
+endif
 INCDIR   ?= $(PREFIX)/include
 MANDIR   ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 
 CC       ?= cc
 comma    := ,
 SO_MAJOR := 1
 SO_VER   := 1.0.0
+# The release: common/version.h is the one place it is written.
+VERSION  := $(shell sed -n 's/^\#define VRDMA_VERSION[^"]*"\(.*\)"/\1/p' common/version.h)
 
 ifeq ($(SANITIZE),1)
 B        ?= build-san
@@ -100,14 +111,19 @@ LIBSO        := $(B)/lib/libvrdma.so.$(SO_VER)
 VRDMAD       := $(B)/sbin/vrdmad
 VRDMACTL     := $(B)/sbin/vrdmactl
 GT_BINS      := $(B)/bin/vrdma-bw $(B)/bin/vrdma-lat
+GT_INST_BINS := $(B)/inst/bin/vrdma-bw $(B)/inst/bin/vrdma-lat
+VRDMAD_UNIT  := $(B)/vrdmad.service
+MANS         := $(wildcard docs/man/*.[1378])
 BENCH_BINS   := $(B)/bin/vrdma-refbench
 
 # tests/*.mk append to CHECK_BINS (Check suites run by check-unit).
 CHECK_BINS   :=
 ITEST_BINS   :=
 
-.PHONY: all clean install check check-unit demo demo-host bench bench-cost bench-scale deps
-all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(BENCH_BINS) $(B)/vrdma.pc
+.PHONY: all clean install uninstall check check-unit demo demo-host bench bench-cost \
+	bench-scale deps FORCE
+all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(GT_INST_BINS) $(BENCH_BINS) \
+	$(B)/vrdma.pc $(VRDMAD_UNIT)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -122,9 +138,6 @@ $(LIBSO): $(LIB_OBJS) libvrdma/libvrdma.map
 	$(Q)ln -sf libvrdma.so.$(SO_VER) $(B)/lib/libvrdma.so.$(SO_MAJOR)
 	$(Q)ln -sf libvrdma.so.$(SO_MAJOR) $(B)/lib/libvrdma.so
 
-# -V of the programs.
-$(B)/obj/dom0-daemon/vrdmactl.o $(B)/obj/dom0-daemon/vrdmad.o: ALLCFLAGS += -DVRDMA_VERSION='"$(SO_VER)"'
-
 $(VRDMAD): $(VRDMAD_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -135,20 +148,46 @@ $(VRDMACTL): $(VRDMACTL_OBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(LIBS)
 
+# Reached only through the pattern rules below: without this make deletes
+# them as intermediates and relinks at the next `make`.
+.SECONDARY: $(call obj,$(GT_MAIN_SRCS)) $(GT_COMMON_OBJS)
+
+# The build tree's copy finds libvrdma through RUNPATH $ORIGIN/../lib, so it
+# runs in place and on the rigs' images; the installed copy ($(B)/inst)
+# has no RUNPATH: libvrdma is in $(LIBDIR), where the loader looks.
 $(B)/bin/vrdma-%: $(B)/obj/guest-tests/%.o $(GT_COMMON_OBJS) $(LIBSO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma $(RPATH) $(LIBS) -lm
+
+$(B)/inst/bin/vrdma-%: $(B)/obj/guest-tests/%.o $(GT_COMMON_OBJS) $(LIBSO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma $(LIBS) -lm
 
 $(B)/bin/vrdma-refbench: $(call obj,$(REFBENCH_SRCS))
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(LIBS) -lm
 
-$(B)/vrdma.pc: libvrdma/vrdma.pc.in Makefile
+# Files that name install paths are remade when a path changes (`make`,
+# then `make install PREFIX=/usr`): the paths are kept in a file that is
+# rewritten only when they differ, and those files depend on it.
+INSTALL_VARS := $(PREFIX) $(BINDIR) $(SBINDIR) $(LIBDIR) $(INCDIR) $(SYSCONFDIR) $(VERSION)
+$(B)/install-vars: FORCE
 	@mkdir -p $(dir $@)
+	$(Q)echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
+
+$(B)/vrdma.pc: libvrdma/vrdma.pc.in $(B)/install-vars
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(SO_VER)|' $< > $@
+		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(VRDMAD_UNIT): dom0-daemon/vrdmad.service.in $(B)/install-vars
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $< > $@
 
 -include $(wildcard tests/*.mk)
 include verbs/verbs.mk rdmacm/rdmacm.mk
@@ -184,22 +223,42 @@ deps:
 	$(Q)scripts/install-deps.sh
 
 # ---- install ----
+# The configuration file is installed once: a reinstall keeps an edited one
+# (uninstall removes it only when it is still the shipped text).
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(INCDIR)/vrdma $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/default
 	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libvrdma.so.$(SO_VER) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(SO_MAJOR)
 	ln -sf libvrdma.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
 	install -m 755 $(VRDMAD) $(VRDMACTL) $(DESTDIR)$(SBINDIR)/
-	install -m 755 $(GT_BINS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(GT_INST_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 include/vrdma/vrdma.h include/vrdma/wire.h $(DESTDIR)$(INCDIR)/vrdma/
 	install -m 644 $(B)/vrdma.pc $(DESTDIR)$(PKGCONFIGDIR)/
-	install -m 644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 $(wildcard docs/man/*.3) $(DESTDIR)$(MANDIR)/man3/
-	install -m 644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
-	install -m 644 $(wildcard docs/man/*.8) $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 $(VRDMAD_UNIT) $(DESTDIR)$(SYSTEMDUNITDIR)/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/vrdmad ] || \
+		install -m 644 dom0-daemon/vrdmad.default $(DESTDIR)$(SYSCONFDIR)/default/vrdmad
+	install -m 644 $(filter %.1,$(MANS)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(filter %.3,$(MANS)) $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(filter %.7,$(MANS)) $(DESTDIR)$(MANDIR)/man7/
+	install -m 644 $(filter %.8,$(MANS)) $(DESTDIR)$(MANDIR)/man8/
+
+# What install wrote, by the same names; directories only when empty.
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,libvrdma.so.$(SO_VER) \
+		libvrdma.so.$(SO_MAJOR) libvrdma.so)
+	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(notdir $(VRDMAD) $(VRDMACTL)))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(GT_INST_BINS)))
+	rm -f $(DESTDIR)$(INCDIR)/vrdma/vrdma.h $(DESTDIR)$(INCDIR)/vrdma/wire.h
+	-rmdir $(DESTDIR)$(INCDIR)/vrdma
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/vrdma.pc
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/$(notdir $(VRDMAD_UNIT))
+	if cmp -s dom0-daemon/vrdmad.default $(DESTDIR)$(SYSCONFDIR)/default/vrdmad; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/default/vrdmad; fi
+	rm -f $(foreach m,$(MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
 clean:
 	rm -rf build build-san build-fuzz

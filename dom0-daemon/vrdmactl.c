@@ -26,9 +26,7 @@
 
 #include <json-c/json.h>
 
-#ifndef VRDMA_VERSION
-#define VRDMA_VERSION		"unknown"
-#endif
+#include "version.h"
 
 #define VC_RUN_DIR_DEF		"/run/vrdma"
 #define VC_CTL_NAME		"vrdmad.ctl"

@@ -21,6 +21,7 @@
 #include "../backend/backend.h"
 #include "ctl.h"
 #include "log.h"
+#include "version.h"
 #include "vplat.h"
 #include "vrdmad.h"
 
@@ -30,9 +31,6 @@
 #define VD_PID_NAME		"vrdmad.pid"
 #define VD_SPIN_US_MAX		1000000u
 #define VD_RDMA_PORT_DEF	18515
-#ifndef VRDMA_VERSION
-#define VRDMA_VERSION		"unknown"
-#endif
 
 /* RDMA device for guests on other nodes (issue 4): "" = first
  * RDMA-capable address, "none" = no device. */

@@ -32,21 +32,27 @@ $(VERBS_DIR)/lib%.so.1: $(B)/obj/verbs/dv/%.o verbs/dv/lib%.map
 	$(Q)$(CC) -shared -Wl,-soname,lib$*.so.1 -Wl,-z,defs \
 		-Wl,--version-script=verbs/dv/lib$*.map $(ALLLDFLAGS) -o $@ $(filter %.o,$^)
 
-$(VRDMA_RUN): verbs/vrdma-run.in Makefile verbs/verbs.mk
+$(VRDMA_RUN): verbs/vrdma-run.in $(B)/install-vars verbs/verbs.mk
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  GEN     $@")
-	$(Q)sed -e 's|@VRDMA_LIBDIR@|$(LIBDIR)/vrdma|' $< > $@
+	$(Q)sed -e 's|@VRDMA_LIBDIR@|$(LIBDIR)/vrdma|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 	$(Q)chmod 755 $@
 
 # The unmodified Debian programs through vrdma-run (tests/verbs.sh).
-.PHONY: check-verbs install-verbs
+.PHONY: check-verbs install-verbs uninstall-verbs
 check-verbs: all
 	$(Q)tests/verbs.sh $(B)
 check-unit: check-verbs
 
+# (its man pages go with the others': Makefile's install)
 install: install-verbs
 install-verbs: all
-	install -d $(DESTDIR)$(LIBDIR)/vrdma $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(LIBDIR)/vrdma $(DESTDIR)$(BINDIR)
 	install -m 755 $(VERBS_SO) $(VERBS_DV_SOS) $(RDMACM_SO) $(DESTDIR)$(LIBDIR)/vrdma/
 	install -m 755 $(VRDMA_RUN) $(DESTDIR)$(BINDIR)/
-	install -m 644 docs/man/vrdma-run.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall: uninstall-verbs
+uninstall-verbs:
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/vrdma/,$(notdir $(VERBS_SO) $(VERBS_DV_SOS) $(RDMACM_SO)))
+	-rmdir $(DESTDIR)$(LIBDIR)/vrdma
+	rm -f $(DESTDIR)$(BINDIR)/$(notdir $(VRDMA_RUN))
