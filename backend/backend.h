@@ -84,6 +84,9 @@ int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, stru
  * a change is saved to the policy file before it applies.  0 / -errno
  * with the error in o. */
 int  vbe_node_policy(struct vbe_node *n, int argc, char **argv, struct vout *o);
+/* Re-read the policy file (SIGHUP); on an error the running policy stays.
+ * 0 / -errno. */
+int  vbe_node_policy_reload(struct vbe_node *n);
 /* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals,
  * sorted by sort (NULL: by guest; "io", "vm", ... see dump.c).  0, or
  * -EINVAL for an unknown key. */

@@ -61,7 +61,8 @@ static void vd_usage(FILE *f)
 		"                     CAP_SYS_NICE; no spin window): guests that busy-poll\n"
 		"                     then never delay it\n"
 		"  -V, --version      print the version\n"
-		"  -h, --help         this text\n",
+		"  -h, --help         this text\n"
+		"SIGHUP re-reads the policy file.\n",
 		VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VEV_SPIN_US_DEF);
 }
 
@@ -121,13 +122,22 @@ static int vd_tick(struct vev_loop *l, uint64_t id, void *arg)
 	return VD_TICK_MS;
 }
 
+/* SIGHUP reloads what can change while running (the connect policy file,
+ * until a configuration file exists); the others stop the loop. */
 static void vd_signal_cb(struct vev_loop *l, int fd, unsigned events, void *arg)
 {
+	struct vd_daemon *d = arg;
 	struct signalfd_siginfo si;
 
 	(void)events;
-	(void)arg;
 	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			vlog_info("signal %u, reloading", si.ssi_signo);
+			vd_notify("RELOADING=1");
+			vbe_node_policy_reload(d->node);
+			vd_notify("READY=1");
+			continue;
+		}
 		vlog_info("signal %u, shutting down", si.ssi_signo);
 		vev_stop(l);
 	}
@@ -171,6 +181,7 @@ static int vd_signals(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
 	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -471,11 +482,16 @@ int main(int argc, char **argv)
 		vd_stop(&d);
 		return 1;
 	}
-	vlog_info("vrdmad started node=%s run_dir=%s platform=%s spin_us=%u pid=%ld",
-		  d.node_name, d.run_dir, vplat_kind(d.plat), spin_us, (long)getpid());
+	vlog_info("vrdmad %s started node=%s run_dir=%s platform=%s spin_us=%u pid=%ld",
+		  VRDMA_VERSION, d.node_name, d.run_dir, vplat_kind(d.plat), spin_us,
+		  (long)getpid());
+	err = vd_notify("READY=1");
+	if (err)
+		vlog_warn("cannot notify systemd (NOTIFY_SOCKET): %s", strerror(-err));
 	err = vev_run(d.loop);
 	if (err)
 		vlog_err("event loop failed: %s", strerror(-err));
+	vd_notify("STOPPING=1");
 	vd_stop(&d);
 	vlog_info("vrdmad stopped");
 	return err ? 1 : 0;

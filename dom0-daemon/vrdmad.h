@@ -29,4 +29,8 @@ struct vd_daemon {
 /* Control commands (cmd.c): the vd_ctl_fn for the control socket. */
 void vd_cmd_handle(void *arg, const char *line, FILE *out);
 
+/* Tell systemd our state (notify.c): "READY=1", "RELOADING=1",
+ * "STOPPING=1".  0 also when not under systemd; -errno. */
+int vd_notify(const char *state);
+
 #endif /* VRDMA_VRDMAD_H */

@@ -347,6 +347,51 @@ START_TEST(pol_file)
 }
 END_TEST
 
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* SIGHUP (vbe_node_policy_reload): the file through the loader vrdmad
+ * starts with; one that does not load, or names a tenant with guests as
+ * a group (as `policy group` refuses), leaves the running policy. */
+START_TEST(pol_reload)
+{
+	char dir[] = "/tmp/vrdma-pol.XXXXXX", path[64];
+	struct vbe_node_cfg cfg = { .node_name = "n1" };
+	struct tg a;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/policy", dir);
+	put_file(path, "default tenant\ngroup lab alice\n");
+	vbe_node_free(node);
+	cfg.plat = dom0;
+	cfg.policy_path = path;
+	ck_assert_int_eq(vbe_node_new(&cfg, &node), 0);
+	stub_run();
+	mk(&a, 5, "acme");
+	ck_assert_str_eq(vbe_policy_group(node, "alice"), "lab");
+
+	put_file(path, "default open\ngroup lab alice acme\n");
+	ck_assert_int_eq(vbe_node_policy_reload(node), 0);
+	ck_assert_str_eq(vbe_policy_group(node, "acme"), "lab");
+	put_file(path, "group acme bob\n");
+	ck_assert_int_eq(vbe_node_policy_reload(node), -EEXIST);
+	ck_assert_str_eq(vbe_policy_group(node, "bob"), "bob");
+	ck_assert_str_eq(vbe_policy_group(node, "acme"), "lab");
+	put_file(path, "default open\nfrob\n");
+	ck_assert_int_eq(vbe_node_policy_reload(node), -EINVAL);
+	ck_assert_str_eq(vbe_policy_group(node, "alice"), "lab");
+	tg_stop(&a);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 TCase *backend_policy_tcase(void)
 {
 	TCase *t = tcase_create("policy");
@@ -358,5 +403,6 @@ TCase *backend_policy_tcase(void)
 	tcase_add_test(t, pol_hash_collision);
 	tcase_add_test(t, pol_bad_input);
 	tcase_add_test(t, pol_file);
+	tcase_add_test(t, pol_reload);
 	return t;
 }

@@ -25,6 +25,8 @@
 
 #include <json-c/json.h>
 
+#include "version.h"
+
 #define WAIT_MS		10000
 /* A node and a VM name JSON must escape (a quote, a backslash). */
 #define HOSTILE_NODE	"node\"x\\y"
@@ -611,6 +613,120 @@ START_TEST(test_restart_after_crash)
 }
 END_TEST
 
+/* vrdmad with a policy file and systemd's notify socket in the env. */
+static pid_t start_notified(const char *notify, const char *policy)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		if (!freopen(log, "a", stderr) || setenv("NOTIFY_SOCKET", notify, 1))
+			_exit(126);
+		execl(bin, "vrdmad", "-f", "-S", dir, "-n", "tnode", "-P", policy,
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The next datagram on the notify socket, as a string ("" on timeout). */
+static const char *notified(int fd, char *buf, size_t len)
+{
+	ssize_t n = recv(fd, buf, len - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* What the unit relies on (Type=notify, ExecReload=kill -HUP): READY=1
+ * once the control socket answers; SIGHUP re-reads the policy file
+ * (RELOADING=1 ... READY=1) and a file that does not load keeps the
+ * running policy; STOPPING=1 at SIGTERM, then exit 0. */
+START_TEST(test_notify_reload)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { WAIT_MS / 1000, 0 };
+	char pol[128], buf[4096], msg[64];
+	pid_t pid;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(pol, sizeof(pol), "%s/policy", dir);
+	write_file(pol, "default tenant\n");
+
+	pid = start_notified(sa.sun_path, pol);
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
+	ck_assert_int_eq(ask("ping\n", buf, sizeof(buf)), 0);	/* no waiting */
+	ck_assert_str_eq(buf, "pong\n");
+	ck_assert_int_eq(vrdmactl("policy", buf, sizeof(buf)), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "default tenant"));
+
+	write_file(pol, "default open\ngroup lab uid1000 uid1001\n");
+	ck_assert_int_eq(kill(pid, SIGHUP), 0);
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "RELOADING=1");
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
+	ck_assert_int_eq(vrdmactl("policy", buf, sizeof(buf)), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "default open"));
+	ck_assert_ptr_nonnull(strstr(buf, "group lab uid1000 uid1001"));
+
+	write_file(pol, "default open\nfrob\n");
+	ck_assert_int_eq(kill(pid, SIGHUP), 0);
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "RELOADING=1");
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
+	ck_assert_int_eq(vrdmactl("policy", buf, sizeof(buf)), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "group lab uid1000 uid1001"));
+
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "STOPPING=1");
+	ck_assert_int_eq(wait_exit(pid), 0);
+	close(fd);
+}
+END_TEST
+
+/* One version (common/version.h) for vrdmad and vrdmactl, -V or
+ * --version, text or JSON. */
+START_TEST(test_version)
+{
+	const char *prog[] = { bin, ctl_bin }, *name[] = { "vrdmad", "vrdmactl" };
+	const char *opt[] = { "--version", "-V" };
+	char cmd[600], out[128], want[64];
+	struct json_object *j;
+	unsigned i, k;
+	FILE *f;
+
+	for (i = 0; i < 2; i++)
+		for (k = 0; k < 2; k++) {
+			snprintf(cmd, sizeof(cmd), "%s %s", prog[i], opt[k]);
+			f = popen(cmd, "r");
+			ck_assert_ptr_nonnull(f);
+			out[0] = '\0';
+			ck_assert_ptr_nonnull(fgets(out, sizeof(out), f));
+			ck_assert_int_eq(pclose(f), 0);
+			snprintf(want, sizeof(want), "%s (vrdma) %s\n", name[i], VRDMA_VERSION);
+			ck_assert_str_eq(out, want);
+		}
+	j = ctl_json("--version");
+	ck_assert_str_eq(jstr(j, "version"), VRDMA_VERSION);
+	json_object_put(j);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vrdmad");
@@ -625,6 +741,8 @@ int main(void)
 	tcase_add_test(tc, test_restart_after_crash);
 	tcase_add_test(tc, test_log_journal);
 	tcase_add_test(tc, test_json_every_command);
+	tcase_add_test(tc, test_notify_reload);
+	tcase_add_test(tc, test_version);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

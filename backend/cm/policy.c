@@ -563,6 +563,61 @@ int vbe_policy_new(struct vbe_node *n, const char *path)
 	return 0;
 }
 
+/* Does tenant name have guests here?  Such a name is no group's. */
+static bool vbe_pol_tenant_live(const struct vbe_node *n, const char *name)
+{
+	const struct vbe_tenant *t;
+
+	for (t = n->tenants; t; t = t->next)
+		if (!strcmp(t->name, name))
+			return true;
+	return false;
+}
+
+/*
+ * SIGHUP: the file again, loaded into a fresh policy as at start; one
+ * that does not load leaves the running policy as it was (never half
+ * applied).  Swapped as a `vrdmactl policy` change is: decisions look
+ * the policy up each time, nothing keeps a pointer into it.
+ */
+int vbe_node_policy_reload(struct vbe_node *n)
+{
+	struct vbe_policy *next;
+	unsigned i;
+	int err;
+
+	if (!n->pol->path[0]) {
+		vlog_info("policy: no -P file to reload: held in memory");
+		return 0;
+	}
+	next = calloc(1, sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	memcpy(next->path, n->pol->path, sizeof(next->path));
+	next->lim = n->pol->lim;	/* the refusal log's rate, as before */
+	err = vbe_pol_load(next, next->path);
+	if (err)
+		vlog_err("policy: cannot reload %s: %s; the running policy stays",
+			 next->path, strerror(-err));
+	/* As `vrdmactl policy group`: a tenant with guests is no group. */
+	for (i = 0; !err && i < next->nmem; i++)
+		if (vbe_pol_tenant_live(n, next->mem[i].group)) {
+			vlog_err("policy: cannot reload %s: group '%s' is a tenant with "
+				 "guests; the running policy stays", next->path,
+				 next->mem[i].group);
+			err = -EEXIST;
+		}
+	if (err) {
+		free(next);
+		return err;
+	}
+	free(n->pol);
+	n->pol = next;
+	vlog_info("policy: reloaded %s: default %s, %u grouped tenants, %u rules",
+		  next->path, next->closed ? "tenant" : "open", next->nmem, next->nrule);
+	return 0;
+}
+
 void vbe_policy_free(struct vbe_node *n)
 {
 	free(n->pol);
@@ -625,15 +680,10 @@ int vbe_node_policy(struct vbe_node *n, int argc, char **argv, struct vout *o)
 		return vbe_pol_err(o, -ENOMEM, "%s", "out of memory");
 	memcpy(next, n->pol, sizeof(*next));
 	/* A group named as a tenant that has guests would take it in. */
-	if (argc >= 2 && !strcmp(argv[0], "group")) {
-		const struct vbe_tenant *t;
-
-		for (t = n->tenants; t; t = t->next)
-			if (!strcmp(t->name, argv[1])) {
-				free(next);
-				return vbe_pol_err(o, -EEXIST, "'%s' is a tenant with guests: not "
-						   "a group name", argv[1]);
-			}
+	if (argc >= 2 && !strcmp(argv[0], "group") && vbe_pol_tenant_live(n, argv[1])) {
+		free(next);
+		return vbe_pol_err(o, -EEXIST, "'%s' is a tenant with guests: not a group name",
+				   argv[1]);
 	}
 	err = vbe_pol_apply(next, argc, argv, o);
 	if (!err) {
