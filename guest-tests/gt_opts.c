@@ -7,6 +7,10 @@
 #include <string.h>
 
 #include "gt_common.h"
+#include "version.h"
+
+/* long-only options: codes beyond any character */
+enum { GT_OPT_VERIFY = 256, GT_OPT_CSV, GT_OPT_JSON };
 
 static void gt_usage(FILE *f, const struct gt_opts *o)
 {
@@ -28,6 +32,7 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"  -T, --timeout SEC     limit for every wait (default 30)\n"
 		"      --csv, --json     machine-readable output\n"
 		"  -D, --device SPEC     device spec for vrdma_open (host, xen; default auto)\n"
+		"  -V, --version         print the version\n"
 		"  -h, --help            this text\n"
 		"Client parameters rule: the server follows what the client asks for.\n"
 		"Exit: 0 success, 1 failed completion / timeout / verify, 2 bad options.\n",
@@ -69,7 +74,7 @@ static int gt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
-/* 0 to run, 1 after -h (exit 0), -EINVAL on a bad command line (exit 2). */
+/* 0 to run, 1 after -h or -V (exit 0), -EINVAL on a bad command line (exit 2). */
 int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -80,11 +85,12 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "tx-depth", required_argument, NULL, 't' },
-		{ "verify", no_argument, NULL, 'V' },
+		{ "verify", no_argument, NULL, GT_OPT_VERIFY },
 		{ "timeout", required_argument, NULL, 'T' },
-		{ "csv", no_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'J' },
+		{ "csv", no_argument, NULL, GT_OPT_CSV },
+		{ "json", no_argument, NULL, GT_OPT_JSON },
 		{ "device", required_argument, NULL, 'D' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -103,7 +109,7 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 	o->timeout_s = 30;
 	o->fmt = GT_FMT_TEXT;
 
-	while ((c = getopt_long(argc, argv, "p:s:an:w:m:t:T:D:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:s:an:w:m:t:T:D:Vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (!*optarg || strlen(optarg) > VRDMA_MAX_NAME)
@@ -140,7 +146,7 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 			if (test != GT_BW || gt_parse_u32(optarg, 1, 1024, &o->tx_depth))
 				goto bad;
 			break;
-		case 'V':
+		case GT_OPT_VERIFY:
 			o->verify = 1;
 			break;
 		case 'T':
@@ -148,15 +154,18 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 				goto bad;
 			o->timeout_s = (int)v;
 			break;
-		case 'C':
+		case GT_OPT_CSV:
 			o->fmt = GT_FMT_CSV;
 			break;
-		case 'J':
+		case GT_OPT_JSON:
 			o->fmt = GT_FMT_JSON;
 			break;
 		case 'D':
 			o->dev_spec = optarg;
 			break;
+		case 'V':
+			printf("%s (vrdma) %s\n", o->prog, VRDMA_VERSION);
+			return 1;
 		case 'h':
 			gt_usage(stdout, o);
 			return 1;
