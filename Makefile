@@ -53,7 +53,7 @@ ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
-ALLCFLAGS = -std=gnu11 -fPIC -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CFLAGS) \
+ALLCFLAGS = -std=gnu11 -fPIC -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) \
 	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP $(JSON_CFLAGS)
 LDFLAGS  ?=
 ALLLDFLAGS = $(SANFLAGS) $(LDFLAGS)
