@@ -13,7 +13,8 @@
 #   scripts/      demo, bench and dependency scripts
 #   docs/         protocol documentation and man pages
 #
-# make [V=1] [WERROR=1] [SANITIZE=1]; make check | check-unit | check-xen | demo | demo-host | bench
+# make [V=1] [WERROR=1] [SANITIZE=1]; make check | check-unit | check-pkg | check-xen | demo |
+# demo-host | bench; make install | uninstall [PREFIX=/usr/local] [DESTDIR=]
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -196,8 +197,10 @@ include verbs/verbs.mk rdmacm/rdmacm.mk
 check-unit: all $(CHECK_BINS) $(ITEST_BINS)
 	$(Q)scripts/run-unit-tests.sh $(B) $(CHECK_BINS)
 
-# The Xen rig boots QEMU: after the unit tests, never beside them (make -j).
+# The package build and the Xen rig: after the unit tests, never beside
+# them (make -j).
 check: check-unit
+	$(Q)$(MAKE) --no-print-directory check-pkg
 	$(Q)$(MAKE) --no-print-directory check-xen
 	$(Q)$(MAKE) --no-print-directory check-cluster
 

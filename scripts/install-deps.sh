@@ -15,9 +15,12 @@ set -eu
 # perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
+# dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
+# systemd for systemd-analyze on the unit.
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev"}
+	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev
+	dpkg-dev debhelper lintian systemd"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
