@@ -276,7 +276,11 @@ gt() {
 }
 ( gt vrdma-bw -n 200 -s 4096 >bw-server.out 2>&1 ) &
 spid=$!
-sleep 0.5
+i=0	# the client connects once the server listens (bench/bench-lib.sh)
+while ! grep -q "listening on service" bw-server.out 2>/dev/null && [ $i -lt 100 ]; do
+	kill -0 "$spid" 2>/dev/null || break
+	sleep 0.1; i=$((i + 1))
+done
 if gt vrdma-bw -n 200 -s 4096 --verify local >bw-client.out 2>&1 && wait "$spid"; then
 	ok "vrdma-bw --verify between two guests on the packaged libvrdma"
 else
@@ -293,7 +297,10 @@ if command -v ibv_devinfo >/dev/null 2>&1; then
 fi
 # systemctl reload = SIGHUP: the policy file again, the daemon stays.
 kill -HUP "$pid"
-sleep 0.3
+i=0
+while ! grep -q 'policy: reloaded' vrdmad.log && [ $i -lt 100 ]; do
+	sleep 0.1; i=$((i + 1))
+done
 check "SIGHUP (systemctl reload) reloads, vrdmad keeps serving" sh -c \
 	"[ \"\$(LD_LIBRARY_PATH=$root/$lib timeout 10 $root/usr/sbin/vrdmactl -S $run ping)\" = pong ] &&
 	 grep -q 'policy: reloaded $state/policy' vrdmad.log"
