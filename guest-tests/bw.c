@@ -7,7 +7,9 @@
  *
  * The clock is perftest's: the warm-up WRs all complete first, so the
  * clock starts on an empty queue at the first measured post and stops at
- * the last measured completion; exactly `iters` WRs are counted.
+ * the last measured completion; exactly `iters` WRs are counted.  With
+ * -D the last measured WR is the one posted once the duration is up, and
+ * samples are thinned to one per duration/32768 (the peak stays measured).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,9 +18,12 @@
 
 #include "gt_common.h"
 
+#define BW_DUR_SAMPLES	32768u		/* -D: samples over the duration */
+
 struct bw_samples {
 	uint64_t *t, *cnt;
 	uint32_t n, max;
+	uint64_t gap_ns;		/* -D: closer samples replace the last */
 };
 
 /* Record progress after completions; checks READ data as it lands. */
@@ -37,9 +42,16 @@ static int bw_sample(struct gt_ctx *c, struct bw_samples *s, uint64_t base,
 				return -EBADMSG;
 	}
 	*seen = done;
-	if (s->n && done > warm && s->n < s->max) {
-		s->t[s->n] = gt_now_ns();
-		s->cnt[s->n++] = done - warm;
+	if (s->n && done > warm) {
+		uint64_t now = gt_now_ns();
+
+		/* Without -D (gap 0) every sample fits: max > iters. */
+		if (s->n >= 2 && (s->n == s->max || now - s->t[s->n - 2] < s->gap_ns))
+			s->n--;
+		if (s->n < s->max) {
+			s->t[s->n] = now;
+			s->cnt[s->n++] = done - warm;
+		}
 	}
 	return 0;
 }
@@ -48,7 +60,8 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 		       struct gt_bw_res *res, int *verified)
 {
 	uint32_t slots = gt_slots(c, size), depth = c->tx_depth, sig;
-	uint64_t warm, total, base, seen = 0, i;
+	uint64_t warm, total, base, seen = 0, i, end_ns = 0;
+	uint64_t dur_ns = (uint64_t)c->o->duration_s * 1000000000u;
 	uint32_t seed = (uint32_t)gt_now_ns() ^ (uint32_t)size;
 	enum vrdma_wr_opcode op;
 	struct gt_ctl m = { 0 };
@@ -58,9 +71,13 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	if (c->verify && depth > slots)
 		depth = slots;
 	sig = depth / 2 ? depth / 2 : 1;
+	if (c->o->cq_mod)
+		sig = c->o->cq_mod < depth ? c->o->cq_mod : depth;
 	warm = c->o->warmup >= 0 ? (uint64_t)c->o->warmup :
 	       depth * 2 < 1000 ? depth * 2 : 1000;
-	total = warm + c->iters;
+	/* -D: the count is known at DONE; BEGIN's only has to be nonzero. */
+	total = dur_ns ? UINT32_MAX : warm + c->iters;
+	s->gap_ns = dur_ns / BW_DUR_SAMPLES;
 	op = c->mode == GT_MODE_READ ? VRDMA_WR_RDMA_READ :
 	     c->mode == GT_MODE_SEND ? VRDMA_WR_SEND : VRDMA_WR_RDMA_WRITE;
 
@@ -100,7 +117,11 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 			s->t[0] = gt_now_ns();
 			s->cnt[0] = 0;
 			s->n = 1;
+			end_ns = s->t[0] + dur_ns;
 		}
+		/* -D: the WR posted once the time is up is the last one. */
+		if (dur_ns && i > warm && gt_now_ns() >= end_ns)
+			total = i + 1;
 		if (c->verify && c->mode != GT_MODE_READ)
 			gt_fill(c->data + off, size, seed, i);
 		/* The last warm-up WR is signaled: its completion empties the queue. */
@@ -124,7 +145,7 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 		if (ret)
 			goto fail;
 	}
-	gt_bw_compute(res, size, c->iters, s->t, s->cnt, s->n);
+	gt_bw_compute(res, size, total - warm, s->t, s->cnt, s->n);
 
 	memset(&m, 0, sizeof(m));
 	m.type = GT_CTL_DONE;
@@ -159,7 +180,7 @@ static int bw_client(struct gt_opts *o)
 	ret = gt_client_connect(&c, o);
 	if (ret)
 		goto out;
-	s.max = o->iters + 1000 + 4;
+	s.max = o->duration_s ? BW_DUR_SAMPLES * 2 : o->iters + 1000 + 4;
 	s.t = calloc(s.max, sizeof(*s.t));
 	s.cnt = calloc(s.max, sizeof(*s.cnt));
 	ret = -ENOMEM;

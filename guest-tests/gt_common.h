@@ -33,6 +33,8 @@
 enum gt_test { GT_BW, GT_LAT };
 enum gt_mode { GT_MODE_WRITE, GT_MODE_READ, GT_MODE_SEND };
 enum gt_fmt { GT_FMT_TEXT, GT_FMT_CSV, GT_FMT_JSON };
+/* perftest's --output: the table, or only one number per size. */
+enum gt_output { GT_OUT_FULL, GT_OUT_BW, GT_OUT_MSG_RATE, GT_OUT_LAT };
 
 struct gt_opts {
 	enum gt_test test;
@@ -42,13 +44,18 @@ struct gt_opts {
 	const char *dev_spec;
 	size_t size;
 	uint32_t iters;
+	uint32_t duration_s;		/* -D: timed seconds instead of iters */
 	int64_t warmup;			/* WRs before the clock, -1 = default */
 	int all;
 	enum gt_mode mode;
 	uint32_t tx_depth;
+	uint32_t cq_mod;		/* -Q: signal every N WRs, 0 = tx-depth/2 */
+	int events;			/* -e: sleep at once on the CQ */
 	int verify;
 	int timeout_s;
 	enum gt_fmt fmt;
+	enum gt_output output;
+	int gbits;			/* --report_gbits */
 };
 
 /* Control message (little endian in the slot). */
@@ -165,6 +172,12 @@ struct gt_bw_res {
 	double peak_mib, avg_mib, mpps;
 };
 
+/* -D on vrdma-lat: perftest's duration row (t_avg and pings per second). */
+struct gt_lat_dur {
+	size_t size;
+	uint64_t iters;
+	double avg_us, tps;
+};
 
 uint64_t gt_now_ns(void);
 uint64_t gt_deadline(const struct gt_ctx *c);
@@ -176,6 +189,7 @@ void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
 void gt_report_begin(const struct gt_opts *o);
 void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r);
 void gt_report_lat(const struct gt_opts *o, const struct ps_lat *r);
+void gt_report_lat_dur(const struct gt_opts *o, const struct gt_lat_dur *r);
 void gt_report_end(const struct gt_opts *o, int ok, int verified);
 const char *gt_mode_name(enum gt_mode m);
 

@@ -93,6 +93,11 @@ static int gt_open(struct gt_ctx *c, struct gt_opts *o)
 		fprintf(stderr, "%s: vrdma_open: %s\n", o->prog, strerror(errno));
 		return -errno;
 	}
+	/* -e: perftest's "sleep on CQ events" instead of polling first. */
+	if (o->events && vrdma_set_wait_policy(c->dev, VRDMA_WAIT_THROUGHPUT)) {
+		fprintf(stderr, "%s: vrdma_set_wait_policy: %s\n", o->prog, strerror(EINVAL));
+		return -EINVAL;
+	}
 	c->pd = vrdma_alloc_pd(c->dev);
 	if (!c->pd) {
 		fprintf(stderr, "%s: vrdma_alloc_pd: %s\n", o->prog, strerror(errno));

@@ -13,6 +13,8 @@
 #define GT_MIB		(1024.0 * 1024.0)
 #define GT_RULE		"---------------------------------------------------------------------------------------"
 #define GT_BW_HDR	" #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+#define GT_BW_HDR_G	" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+#define GT_LAT_DUR_HDR	" #bytes        #iterations       t_avg[usec]    tps average"
 #define GT_LAT_HDR	" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
 
 static int gt_rows;	/* rows printed so far (JSON commas) */
@@ -126,48 +128,71 @@ const char *gt_mode_name(enum gt_mode m)
 	return m == GT_MODE_READ ? "read" : m == GT_MODE_SEND ? "send" : "write";
 }
 
+/* --report_gbits: perftest's Gb/s (10^9 bits) instead of MiB/s. */
+static double gt_bw_unit(const struct gt_opts *o, double mib)
+{
+	return o->gbits ? mib * GT_MIB * 8 / 1e9 : mib;
+}
+
 void gt_report_begin(const struct gt_opts *o)
 {
 	int bw = o->test == GT_BW;
+	const char *u = o->gbits ? "gbps" : "mib";
 
 	gt_rows = 0;
+	if (o->output != GT_OUT_FULL)
+		return;		/* perftest's --output: the numbers alone */
 	switch (o->fmt) {
 	case GT_FMT_CSV:
-		printf(bw ? "test,mode,bytes,iterations,bw_peak_mib,bw_avg_mib,msg_rate_mpps\n"
-		       : "test,mode,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p99_us,p999_us\n");
+		if (bw)
+			printf("test,mode,bytes,iterations,bw_peak_%s,bw_avg_%s,msg_rate_mpps\n", u, u);
+		else if (o->duration_s)
+			printf("test,mode,bytes,iterations,t_avg_us,tps\n");
+		else
+			printf("test,mode,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p99_us,p999_us\n");
 		break;
 	case GT_FMT_JSON:
 		printf("{\"test\":\"%s\",\"mode\":\"%s\",\"results\":[",
 		       bw ? "bw" : "lat", gt_mode_name(o->mode));
 		break;
 	default:
-		printf("%s\n%s\n", GT_RULE, bw ? GT_BW_HDR : GT_LAT_HDR);
+		printf("%s\n%s\n", GT_RULE, bw ? (o->gbits ? GT_BW_HDR_G : GT_BW_HDR) :
+		       o->duration_s ? GT_LAT_DUR_HDR : GT_LAT_HDR);
 	}
 	fflush(stdout);
 }
 
 void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r)
 {
-	switch (o->fmt) {
-	case GT_FMT_CSV:
+	double peak = gt_bw_unit(o, r->peak_mib), avg = gt_bw_unit(o, r->avg_mib);
+	const char *u = o->gbits ? "gbps" : "mib";
+
+	if (o->output == GT_OUT_BW)
+		printf("%f\n", avg);
+	else if (o->output == GT_OUT_MSG_RATE)
+		printf("%f\n", r->mpps);
+	else if (o->fmt == GT_FMT_CSV)
 		printf("bw,%s,%zu,%" PRIu64 ",%.2f,%.2f,%.6f\n", gt_mode_name(o->mode),
-		       r->size, r->iters, r->peak_mib, r->avg_mib, r->mpps);
-		break;
-	case GT_FMT_JSON:
-		printf("%s\n{\"bytes\":%zu,\"iterations\":%" PRIu64 ",\"bw_peak_mib\":%.2f,"
-		       "\"bw_avg_mib\":%.2f,\"msg_rate_mpps\":%.6f}", gt_rows ? "," : "",
-		       r->size, r->iters, r->peak_mib, r->avg_mib, r->mpps);
-		break;
-	default:
+		       r->size, r->iters, peak, avg, r->mpps);
+	else if (o->fmt == GT_FMT_JSON)
+		printf("%s\n{\"bytes\":%zu,\"iterations\":%" PRIu64 ",\"bw_peak_%s\":%.2f,"
+		       "\"bw_avg_%s\":%.2f,\"msg_rate_mpps\":%.6f}", gt_rows ? "," : "",
+		       r->size, r->iters, u, peak, u, avg, r->mpps);
+	else
 		printf(" %-7zu    %-10" PRIu64 "       %-7.2f            %-7.2f\t\t   %-7.6f\n",
-		       r->size, r->iters, r->peak_mib, r->avg_mib, r->mpps);
-	}
+		       r->size, r->iters, peak, avg, r->mpps);
 	gt_rows++;
 	fflush(stdout);
 }
 
 void gt_report_lat(const struct gt_opts *o, const struct ps_lat *r)
 {
+	if (o->output == GT_OUT_LAT) {
+		printf("%f\n", r->avg);
+		gt_rows++;
+		fflush(stdout);
+		return;
+	}
 	switch (o->fmt) {
 	case GT_FMT_CSV:
 		printf("lat,%s,%zu,%" PRIu64 ",%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f\n",
@@ -190,6 +215,25 @@ void gt_report_lat(const struct gt_opts *o, const struct ps_lat *r)
 	fflush(stdout);
 }
 
+/* perftest's duration row: t_avg is half the mean round trip, tps the
+ * round trips per second of the timed pings. */
+void gt_report_lat_dur(const struct gt_opts *o, const struct gt_lat_dur *r)
+{
+	if (o->output == GT_OUT_LAT)
+		printf("%f\n", r->avg_us);
+	else if (o->fmt == GT_FMT_CSV)
+		printf("lat,%s,%zu,%" PRIu64 ",%.2f,%.2f\n", gt_mode_name(o->mode),
+		       r->size, r->iters, r->avg_us, r->tps);
+	else if (o->fmt == GT_FMT_JSON)
+		printf("%s\n{\"bytes\":%zu,\"iterations\":%" PRIu64 ",\"t_avg_us\":%.2f,"
+		       "\"tps\":%.2f}", gt_rows ? "," : "", r->size, r->iters, r->avg_us, r->tps);
+	else
+		printf(" %-7zu       %-10" PRIu64 "        %-7.2f        %-7.2f\n",
+		       r->size, r->iters, r->avg_us, r->tps);
+	gt_rows++;
+	fflush(stdout);
+}
+
 /* ok: the run succeeded; verified: 1 data checked out, 0 it did not,
  * -1 the run ended before a verdict. */
 void gt_report_end(const struct gt_opts *o, int ok, int verified)
@@ -197,6 +241,8 @@ void gt_report_end(const struct gt_opts *o, int ok, int verified)
 	const char *v = !o->verify ? "off" : verified > 0 ? "OK" :
 			verified == 0 ? "FAILED" : "incomplete";
 
+	if (o->output != GT_OUT_FULL)
+		return;		/* a failed verify said so on stderr; exit 1 */
 	switch (o->fmt) {
 	case GT_FMT_CSV:
 		if (o->verify)

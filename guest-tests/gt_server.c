@@ -12,6 +12,7 @@
 static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 		    uint32_t *sizes, int *verify_ok)
 {
+	uint32_t last_size = 0;
 	struct gt_ctl m, r;
 	int ret;
 
@@ -40,7 +41,10 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 			r.status = ops->verify && ops->verify(c, &m) ? 1 : 0;
 			if (r.status)
 				*verify_ok = 0;
-			(*sizes)++;
+			/* vrdma-lat -D runs one size in several rounds. */
+			if (m.size != last_size)
+				(*sizes)++;
+			last_size = m.size;
 			ret = gt_send_ctl(c, &r);
 			break;
 		case GT_CTL_FIN:
@@ -70,7 +74,7 @@ int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops)
 		fprintf(stderr, "%s: protocol error from the client\n", o->prog);
 	/* One summary line; the client prints the table. */
 	if (!ret)
-		fprintf(o->fmt == GT_FMT_TEXT ? stdout : stderr,
+		fprintf(o->fmt == GT_FMT_TEXT && o->output == GT_OUT_FULL ? stdout : stderr,
 			"%s server: %s mode, %u size(s) served%s%s\n", o->prog,
 			gt_mode_name(c.mode), sizes, c.verify ? ", verify: " : "",
 			c.verify ? (verify_ok ? "OK" : "FAILED") : "");

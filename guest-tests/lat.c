@@ -3,7 +3,8 @@
  * vrdma-lat: ping-pong latency between two guests (perftest ib_write_lat,
  * ib_send_lat).  write: each side RDMA WRITEs into the peer's buffer and
  * spins on the last byte of its own; send: SEND/RECV through the CQs.
- * Latency is half the round trip.
+ * Latency is half the round trip.  -D runs rounds of pings sized to fill
+ * what is left of the duration and prints perftest's duration row.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,12 +80,12 @@ static int lat_wait(struct gt_ctx *c, uint32_t size, uint32_t seed, uint64_t i)
 	return 0;
 }
 
-static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
-			struct ps_lat *res, int *verified)
+/* One round: warm untimed pings, then iters timed ones into rtt[]. */
+static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t warm,
+			uint64_t iters, uint64_t *rtt, int *verified)
 {
 	uint32_t seed = (uint32_t)gt_now_ns() ^ size;
-	uint64_t warm = c->o->warmup >= 0 ? (uint64_t)c->o->warmup : LAT_WARMUP;
-	uint64_t total = warm + c->iters, i;
+	uint64_t total = warm + iters, i;
 	struct gt_ctl m = { 0 };
 	int ret;
 
@@ -115,7 +116,6 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
 	ret = gt_drain(c);
 	if (ret)
 		return ret;
-	ps_lat_compute(res, size, rtt, c->iters);
 	if (c->rx_bad) {
 		fprintf(stderr, "%s: wrong data from the server at %u bytes\n",
 			c->o->prog, size);
@@ -136,8 +136,45 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
 	return 0;
 }
 
+/*
+ * -D: rounds until the duration is up, each sized from the mean round
+ * trip so far to about fill what is left (the server is told each
+ * round's count at BEGIN), at most -n's default pings (rtt[]) a round.
+ */
+static int lat_run_duration(struct gt_ctx *c, uint32_t size, uint64_t *rtt,
+			    int *verified)
+{
+	uint64_t dur = (uint64_t)c->o->duration_s * 1000000000u, t0 = gt_now_ns();
+	uint64_t warm = c->o->warmup >= 0 ? (uint64_t)c->o->warmup : LAT_WARMUP;
+	uint64_t sum = 0, n = 0, round = 16, now, k;
+	struct gt_lat_dur r = { .size = size };
+	int ret;
+
+	for (;;) {
+		ret = lat_run_size(c, size, warm, round, rtt, verified);
+		if (ret)
+			return ret;
+		for (k = 0; k < round; k++)
+			sum += rtt[k];
+		n += round;
+		warm = 0;
+		now = gt_now_ns();
+		if (now - t0 >= dur)
+			break;
+		round = (dur - (now - t0)) / (sum / n ? sum / n : 1) + 1;
+		if (round > c->o->iters)
+			round = c->o->iters;
+	}
+	r.iters = n;
+	r.avg_us = (double)sum / (double)n / 2 / 1000;
+	r.tps = sum ? (double)n * 1e9 / (double)sum : 0;
+	gt_report_lat_dur(c->o, &r);
+	return 0;
+}
+
 static int lat_client(struct gt_opts *o)
 {
+	uint64_t warm = o->warmup >= 0 ? (uint64_t)o->warmup : LAT_WARMUP;
 	struct ps_lat res;
 	struct gt_ctl m = { 0 };
 	struct gt_ctx c;
@@ -155,9 +192,16 @@ static int lat_client(struct gt_opts *o)
 	ret = 0;
 	gt_report_begin(o);
 	while (gt_next_size(o, &size)) {
-		ret = lat_run_size(&c, (uint32_t)size, rtt, &res, &verified);
+		if (o->duration_s) {
+			ret = lat_run_duration(&c, (uint32_t)size, rtt, &verified);
+			if (ret)
+				break;
+			continue;
+		}
+		ret = lat_run_size(&c, (uint32_t)size, warm, c.iters, rtt, &verified);
 		if (ret)
 			break;
+		ps_lat_compute(&res, size, rtt, c.iters);
 		gt_report_lat(o, &res);
 	}
 	if (!ret) {

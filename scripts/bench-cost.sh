@@ -79,7 +79,7 @@ daemon_stop() {
 # N WRs, no warm-up, between two guests of this node.
 pair() {
 	n=$1; shift
-	timeout "$T" "$b/bin/vrdma-bw" -p cost -T 120 >"$run/srv.log" 2>&1 &
+	timeout "$T" "$b/bin/vrdma-bw" -p cost --timeout 120 >"$run/srv.log" 2>&1 &
 	spid=$!
 	i=0
 	until grep -q "listening on service" "$run/srv.log" 2>/dev/null; do
@@ -87,7 +87,7 @@ pair() {
 		[ $i -lt 300 ] || { cat "$run/srv.log" >&2; return 1; }
 		sleep 0.1
 	done
-	timeout "$T" "$@" "$b/bin/vrdma-bw" -p cost -T 120 -s 8 -n "$n" -w 0 local \
+	timeout "$T" "$@" "$b/bin/vrdma-bw" -p cost --timeout 120 -s 8 -n "$n" --warmup 0 local \
 		>"$run/cli.log" 2>&1 || { cat "$run/cli.log" "$run/srv.log" >&2; return 1; }
 	wait "$spid"
 	spid=

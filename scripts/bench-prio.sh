@@ -53,12 +53,12 @@ new_domid() {
 # the client's domid (the guest that sends).  Not in $(): PIDS must stick.
 start() {
 	prog=$1 svc=$2; shift 2
-	"$b/bin/$prog" -p "$svc" -T 60 "$@" >"$VR_RUN/$svc.srv" 2>&1 &
+	"$b/bin/$prog" -p "$svc" --timeout 60 "$@" >"$VR_RUN/$svc.srv" 2>&1 &
 	PIDS="$PIDS $!"
 	SRV=$!
 	for _ in $(seq 100); do grep -qs "listening on service" "$VR_RUN/$svc.srv" && break; sleep 0.05; done
 	before=$(domids | tr '\n' ' ')
-	"$b/bin/$prog" -p "$svc" -T 60 "$@" local >"$VR_RUN/$svc.cli" 2>&1 &
+	"$b/bin/$prog" -p "$svc" --timeout 60 "$@" local >"$VR_RUN/$svc.cli" 2>&1 &
 	PIDS="$PIDS $!"
 	LAST=$!
 	DOM=$(new_domid "$before")

@@ -56,7 +56,7 @@ one=
 for n in $COUNTS; do
 	rm -f "$run"/s.* "$run"/c.*
 	for i in $(seq "$n"); do
-		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" -T 120 >"$run/s.$i" 2>&1 &
+		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" --timeout 120 >"$run/s.$i" 2>&1 &
 	done
 	for _ in $(seq 600); do
 		[ "$(grep -l "listening on service" "$run"/s.* 2>/dev/null | wc -l)" -ge "$n" ] && break
@@ -64,7 +64,7 @@ for n in $COUNTS; do
 	done
 	t0=$(date +%s%N) k0=$(ticks) peak_anon=0 peak_fds=0
 	for i in $(seq "$n"); do
-		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" -T 120 -s 65536 -n "$iters" --csv local \
+		timeout "$T" "$b/bin/vrdma-bw" -p "sc$i" --timeout 120 -s 65536 -n "$iters" --csv local \
 			>"$run/c.$i" 2>&1 &
 	done
 	# sample vrdmad while the clients run

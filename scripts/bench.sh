@@ -31,8 +31,8 @@ iters_for() { n=$((536870912 / $1)); [ $n -lt 200 ] && n=200; [ $n -gt 20000 ] &
 # vrdma_pair PROG SERVICE OUT ARGS...: server in the background, client here.
 vrdma_pair() {
 	prog=$1 svc=$2 out=$3; shift 3
-	vr_server "$VR_RUN/server.log" timeout "$T" "$b/bin/$prog" -p "$svc" -T 30 || return 1
-	timeout "$T" "$b/bin/$prog" -p "$svc" -T 30 --csv "$@" local >"$out" 2>"$out.err"
+	vr_server "$VR_RUN/server.log" timeout "$T" "$b/bin/$prog" -p "$svc" --timeout 30 || return 1
+	timeout "$T" "$b/bin/$prog" -p "$svc" --timeout 30 --csv "$@" local >"$out" 2>"$out.err"
 	crc=$?
 	vr_server_wait || true
 	if [ $crc -ne 0 ]; then

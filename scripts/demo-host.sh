@@ -19,9 +19,9 @@ echo "== vrdmad on $VR_RUN; vrdma-bw write, $iters iterations per size"
 rc=0
 for size in 4096 65536 262144 1048576 4194304; do
 	svc=demo-$size
-	vr_server "$VR_RUN/server.log" timeout "$T" "$b/bin/vrdma-bw" -p "$svc" -T 20 ||
+	vr_server "$VR_RUN/server.log" timeout "$T" "$b/bin/vrdma-bw" -p "$svc" --timeout 20 ||
 		vr_die "vrdma-bw server did not start"
-	timeout "$T" "$b/bin/vrdma-bw" -p "$svc" -T 20 -s "$size" -n "$iters" \
+	timeout "$T" "$b/bin/vrdma-bw" -p "$svc" --timeout 20 -s "$size" -n "$iters" \
 		--verify --csv local >"$VR_RUN/client.csv" 2>"$VR_RUN/client.err"
 	crc=$?
 	vr_server_wait

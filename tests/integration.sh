@@ -86,10 +86,10 @@ check "no ITEST failures" bash -c "! grep -q 'ITEST .* FAIL' $RUN/cli.out $RUN/s
 check "clean after normal exit" leak_free
 
 # ---- 2. a guest killed mid-transfer ----
-"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 -T 20 >"$RUN/kbs.out" 2>&1 &
+"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 --timeout 20 >"$RUN/kbs.out" 2>&1 &
 KS=$!
 sleep 0.5
-"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 -T 20 local >"$RUN/kbc.out" 2>&1 &
+"$B/bin/vrdma-bw" -p killme -s 1048576 -n 1000000 --timeout 20 local >"$RUN/kbc.out" 2>&1 &
 KC=$!
 for _ in $(seq 50); do [ "$(field qps)" -ge 2 ] 2>/dev/null && break; sleep 0.1; done
 sleep 0.5
@@ -108,10 +108,10 @@ check "killed guest: daemon alive" ctl ping
 check "killed guest: nothing left" leak_free
 
 # ---- 3. hostile guests beside a verified transfer ----
-timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify -T 60 >"$RUN/cbs.out" 2>&1 &
+timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify --timeout 60 >"$RUN/cbs.out" 2>&1 &
 CS=$!
 sleep 0.5
-timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify -T 60 local >"$RUN/cbc.out" 2>&1 &
+timeout 120 "$B/bin/vrdma-bw" -p calm -s 65536 -n 20000 --verify --timeout 60 local >"$RUN/cbc.out" 2>&1 &
 CC=$!
 cases=$("$B/tests/itest_hostile" list)
 for c in $cases; do
@@ -130,10 +130,10 @@ check "daemon alive after hostile guests" ctl ping
 check "clean after hostile guests" leak_free
 
 # ---- 4. a guest that tries to make vrdmad wait (issue 12) ----
-timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify -T 60 >"$RUN/wbs.out" 2>&1 &
+timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify --timeout 60 >"$RUN/wbs.out" 2>&1 &
 WS=$!
 sleep 0.5
-timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify -T 60 local >"$RUN/wbc.out" 2>&1 &
+timeout 120 "$B/bin/vrdma-bw" -p calm2 -s 65536 -n 20000 --verify --timeout 60 local >"$RUN/wbc.out" 2>&1 &
 WC=$!
 timeout 30 "$B/tests/itest_hostile" wedge >"$RUN/w.out" 2>&1 &
 WP=$!

@@ -46,12 +46,12 @@ DPID=$!
 for _ in $(seq 100); do ctl ping >/dev/null 2>&1 && break; sleep 0.05; done
 check "vrdmad up" ctl ping
 
-timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 -T 30 >"$RUN/bs.out" 2>&1 &
+timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 --timeout 30 >"$RUN/bs.out" 2>&1 &
 BS=$!
 # the client connects once the server listens (slow under ASan), so it is
 # the newer guest of the two
 for _ in $(seq 200); do grep -qs "listening on service" "$RUN/bs.out" && break; sleep 0.05; done
-timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 -T 30 local >"$RUN/bc.out" 2>&1 &
+timeout 60 "$B/bin/vrdma-bw" -p prio -s 65536 -n 100000000 --timeout 30 local >"$RUN/bc.out" 2>&1 &
 BC=$!
 vm=
 for _ in $(seq 100); do
@@ -101,7 +101,7 @@ wait $BC $BS 2>/dev/null
 # ---- a VM's settings outlive its process (VRDMA_VM names the VM) ----
 # vm_up NAME: a vrdma-bw server connected as VM NAME (in VS); bounded wait
 vm_up() {
-	VRDMA_VM=$1 timeout 60 "$B/bin/vrdma-bw" -p "keep$2" -T 30 >"$RUN/vm$2.out" 2>&1 &
+	VRDMA_VM=$1 timeout 60 "$B/bin/vrdma-bw" -p "keep$2" --timeout 30 >"$RUN/vm$2.out" 2>&1 &
 	VS=$!
 	for _ in $(seq 100); do
 		grep -qs "listening on service" "$RUN/vm$2.out" && return 0
@@ -112,7 +112,7 @@ vm_up() {
 vm_down() { kill "$VS" 2>/dev/null; wait "$VS" 2>/dev/null; }
 check "VM keep-me up" vm_up keep-me 1
 check "set by VM name" ctl set keep-me weight=5 class=low
-check "bad VRDMA_VM refused" bash -c "VRDMA_VM='a b' timeout 20 '$B/bin/vrdma-bw' -p other -T 5 2>&1 | grep -q 'bad VRDMA_VM'"
+check "bad VRDMA_VM refused" bash -c "VRDMA_VM='a b' timeout 20 '$B/bin/vrdma-bw' -p other --timeout 5 2>&1 | grep -q 'bad VRDMA_VM'"
 VS1=$VS
 check "a second guest of keep-me" vm_up keep-me 3
 check "VM name of two guests refused" refused "has 2 guests now" get keep-me

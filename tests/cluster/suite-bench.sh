@@ -69,7 +69,7 @@ if need_remote bench-remote-path-$NODE; then
 	for spec in $BW_SPECS; do
 		size=${spec%:*}
 		v=-
-		if vr_pair vrdma-bw bench-$size -s $size -n ${spec#*:} -T 60 --csv; then
+		if vr_pair vrdma-bw bench-$size -s $size -n ${spec#*:} --timeout 60 --csv; then
 			vt_pass bench-vrdma-bw-$size-$NODE
 			[ "$NODE" = a ] && v=$(echo "$VR_OUT" | grep '^bw,' | tail -n 1 | cut -d, -f6)
 		else
@@ -82,7 +82,7 @@ if need_remote bench-remote-path-$NODE; then
 	# vrdmad's share of this node's CPU during the latency run: a daemon
 	# that spins takes a 1-vCPU node from the guest it waits for.
 	_t0=$(vd_ticks) _w0=$(cut -d' ' -f1 /proc/uptime)
-	if vr_pair vrdma-lat bench-lat -m send -s $size -n ${LAT_SPEC#*:} -T 60 --csv; then
+	if vr_pair vrdma-lat bench-lat --mode send -s $size -n ${LAT_SPEC#*:} --timeout 60 --csv; then
 		vt_pass bench-vrdma-lat-$size-$NODE
 		[ "$NODE" = a ] && v=$(echo "$VR_OUT" | grep '^lat,' | tail -n 1 | cut -d, -f7)
 	else

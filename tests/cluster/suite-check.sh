@@ -30,7 +30,7 @@ itest_markers() { # side file
 # with an error completion within the limit.
 kill_pair() {
 	_v=$1
-	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 1000000 -T 20"
+	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 1000000 --timeout 20"
 	if [ "$NODE" = b ]; then
 		bg "$_cmd" $T/kill.out
 		_pid=$BG_PID

@@ -10,7 +10,7 @@ rows=$T/demo-rows.csv
 if need_remote demo-remote-path-$NODE; then
 	for spec in ${DEMO_SPECS:-4096:400 65536:300 1048576:40 4194304:10}; do
 		size=${spec%:*}
-		if vr_pair vrdma-bw demo-$size -s $size -n ${spec#*:} -T 60 --csv --verify; then
+		if vr_pair vrdma-bw demo-$size -s $size -n ${spec#*:} --timeout 60 --csv --verify; then
 			vt_pass demo-bw-$size-$NODE
 			[ "$NODE" = a ] && echo "$VR_OUT" | grep '^bw,' | tail -n 1 >>$rows
 		else

@@ -21,7 +21,7 @@ kopt() { v=$(sed -n "s/.*prio\.$1=\([0-9]*\).*/\1/p" /proc/cmdline); echo "${v:-
 WIN=$(kopt win 10)
 LAT_ITERS=$(kopt lat 300)
 BW_ITERS=$(kopt bw 1000)
-FL_T=600	# flooders' -T: the server's last wait is one wait of -T
+FL_T=600	# flooders' --timeout: the server's last wait is one wait of --timeout
 tnow() { cut -d' ' -f1 /proc/uptime; }
 
 # "domid tx_bytes" per guest (node a's vrdmad)
@@ -47,7 +47,7 @@ setq() { ctl set "$@" >/dev/null; }
 serve() {
 	SPIDS=
 	for s in "$@"; do
-		bg "timeout $((FL_T + 60)) vrdma-bw -p $s -T $FL_T" $T/srv.$s
+		bg "timeout $((FL_T + 60)) vrdma-bw -p $s --timeout $FL_T" $T/srv.$s
 		SPIDS="$SPIDS $BG_PID"
 		wait_text $T/srv.$s "listening on service" $BG_PID 60 ||
 			vt_fail prio-server-$s "did not listen"
@@ -66,7 +66,7 @@ unserve() {
 flood() {
 	FPIDS=
 	for s in "$@"; do
-		bg "env VRDMA_VM=$s timeout $((FL_T + 60)) vrdma-bw -p $s -s 1M -n 1000000 -T $FL_T $VRNODE" $T/fl.$s
+		bg "env VRDMA_VM=$s timeout $((FL_T + 60)) vrdma-bw -p $s -s 1M -n 1000000 --timeout $FL_T $VRNODE" $T/fl.$s
 		FPIDS="$FPIDS $BG_PID"
 		eval FPID_$s=$BG_PID
 	done
@@ -159,7 +159,7 @@ fi
 # name lives for a moment (a server never connected to), the setting is
 # made, and the VM's next guests come back with it.
 if [ "$NODE" = a ]; then
-	bg "env VRDMA_VM=hi vrdma-bw -p hi-init -T 30" $T/hi-init
+	bg "env VRDMA_VM=hi vrdma-bw -p hi-init --timeout 30" $T/hi-init
 	if wait_text $T/hi-init "listening on service" $BG_PID 30 &&
 	   setq hi class=high; then
 		vt_pass prio-hi-class-set
@@ -178,7 +178,7 @@ pair() {
 	[ "$NODE" = a ] && export VRDMA_VM=hi
 	[ "$NODE" = a ] && tx_all >$T/prio.p0
 	t0=$(tnow)
-	if vr_pair $_prog $_tag -T 120 --csv "$@"; then
+	if vr_pair $_prog $_tag --timeout 120 --csv "$@"; then
 		vt_pass prio-$_tag-$NODE
 	else
 		vt_fail prio-$_tag-$NODE

@@ -8,7 +8,7 @@ vt_check smoke-census-$NODE ctl census
 vt_check smoke-ib_write_bw-$NODE pt_pair write_bw -s 65536 -n 500
 vt_check smoke-ib_send_lat-$NODE pt_pair send_lat -s 8 -n 200
 if [ "$REMOTE" = 1 ]; then
-	if vr_pair vrdma-bw smoke -s 65536 -n 200 -T 60 --verify; then
+	if vr_pair vrdma-bw smoke -s 65536 -n 200 --timeout 60 --verify; then
 		vt_pass smoke-vrdma-bw-$NODE
 	else
 		vt_fail smoke-vrdma-bw-$NODE

@@ -109,7 +109,7 @@ xkill() {
 	_v=$1
 	[ "$NODE" = b ] && _du=$2 || _du=$3
 	eval _d=\$D$_du		# D1 / D2 from dom0's /init
-	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 10000000 -T 60"
+	_cmd="vrdma-bw -p kill$_v -s 1048576 -n 10000000 --timeout 60"
 	if [ "$NODE" = b ]; then
 		_n=$(du_run $_d "$_cmd" "listening on service")
 		if ! du_ready $_d $_n 60; then

@@ -189,7 +189,7 @@ vt_check() {
 # bw_pair SERVICE SIZE ITERS [EXTRA-OPTS]: one vrdma-bw run; 0 iff both
 # ends exit 0; BW_ROW = the client's "bw,..." CSV row, BW_OUT its output.
 bw_pair() {
-	_cmd="timeout 150 vrdma-bw -p $1 -s $2 -n $3 -T 60 --csv ${4:-}"
+	_cmd="timeout 150 vrdma-bw -p $1 -s $2 -n $3 --timeout 60 --csv ${4:-}"
 	BW_ROW=
 	BW_OUT=
 	_ns=$(du_run $D1 "$_cmd" "listening on service")

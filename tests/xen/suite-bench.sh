@@ -33,10 +33,10 @@ done
 # domu1 and dom0 (the hop vrdma takes twice per message) and between the
 # two domUs (no dom0 on the path).  Typical figures, microseconds.
 lat=- rawd0=- rawdu=-
-_ns=$(du_run $D1 "timeout 150 vrdma-lat -p bench-lat -m send -s 8 -n 200 -T 60 --csv" \
+_ns=$(du_run $D1 "timeout 150 vrdma-lat -p bench-lat --mode send -s 8 -n 200 --timeout 60 --csv" \
 	"listening on service")
 if du_ready $D1 $_ns 60; then
-	_nc=$(du_run $D2 "timeout 150 vrdma-lat -p bench-lat -m send -s 8 -n 200 -T 60 --csv local")
+	_nc=$(du_run $D2 "timeout 150 vrdma-lat -p bench-lat --mode send -s 8 -n 200 --timeout 60 --csv local")
 	du_wait $D2 $_nc 170
 	_crc=$DU_RC
 	du_wait $D1 $_ns 60
@@ -59,7 +59,7 @@ fi
 echo "VRDMA-SHOW-BEGIN"
 echo "== 8-byte SEND one-way latency, domu2 -> dom0 vrdmad -> domu1 (us, typical; TCG)"
 awk -v l="$lat" -v d0="$rawd0" -v du="$rawdu" 'BEGIN {
-	printf " %-60s %10s\n", "vrdma-lat -m send -s 8", l
+	printf " %-60s %10s\n", "vrdma-lat --mode send -s 8", l
 	printf " %-60s %10s\n", "raw event-channel round trip domu1 <-> dom0 (one way: half)", d0
 	printf " %-60s %10s\n", "raw event-channel round trip domu1 <-> domu2 (one way: half)", du
 	if (l != "-" && d0 != "-")

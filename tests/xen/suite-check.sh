@@ -176,10 +176,10 @@ fi
 
 # ---- d. two vrdma processes in one domU ----
 vt_check twoproc-attach ctl attach $D1 1
-ns=$(du_run $D1 "timeout 120 vrdma-bw -p twoproc -s 65536 -n 2000 -T 60 --verify" "listening on service")
+ns=$(du_run $D1 "timeout 120 vrdma-bw -p twoproc -s 65536 -n 2000 --timeout 60 --verify" "listening on service")
 if du_ready $D1 $ns 60; then
 	owner0=$(xenstore-read /local/domain/$D1/device/vrdma/0/owner 2>/dev/null)
-	vt_check twoproc-client gn_sh $D1 150 "timeout 140 vrdma-bw -p twoproc -s 65536 -n 2000 -T 60 --verify local"
+	vt_check twoproc-client gn_sh $D1 150 "timeout 140 vrdma-bw -p twoproc -s 65536 -n 2000 --timeout 60 --verify local"
 	du_wait $D1 $ns 60
 	vt_check twoproc-server [ "$DU_RC" = 0 ]
 	echo "device 0 owner while both ran: '$owner0'"
@@ -263,7 +263,7 @@ for k in 1 2 3 4; do ctl detach $D3 $k >/dev/null; done
 vt_check lflood-clean leak_free 3
 
 # ---- e. a domU destroyed mid-transfer ----
-BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 -T 20 %s'
+BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 --timeout 20 %s'
 ns=$(du_run $D1 "$(printf "$BW_KILL" "")" "listening on service")
 if du_ready $D1 $ns 60; then
 	nc=$(du_run $D2 "$(printf "$BW_KILL" local)")

@@ -47,10 +47,10 @@ now() { cut -d' ' -f1 /proc/uptime; }
 # the server waits for the client's DONE as one wait.  (-n: 1 TiB,
 # hours under TCG; vrdma-bw keeps a sample per iteration, so not more.)
 flood() {
-	_s=$(du_run $1 "timeout 900 vrdma-bw -p $3 -T 850" "listening on service")
+	_s=$(du_run $1 "timeout 900 vrdma-bw -p $3 --timeout 850" "listening on service")
 	echo $_s >/tmp/fl.$1
 	du_ready $1 $_s 60 || return 1
-	du_run $2 "timeout 900 vrdma-bw -p $3 -s 1M -n 1000000 -T 850 local & echo \$! >/tmp/flood.pid; wait \$!" >/tmp/fl.$2
+	du_run $2 "timeout 900 vrdma-bw -p $3 -s 1M -n 1000000 --timeout 850 local & echo \$! >/tmp/flood.pid; wait \$!" >/tmp/fl.$2
 }
 
 # flowing DOMIDS...: bounded wait until each sender moved bytes; a
@@ -158,12 +158,12 @@ pair() {
 	tag=$1 prog=$2
 	shift 2
 	tx_all >/tmp/prio.q0
-	ns=$(du_run $D1 "timeout 300 $prog -p $tag -T 60 --csv" "listening on service")
+	ns=$(du_run $D1 "timeout 300 $prog -p $tag --timeout 60 --csv" "listening on service")
 	if ! du_ready $D1 $ns 60; then
 		vt_fail prio-$tag "server did not listen"
 		return 1
 	fi
-	nc=$(du_run $D5 "timeout 300 $prog -p $tag -T 60 --csv $* local")
+	nc=$(du_run $D5 "timeout 300 $prog -p $tag --timeout 60 --csv $* local")
 	du_wait $D5 $nc 320
 	crc=$DU_RC
 	du_wait $D1 $ns 60
