@@ -8,6 +8,7 @@
 #   4. a guest that tries to make vrdmad wait on what it holds (issue 12):
 #      pings answered and a bw pair completes meanwhile, nothing left after
 #   5. vrdmactl set/get/stats/top (tests/prio.sh)
+#   6. vrdma-bw / vrdma-lat's perftest options and bad values (tests/gtopts.sh)
 # Usage: tests/integration.sh BUILD_DIR
 set -u
 B=${1:-build}
@@ -189,6 +190,9 @@ fi
 
 # ---- 5. operator controls (issue 5), with a daemon of their own ----
 check "prio: set/get/stats/top (tests/prio.sh)" "$(dirname "$0")/prio.sh" "$B"
+
+# ---- 6. vrdma-bw / vrdma-lat command line (issue 13), own daemon too ----
+check "vrdma-bw/-lat options (tests/gtopts.sh)" "$(dirname "$0")/gtopts.sh" "$B"
 
 if [ $fail -ne 0 ]; then
 	echo "---- vrdmad log (last 40 lines)"

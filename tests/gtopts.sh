@@ -1,0 +1,184 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Plain-host check of vrdma-bw / vrdma-lat's command line (issue 13):
+#   perftest's letters mean what they mean in perftest; what vrdma cannot
+#   honour is refused by name; a bad value names the option and itself;
+#   all of these exit 2 without the usage text.  Then real pairs against a
+#   private vrdmad: -D, --report_gbits, --output, -Q, -e, -d, -F -R -c RC.
+# Functional only: no figure is asserted; every wait is bounded.
+# Usage: tests/gtopts.sh BUILD_DIR
+set -u
+B=${1:-build}
+B=$(cd "$B" && pwd)
+RUN=$(mktemp -d /tmp/vrdma-gtopts.XXXXXX)
+export VRDMA_RUN_DIR=$RUN
+pass=0
+fail=0
+DPID=
+
+cleanup() {
+	jobs -p | xargs -r kill 2>/dev/null
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+ok()  { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# refused PROG PATTERN ARGS...: exit 2, PATTERN on stderr, no usage text
+refused() {
+	local prog=$1 pat=$2 rc; shift 2
+	timeout 10 "$B/bin/$prog" "$@" >"$RUN/r.out" 2>"$RUN/r.err"
+	rc=$?
+	if [ $rc -eq 2 ] && grep -qF -- "$pat" "$RUN/r.err" && ! grep -q Usage "$RUN/r.err" &&
+	   [ ! -s "$RUN/r.out" ]; then
+		ok "$prog $*: $(head -1 "$RUN/r.err")"
+	else
+		bad "$prog $*: exit $rc, want 2 and '$pat'"
+		cat "$RUN/r.err"
+	fi
+}
+
+# accepted PROG ARGS...: parses (checked with --help: exit 0)
+accepted() {
+	local prog=$1; shift
+	if timeout 10 "$B/bin/$prog" "$@" --help >"$RUN/a.out" 2>&1 && grep -q Usage "$RUN/a.out"; then
+		ok "$prog $* accepted"
+	else
+		bad "$prog $* not accepted"; cat "$RUN/a.out"
+	fi
+}
+
+for p in vrdma-bw vrdma-lat; do
+	refused $p "bad value 'abc' for -s/--size: not a number" -s abc
+	refused $p "bad value '12x' for -s/--size: not a number" -s 12x
+	refused $p "bad value '16M' for -s/--size: 16777216 is out of range 1..8388608" -s 16M
+	refused $p "bad value '0' for -s/--size: 0 is out of range" -s 0
+	refused $p "bad value '-5' for -n/--iters: not a number" -n -5
+	refused $p "bad value '0x10' for -n/--iters: not a number" -n 0x10
+	refused $p "bad value '99999999999999999999' for -n/--iters: out of range" -n 99999999999999999999
+	refused $p "bad value ' 5' for -n/--iters: not a number" -n ' 5'
+	refused $p "bad value 'host' for -D/--duration: not a number" -D host
+	refused $p "the device is -d/--ib-dev" -D host
+	refused $p "bad value '0' for -D/--duration: 0 is out of range 1..86400" -D 0
+	refused $p "-D/--duration and -n/--iters exclude each other" -D 2 -n 10
+	refused $p "-D/--duration runs one size" -D 2 -a
+	refused $p "bad value '' for -p/--port: empty" -p ''
+	refused $p "bad value 'send' for -m/--mtu: not a number" -m send
+	refused $p "the mode is --mode send" -m send
+	refused $p "bad value '1500' for -m/--mtu: not one of 256" -m 1500
+	refused $p "-m/--mtu is not supported: vrdma sets no path MTU" -m 4096
+	refused $p "-T/--tos is not supported" -T 60
+	refused $p "bad value 'x' for -T/--tos: not a number" -T x
+	refused $p "bad value '0' for -q/--qp: 0 is out of range 1..16384" -q 0
+	refused $p "-c/--connection is not supported: vrdma has reliable connected (RC)" -c UD
+	refused $p "bad value 'rc2' for -c/--connection: not one of RC" -c rc2
+	refused $p "-i/--ib-port is not supported: a vrdma device has one port" -i 2
+	refused $p "bad value '256' for -i/--ib-port: 256 is out of range 1..255" -i 256
+	refused $p "-x/--gid-index is not supported: a vrdma device has one GID" -x 3
+	refused $p "-r/--rx-depth is not supported" -r 64
+	refused $p "-S/--sl is not supported" -S 1
+	refused $p "-u/--qp-timeout is not supported" -u 14
+	refused $p "bad value '0' for --timeout: 0 is out of range 1..3600" --timeout 0
+	refused $p "bad value 'x' for --warmup: not a number" --warmup x
+	refused $p "bad value 'foo' for --mode: not one of write" --mode foo
+	refused $p "bad value 'json' for --output: not one of bandwidth, message_rate, latency" --output json
+	refused $p "-s/--size needs a value" -s
+	refused $p "unknown option '-z'" -z
+	refused $p "unknown option '--bogus'" --bogus
+	refused $p "one NODE at most, not also 'b'" a b
+	accepted $p -F -R -c RC -i 1 -x 0 -q 1 -d host -p svc -s 4K -n 5
+done
+refused vrdma-bw "-q/--qp is not supported: one QP per pair" -q 4
+refused vrdma-bw "-b/--bidirectional is not supported" -b
+refused vrdma-bw "-l/--post_list is not supported" -l 4
+refused vrdma-bw "-w/--limit_bw is not supported" -w 0
+refused vrdma-bw "the warm-up count is --warmup N" -w 0
+refused vrdma-bw "bad value '0' for -t/--tx-depth: 0 is out of range 1..1024" -t 0
+refused vrdma-bw "bad value '2000' for -Q/--cq-mod: 2000 is out of range 1..1024" -Q 2000
+refused vrdma-bw "bad value 'latency' for --output: vrdma-bw prints bandwidth or message_rate" --output=latency
+refused vrdma-bw "--output prints one number: not with --csv or --json" --output=bandwidth --csv
+refused vrdma-lat "-b/--bidirectional is an option of vrdma-bw" -b
+refused vrdma-lat "-t/--tx-depth is an option of vrdma-bw" -t 8
+refused vrdma-lat "--report_gbits is an option of vrdma-bw" --report_gbits
+refused vrdma-lat "bad value 'read' for --mode: not one of write, send" --mode read
+refused vrdma-lat "bad value 'bandwidth' for --output: vrdma-lat prints latency only" --output=bandwidth
+refused vrdma-lat "-e/--events: RDMA WRITE latency polls memory" -e
+refused vrdma-lat "-C/--report-cycles is not supported" -C
+accepted vrdma-bw -Q 8 -t 16 -e --report_gbits --output=message_rate --mode read
+accepted vrdma-lat --mode send -e --output=latency --warmup 0
+
+# ---- real pairs on a private vrdmad ----
+"$B/sbin/vrdmad" -f -S "$RUN" -n gtopts-node >"$RUN/vrdmad.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do timeout 10 "$B/sbin/vrdmactl" -S "$RUN" ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+# run NAME PROG ARGS...: server and client with the same ARGS; both exit 0;
+# the client's stdout in $RUN/NAME.c, the server's output in $RUN/NAME.s
+run() {
+	local name=$1 prog=$2 sp crc; shift 2
+	timeout 60 "$B/bin/$prog" -p "$name" --timeout 30 "$@" >"$RUN/$name.s" 2>&1 &
+	sp=$!
+	for _ in $(seq 200); do grep -qs "listening on service" "$RUN/$name.s" && break; sleep 0.05; done
+	timeout 60 "$B/bin/$prog" -p "$name" --timeout 30 "$@" local >"$RUN/$name.c" 2>"$RUN/$name.e"
+	crc=$?
+	wait $sp || return 1
+	[ $crc -eq 0 ] || { cat "$RUN/$name.e"; return 1; }
+}
+NUM='^[0-9]+\.[0-9]+$'
+
+t0=$(date +%s%N)
+if run bwdur vrdma-bw -s 65536 -D 1 --verify -d host -F -R -c RC -i 1 -x 0 -q 1 &&
+   [ $(( $(date +%s%N) - t0 )) -ge 1000000000 ] &&
+   grep -qE '^ 65536 +[1-9][0-9]* +[0-9.]+ +[0-9.]+' "$RUN/bwdur.c" &&
+   grep -q 'BW average\[MiB/sec\]' "$RUN/bwdur.c" && grep -q 'verify: OK' "$RUN/bwdur.c"; then
+	ok "vrdma-bw -D 1 --verify: a row after at least 1 s, verify OK"
+else
+	bad "vrdma-bw -D 1 --verify"; cat "$RUN/bwdur.c" "$RUN/bwdur.s"
+fi
+if run bwgb vrdma-bw -s 4096 -n 2000 --report_gbits -Q 4 -e &&
+   grep -q 'BW peak\[Gb/sec\] *BW average\[Gb/sec\]' "$RUN/bwgb.c" &&
+   grep -qE '^ 4096 +2000 ' "$RUN/bwgb.c"; then
+	ok "vrdma-bw --report_gbits -Q 4 -e: Gb/sec columns"
+else
+	bad "vrdma-bw --report_gbits"; cat "$RUN/bwgb.c" "$RUN/bwgb.s"
+fi
+if run bwout vrdma-bw -s 4096 -n 1000 --mode send --verify --output=bandwidth &&
+   [ "$(wc -l <"$RUN/bwout.c")" -eq 1 ] && grep -qE "$NUM" "$RUN/bwout.c"; then
+	ok "vrdma-bw --output=bandwidth: one number ($(cat "$RUN/bwout.c"))"
+else
+	bad "vrdma-bw --output=bandwidth"; cat "$RUN/bwout.c" "$RUN/bwout.s"
+fi
+if run bwmr vrdma-bw -s 8 -a --output=message_rate --warmup 0 -n 50 &&
+   [ "$(grep -cE "$NUM" "$RUN/bwmr.c")" -eq 23 ] && [ "$(wc -l <"$RUN/bwmr.c")" -eq 23 ]; then
+	ok "vrdma-bw -a --output=message_rate: 23 numbers, one per size"
+else
+	bad "vrdma-bw -a --output=message_rate"; cat "$RUN/bwmr.c" "$RUN/bwmr.s"
+fi
+t0=$(date +%s%N)
+if run latdur vrdma-lat -s 8 -D 1 --verify &&
+   [ $(( $(date +%s%N) - t0 )) -ge 1000000000 ] &&
+   grep -q 't_avg\[usec\] *tps average' "$RUN/latdur.c" &&
+   grep -qE '^ 8 +[1-9][0-9]* +[0-9.]+ +[0-9.]+' "$RUN/latdur.c" &&
+   grep -q 'verify: OK' "$RUN/latdur.c" && grep -q '1 size(s) served' "$RUN/latdur.s"; then
+	ok "vrdma-lat -D 1 --verify: perftest's duration row after at least 1 s"
+else
+	bad "vrdma-lat -D 1 --verify"; cat "$RUN/latdur.c" "$RUN/latdur.s"
+fi
+if run latout vrdma-lat -s 64 -n 200 --mode send -e --output=latency &&
+   [ "$(wc -l <"$RUN/latout.c")" -eq 1 ] && grep -qE "$NUM" "$RUN/latout.c"; then
+	ok "vrdma-lat --mode send -e --output=latency: one number ($(cat "$RUN/latout.c"))"
+else
+	bad "vrdma-lat --output=latency"; cat "$RUN/latout.c" "$RUN/latout.s"
+fi
+if run latcsv vrdma-lat -s 8 -D 1 --mode send --csv &&
+   grep -qx 'test,mode,bytes,iterations,t_avg_us,tps' "$RUN/latcsv.c" &&
+   grep -qE '^lat,send,8,[1-9][0-9]*,[0-9.]+,[0-9.]+$' "$RUN/latcsv.c"; then
+	ok "vrdma-lat -D 1 --csv: duration columns"
+else
+	bad "vrdma-lat -D 1 --csv"; cat "$RUN/latcsv.c" "$RUN/latcsv.s"
+fi
+
+echo "gtopts: $pass passed, $fail failed"
+[ $fail -eq 0 ]
