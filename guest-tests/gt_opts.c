@@ -95,7 +95,8 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"  -F, --CPU-freq        accepted: vrdma's clock never depends on cpufreq\n"
 		"  -R, --rdma_cm         accepted: vrdma always connects through its CM\n"
 		"  -c RC, -i 1, -q 1, -x 0  accepted; other values are refused\n"
-		"  --output=%s  print only that number\n"
+		"      --output=%s\n"
+		"                        print only that number, one per size\n"
 		"%s"
 		"  -h, --help            this text\n"
 		"  -V, --version         print the version\n"
@@ -114,7 +115,7 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		bw ? "vrdma-bw" : "vrdma-lat",
 		bw ? "  -t, --tx-depth=N      outstanding work requests (default 64)\n"
 		     "  -Q, --cq-mod=N        signal every N-th work request (default tx-depth/2)\n" : "",
-		bw ? "bandwidth|message_rate" : "latency    ",
+		bw ? "bandwidth|message_rate" : "latency",
 		bw ? "      --report_gbits    bandwidth in Gb/s (10^9 bit) instead of MiB/s\n" : "",
 		bw ? "write | read | send" : "write | send",
 		bw ? "2 x tx-depth" : "100");
