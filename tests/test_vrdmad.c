@@ -379,7 +379,7 @@ static pid_t start_guest(void)
 			_exit(126);
 		setenv("VRDMA_RUN_DIR", dir, 1);
 		setenv("VRDMA_VM", HOSTILE_VM, 1);
-		execl(bw_bin, "vrdma-bw", "-p", "svc", "-T", "60", (char *)NULL);
+		execl(bw_bin, "vrdma-bw", "-p", "svc", "--timeout", "60", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
