@@ -127,7 +127,7 @@ void vbe_tenant_fini(struct vbe_guest *g)
 	if (*pg)
 		*pg = g->tnext;
 	g->ten = NULL;
-	if (t->guests)
+	if (t->guests || t->late_pages)	/* vbe_tenant_late frees it then */
 		return;
 	for (pt = &g->node->tenants; *pt && *pt != t; pt = &(*pt)->next)
 		;
@@ -198,10 +198,14 @@ static const uint64_t *vbe_tenant_lim(struct vbe_node *n, struct vbe_tenant *t)
  */
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N])
 {
+	struct vbe_tenant *t;
 	struct vbe_guest *g;
 	unsigned i;
 
 	memset(use, 0, sizeof(use[0]) * VBE_TQ_N);
+	for (t = n->tenants; t; t = t->next)
+		if (!strcmp(t->name, tenant))
+			use[VBE_TQ_PAGES] += t->late_pages;
 	for (g = n->guests; g; g = g->next) {
 		if (strcmp(g->tenant, tenant))
 			continue;
@@ -217,6 +221,9 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 	for (i = 0; i < VBE_MAX_CONNS; i++)
 		use[VBE_TQ_CONNS] += n->conns[i].id && !strcmp(n->conns[i].tenant, tenant);
 }
+
+_Static_assert(VBE_TQ_N <= 8 * sizeof(((struct vbe_guest *)0)->tenant_warned),
+	       "a bit of tenant_warned per quota");
 
 /* Counted as a refusal; logged once per guest and quota, naming the
  * tenant: a guest retrying must not flood the log. */
@@ -250,12 +257,43 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 {
 	const struct vbe_guest *x;
-	uint64_t sum = 0;
+	uint64_t sum = q == VBE_TQ_PAGES ? t->late_pages : 0;
 
-	for (x = t->guests; x; x = x->tnext)
-		sum += q == VBE_TQ_QPS ? x->nqps : q == VBE_TQ_MEM ? x->mr_bytes :
-		       q == VBE_TQ_CQS ? x->ncqs : q == VBE_TQ_MRS ? x->nmrs : x->pages;
+	for (x = t->guests; x; x = x->tnext) {
+		switch (q) {
+		case VBE_TQ_QPS: sum += x->nqps; break;
+		case VBE_TQ_MEM: sum += x->mr_bytes; break;
+		case VBE_TQ_CQS: sum += x->ncqs; break;
+		case VBE_TQ_MRS: sum += x->nmrs; break;
+		case VBE_TQ_PAGES: sum += x->pages; break;
+		default: abort();	/* not a counted object */
+		}
+	}
 	return sum;
+}
+
+/*
+ * Pages a dropped buffer keeps mapped until the device lets go of them
+ * (verbs_reap.c): still the tenant's, or detaching while a teardown is
+ * slow would map past `pages`.  The tenant outlives its last guest until
+ * they are unmapped.
+ */
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add)
+{
+	struct vbe_tenant **pt;
+
+	if (add) {
+		t->late_pages += npages;
+		return;
+	}
+	t->late_pages -= npages;
+	if (t->guests || t->late_pages || !n)
+		return;
+	for (pt = &n->tenants; *pt && *pt != t; pt = &(*pt)->next)
+		;
+	if (*pt)
+		*pt = t->next;
+	free(t);
 }
 
 /* `more` of q for g's tenant, after g's own quota (QPs and bytes:

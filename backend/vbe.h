@@ -329,6 +329,7 @@ struct vbe_guest {
 	struct vbe_tenant *ten;		/* ... its record (tenant.c) */
 	struct vbe_guest *tnext;	/* the tenant's next guest */
 	uint16_t tenant_warned;		/* 1 << VBE_TQ_*: refusal logged */
+
 	struct vbe_sched sch;
 
 	struct vbe_buf *bufs;
@@ -382,6 +383,7 @@ struct vbe_tenant {
 	char name[VPLAT_TENANT_NAME];
 	uint32_t cmd_tokens;		/* its guests' commands (lim cmds) */
 	int64_t cmd_fill;
+	uint64_t late_pages;		/* dropped, not unmapped yet (pages) */
 };
 
 struct vbe_node {
@@ -673,6 +675,7 @@ void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more);	/* VRDMA_CS_* */
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add);
 uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, struct vout *o);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, struct vout *o);

@@ -293,6 +293,7 @@ struct vbe_vx {
 	int max_sge;
 	struct vbe_reaper *reap;	/* teardown threads (verbs_reap.c) */
 	struct vbe_loglim req_lim;	/* remote requests refused, not by policy */
+	struct vbe_loglim hello_lim;	/* ... whose hello did not parse (any host) */
 	struct vbe_loglim rej_lim;	/* our connects the other node rejected */
 };
 
@@ -331,12 +332,13 @@ int  vbe_reap_start(struct vbe_vx *vx);
 void vbe_reap_stop(struct vbe_vx *vx);		/* runs what is queued */
 void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_cq *cq,
 		 unsigned cq_events);
-uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr);	/* its number */
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, bool answer);
 bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq);
 int  vbe_reap_fd(const struct vbe_vx *vx);	/* readable: an MR job ran */
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);
 void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs);
-int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m);
+int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tenant *t,
+			  uint32_t npages);
 void vbe_reap_poll(struct vbe_vx *vx);
 unsigned vbe_reap_pending(const struct vbe_vx *vx);
 

@@ -201,9 +201,10 @@ void vbe_vx_close(struct vbe_node *n)
 
 /* ---- per-guest device state ---- */
 
-/* Returns the reaper's number for the device MR's deregistration, 0 if
- * there is nothing to wait for. */
-static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i)
+/* answer: DEREG_MR's, on the MR lane; returns the reaper's number for
+ * the device MR's deregistration there, 0 if there is nothing to wait for. */
+static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_t i,
+			       bool answer)
 {
 	uint64_t seq = 0;
 	uint8_t *ent;
@@ -211,7 +212,7 @@ static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_
 	/* Peers holding the key in their cache post to its device window:
 	 * once the reaper deregistered the MR, nothing is there. */
 	if (vg->mr[i])
-		seq = vbe_reap_mr(vx, vg->mr[i]);
+		seq = vbe_reap_mr(vx, vg->mr[i], answer);
 	/* The key table is indexed by key slot: wipe the entry only if it
 	 * is still this MR's (a newer MR of the slot may be in it already). */
 	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;
@@ -314,7 +315,7 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		struct vbe_rkt e;
 
 		if (vg->key[i] && (!m->s.used || m->key != vg->key[i] || addr != vg->addr[i]))
-			vbe_vx_mr_drop(vx, vg, i);
+			vbe_vx_mr_drop(vx, vg, i, false);
 		if (!m->s.used || vg->key[i])
 			continue;
 		vg->key[i] = m->key;
@@ -372,9 +373,9 @@ int vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *a
 			continue;
 		for (i = 0; i < VBE_MAX_MRS; i++)
 			if (vg->key[i] && vg->addr[i] >= addr && vg->addr[i] < addr + len)
-				vbe_vx_mr_drop(n->vx, vg, i);
+				vbe_vx_mr_drop(n->vx, vg, i, false);
 	}
-	return vbe_reap_defer_unmap(n->vx, map);
+	return vbe_reap_defer_unmap(n->vx, map, g->ten, (uint32_t)(len / VRDMA_PAGE_SIZE));
 }
 
 /*
@@ -392,7 +393,7 @@ uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t id
 		return 0;
 	for (vg = n->vx->guests; vg; vg = vg->next)
 		if (vg->g == g && vg->mr && vg->key[idx] == key)
-			return vbe_vx_mr_drop(n->vx, vg, idx);
+			return vbe_vx_mr_drop(n->vx, vg, idx, true);
 	return 0;
 }
 

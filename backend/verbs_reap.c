@@ -7,12 +7,14 @@
  * to one reaper thread and goes on.
  *
  * Two lanes, each a thread running its jobs in the order queued: one for
- * QPs, SRQs and whole guests, one for the MRs a guest deregisters.  A
- * guest's DEREG_MR is answered only once its device MR is gone (a peer
- * holding the key must find nothing there), so that answer must not wait
- * behind other tenants' QP teardowns, which can take seconds each (a DREQ
- * to a peer that went away).  A guest's PD goes after the MRs queued
- * before it: its job waits for the MR lane to pass them.  A buffer the
+ * QPs, SRQs, whole guests and the device MRs of dropped buffers (a QP
+ * before the MRs it may reference), one only for the MRs of DEREG_MRs.
+ * A DEREG_MR is answered only once its device MR is gone (a peer holding
+ * the key must find nothing there), so that answer must not wait behind
+ * other tenants' teardowns, which can take seconds each (a DREQ to a peer
+ * that went away); and as a guest has at most one answer held (cmd.c),
+ * the MR lane holds at most one job a guest.  A guest's PD goes after the
+ * MRs queued before it: its job waits for the MR lane to pass them.  A buffer the
  * device may still pin is unmapped only once every job of both lanes
  * queued before its drop has run (vbe_reap_defer_unmap): on Xen, gntdev
  * pages unmapped while pinned corrupt dom0's page accounting
@@ -62,6 +64,8 @@ struct vbe_late_unmap {
 	struct vbe_late_unmap *next;
 	struct vplat_map *map;
 	uint64_t seq[VBE_LANES];	/* unmap once this many jobs ran */
+	struct vbe_tenant *ten;		/* charged npages until then */
+	uint32_t npages;
 };
 
 struct vbe_lane {
@@ -140,7 +144,9 @@ static void vbe_job_run(struct vbe_reaper *r, struct vbe_job *j)
 		vbe_reap_slow("device QP teardown", t0);
 		break;
 	case VBE_JOB_MR:
-		ibv_dereg_mr(j->mr);
+		/* Its pages stay pinned: the buffer's unmap must not follow. */
+		if ((errno = ibv_dereg_mr(j->mr)))
+			vlog_warn("rdma: ibv_dereg_mr failed: %s", strerror(errno));
 		vbe_reap_slow("ibv_dereg_mr", t0);
 		break;
 	case VBE_JOB_SRQ:
@@ -321,9 +327,18 @@ void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_c
 					     .cq = cq, .cq_events = cq_events });
 }
 
-uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr)
+/* answer: a DEREG_MR waits for it (the MR lane); else it goes behind the
+ * QPs queued before (a dropped buffer's).  Returns its number on the MR
+ * lane, 0 if it is not there or ran. */
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, bool answer)
 {
-	return vbe_reap_job(vx, VBE_LANE_MR, &(struct vbe_job){ .kind = VBE_JOB_MR, .mr = mr });
+	const struct vbe_job j = { .kind = VBE_JOB_MR, .mr = mr };
+
+	if (!answer) {
+		vbe_reap_job(vx, VBE_LANE_TEAR, &j);
+		return 0;
+	}
+	return vbe_reap_job(vx, VBE_LANE_MR, &j);
 }
 
 /* The MR lane has run its job number seq (0: ran inline). */
@@ -344,7 +359,8 @@ void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs)
 
 /* Take m if jobs queued so far may still pin it: 1 = taken (unmapped by
  * vbe_reap_poll once they ran), 0 = nothing pending, unmap it now. */
-int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m)
+int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tenant *t,
+			 uint32_t npages)
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_late_unmap *u;
@@ -361,6 +377,11 @@ int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m)
 	u->map = m;
 	for (i = 0; i < VBE_LANES; i++)
 		u->seq[i] = r->lane[i].queued;
+	/* Still mapped: still the tenant's (quota pages) until unmapped. */
+	u->ten = t;
+	u->npages = npages;
+	if (t)
+		vbe_tenant_late(vx->node, t, npages, true);
 	u->next = r->unmaps;
 	r->unmaps = u;
 	r->nunmaps++;
@@ -393,6 +414,8 @@ void vbe_reap_poll(struct vbe_vx *vx)
 		*p = u->next;
 		r->nunmaps--;
 		vplat_unmap(u->map);
+		if (u->ten)
+			vbe_tenant_late(vx->node, u->ten, u->npages, false);
 		free(u);
 	}
 }

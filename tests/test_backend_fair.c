@@ -512,6 +512,7 @@ START_TEST(tenant_qps_and_mem)
 {
 	struct tg a, b, x;
 	struct vrdma_req r;
+	struct vbe_tenant *ten;
 	uint32_t out[4], buf, buf2;
 
 	tenant_limit("acme", "qps", 3);
@@ -559,6 +560,15 @@ START_TEST(tenant_qps_and_mem)
 	r = mkreq(VRDMA_CMD_DETACH_BUF, buf);
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
 	ck_assert_int_eq(tg_reattach(&b, 8, &buf2), VRDMA_CS_OK);
+	/* A dropped buffer the device still pins stays the tenant's until
+	 * it is unmapped (verbs_reap.c): 40 in use, 8 of them dropped. */
+	ten = vbe_node_guest(node, 6, 0)->ten;
+	r = mkreq(VRDMA_CMD_DETACH_BUF, buf2);
+	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_OK);
+	vbe_tenant_late(node, ten, 8, true);
+	ck_assert_int_eq(tg_reattach(&a, 1, &buf), VRDMA_CS_NOMEM);
+	vbe_tenant_late(node, ten, 8, false);
+	ck_assert_int_eq(tg_reattach(&a, 8, &buf), VRDMA_CS_OK);
 	ck_assert_uint_eq(a.nasync + b.nasync, 0);	/* nobody was disabled */
 	tg_stop(&x);
 	tg_stop(&b);

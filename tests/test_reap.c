@@ -6,7 +6,8 @@
  *
  * - an MR's number is done only once ibv_dereg_mr has returned, and the
  *   eventfd says so (DEREG_MR's answer waits for it, cmd.c);
- * - an MR never waits behind a slow QP teardown (its own lane);
+ * - a DEREG_MR's MR never waits behind a slow QP teardown (its own
+ *   lane); a dropped buffer's does, behind the QPs that may use it;
  * - a guest's PD goes only after the MRs dropped before it;
  * - a buffer unmap waits for both lanes; stop runs everything queued.
  */
@@ -67,6 +68,10 @@ int ibv_destroy_srq(struct ibv_srq *srq) { (void)srq; step("S", NULL); return 0;
 int ibv_dealloc_pd(struct ibv_pd *pd) { (void)pd; step("P", NULL); return 0; }
 void vplat_unmap(struct vplat_map *m) { (void)m; unmaps++; }
 int64_t vplat_now_ms(void) { return 0; }
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add)
+{
+	(void)n; (void)t; (void)npages; (void)add;
+}
 
 static const char *trail_now(void)
 {
@@ -144,7 +149,7 @@ START_TEST(test_mr_done_after_dereg)
 	uint64_t seq;
 
 	gate_mr = true;
-	seq = vbe_reap_mr(&vx, &fake_mr);
+	seq = vbe_reap_mr(&vx, &fake_mr, true);
 	ck_assert_uint_gt(seq, 0);
 	usleep(50000);
 	ck_assert(!vbe_reap_mr_done(&vx, seq));		/* the device holds it */
@@ -165,12 +170,28 @@ START_TEST(test_mr_not_behind_qp)
 
 	gate_qp = true;				/* a DREQ to a peer that went */
 	vbe_reap_qp(&vx, &fake_id, true, NULL, 0);
-	seq = vbe_reap_mr(&vx, &fake_mr);
+	seq = vbe_reap_mr(&vx, &fake_mr, true);
 	ck_assert(trail_is("M"));
 	ck_assert(mr_done(seq));
 	ck_assert(pending_is(1));		/* the QP still */
 	open_gate(&gate_qp);
 	ck_assert(trail_is("MQ"));
+}
+END_TEST
+
+/* A dropped buffer's MR goes behind the QPs queued before it (they may
+ * still reference it), on the teardown lane: it keeps the MR lane for
+ * DEREG_MRs, at most one a guest. */
+START_TEST(test_buffer_mr_behind_qp)
+{
+	gate_qp = true;
+	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
+	ck_assert_uint_eq(vbe_reap_mr(&vx, &fake_mr, false), 0);
+	usleep(50000);
+	ck_assert_str_eq(trail_now(), "");
+	open_gate(&gate_qp);
+	ck_assert(trail_is("QM"));
+	ck_assert(pending_is(0));
 }
 END_TEST
 
@@ -181,7 +202,7 @@ START_TEST(test_pd_after_dropped_mrs)
 	ck_assert_ptr_nonnull(vg);
 	vg->pd = (struct ibv_pd *)&fake_mr;	/* never dereferenced */
 	gate_mr = true;
-	vbe_reap_mr(&vx, &fake_mr);
+	vbe_reap_mr(&vx, &fake_mr, true);
 	vbe_reap_guest(&vx, vg);		/* frees vg */
 	usleep(50000);
 	ck_assert_str_eq(trail_now(), "");	/* the PD waits for the MR */
@@ -194,12 +215,12 @@ START_TEST(test_unmap_waits_for_both)
 {
 	struct vplat_map *m = (struct vplat_map *)&fake_id;
 
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 0);	/* nothing queued */
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 0);	/* nothing queued */
 	ck_assert_uint_eq(unmaps, 0);
 	gate_mr = gate_qp = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
-	vbe_reap_mr(&vx, &fake_mr);
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 1);
+	vbe_reap_mr(&vx, &fake_mr, true);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
 	open_gate(&gate_qp);
 	ck_assert(trail_is("Q"));
 	ck_assert(pending_is(2));		/* the MR, the unmap */
@@ -223,9 +244,9 @@ START_TEST(test_stop_runs_all)
 	vg->pd = (struct ibv_pd *)&fake_mr;
 	gate_mr = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
-	vbe_reap_mr(&vx, &fake_mr);
+	vbe_reap_mr(&vx, &fake_mr, true);
 	vbe_reap_guest(&vx, vg);
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m), 1);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
 	ck_assert(trail_is("Q"));
 	open_gate(&gate_mr);
 	vbe_reap_stop(&vx);
@@ -246,6 +267,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_mr_done_after_dereg);
 	tcase_add_test(tc, test_mr_not_behind_qp);
+	tcase_add_test(tc, test_buffer_mr_behind_qp);
 	tcase_add_test(tc, test_pd_after_dropped_mrs);
 	tcase_add_test(tc, test_unmap_waits_for_both);
 	tcase_add_test(tc, test_stop_runs_all);

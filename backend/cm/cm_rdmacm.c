@@ -341,7 +341,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		return;
 	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
-		vbe_log_limited(&vx->req_lim, "rdma: a request refused: its hello does not parse "
+		vbe_log_limited(&vx->hello_lim, "rdma: a request refused: its hello does not parse "
 				   "(%zu bytes, first %#x)", pd_len,
 				   pd_len ? ((const uint8_t *)pd)[0] : 0);
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
