@@ -433,6 +433,9 @@ struct vbe_node {
 	} keep[VBE_KEEP_MAX];
 	uint64_t keep_stamp;
 	struct vbe_rng rng;		/* memory keys (key.c) */
+	/* Tests without a device: DEREG_MRs held as if on an MR lane that
+	 * has run `done` of the `queued` jobs (verbs_dev.c). */
+	struct { bool on; uint64_t queued, done; } test_mr_lane;
 };
 
 /* handles */

@@ -389,7 +389,9 @@ uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t id
 {
 	struct vbe_vguest *vg;
 
-	if (!n->vx || idx >= VBE_MAX_MRS)
+	if (!n->vx)
+		return n->test_mr_lane.on ? ++n->test_mr_lane.queued : 0;
+	if (idx >= VBE_MAX_MRS)
 		return 0;
 	for (vg = n->vx->guests; vg; vg = vg->next)
 		if (vg->g == g && vg->mr && vg->key[idx] == key)
@@ -399,7 +401,9 @@ uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t id
 
 bool vbe_vx_dereg_done(const struct vbe_node *n, uint64_t seq)
 {
-	return !n->vx || vbe_reap_mr_done(n->vx, seq);
+	if (!n->vx)
+		return !n->test_mr_lane.on || n->test_mr_lane.done >= seq;
+	return vbe_reap_mr_done(n->vx, seq);
 }
 
 unsigned vbe_vx_pending(const struct vbe_node *n)

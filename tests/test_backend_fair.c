@@ -576,6 +576,61 @@ START_TEST(tenant_qps_and_mem)
 }
 END_TEST
 
+/*
+ * DEREG_MR's answer held until its device MR is gone (cmd.c), on a node
+ * whose MR lane is the test's (node->test_mr_lane): the next command
+ * waits in the ring, another guest is not held, the answers come in
+ * order once the lane has run, and an answer held for a guest that went
+ * is dropped, not given to its next frontend.
+ */
+START_TEST(dereg_held)
+{
+	struct vrdma_req r, pd;
+	struct tg a, x;
+	uint32_t out[4], mr2, mr3;
+	uint64_t id;
+
+	tg_full(&a, 5);
+	tg_full(&x, 7);
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	mr2 = out[0];
+	ck_assert_int_eq(tg_reg_mr(&a, 0, 4096, VRDMA_ACC_ALL, out), VRDMA_CS_OK);
+	mr3 = out[0];
+	node->test_mr_lane.on = true;
+	r = mkreq(VRDMA_CMD_DEREG_MR, mr2);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), -1);		/* held */
+	id = r.id;
+	ck_assert_uint_eq(node->nheld, 1);
+	pd = mkreq(VRDMA_CMD_ALLOC_PD, 0);
+	ck_assert_int_eq(tg_cmd(&a, &pd, NULL), -1);		/* waits behind */
+	ck_assert_int_eq(tg_cmd(&x, &pd, out), VRDMA_CS_OK);	/* x is not held */
+	vbe_node_poll(node);
+	tg_events(&a);
+	ck_assert_uint_eq(a.done.type, 0);
+	node->test_mr_lane.done = node->test_mr_lane.queued;	/* the lane ran */
+	vbe_node_poll(node);
+	tg_events(&a);
+	ck_assert_uint_eq(a.done.id, id);
+	ck_assert_uint_eq(a.done.status, VRDMA_CS_OK);
+	vbe_node_poll(node);
+	tg_events(&a);
+	ck_assert_uint_eq(a.done.id, id + 1);			/* then ALLOC_PD */
+	ck_assert_uint_eq(a.done.status, VRDMA_CS_OK);
+	ck_assert_uint_eq(node->nheld, 0);
+	/* Held, then the frontend goes: nothing posted, nothing left. */
+	r = mkreq(VRDMA_CMD_DEREG_MR, mr3);
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), -1);
+	tg_stop(&a);
+	stub_run();
+	node->test_mr_lane.done = node->test_mr_lane.queued;
+	vbe_node_poll(node);
+	ck_assert_uint_eq(node->nheld, 0);
+	ck_assert_uint_eq(x.nasync, 0);
+	node->test_mr_lane.on = false;
+	tg_stop(&x);
+}
+END_TEST
+
 /* cmds per tenant: one bucket (burst 200 ms worth) for all its guests;
  * the command without a token waits in its ring; another tenant is not
  * held back. */
@@ -624,6 +679,7 @@ TCase *backend_fair_tcase(void)
 	tcase_add_test(t, tenant_devices);
 	tcase_add_test(t, tenant_listeners_and_conns);
 	tcase_add_test(t, tenant_qps_and_mem);
+	tcase_add_test(t, dereg_held);
 	tcase_add_test(t, tenant_cmds);
 	tcase_add_test(t, huge_wrs_do_not_starve);
 	tcase_add_test(t, big_send_and_read_in_pieces);
