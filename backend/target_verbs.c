@@ -282,7 +282,9 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	int st;
 
 	if (!vq || vq->state != VBE_VQ_UP) {
-		if (qp->state == VBE_QPS_RTS)
+		if (qp->state == VBE_QPS_RTS && qp->by_qpn)
+			vbe_qpn_lost(g, qp);	/* as an RC QP: after its retries */
+		else if (qp->state == VBE_QPS_RTS)
 			vbe_qp_peer_lost(g, qp);
 		return;
 	}
@@ -509,6 +511,17 @@ void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
 	vq->state = VBE_VQ_DOWN;
 	vq->sq_posted = vq->rq_posted = 0;
 	vbe_vx_credits_return(vx, vq);
-	if (qp && qp->state == VBE_QPS_RTS)
-		vbe_qp_peer_lost(g, qp);
+	if (!qp || qp->state != VBE_QPS_RTS)
+		return;
+	/* Bound by number (verbs): an RC QP does not hear that its peer
+	 * went; its posted receives stay, its sends fail after the retry
+	 * time (target_local.c too).  Flushing the receives at once put
+	 * FLUSH_ERR CQEs right behind the last good ones, which a program
+	 * polling in batches (ibv_rc_pingpong) took for a failure. */
+	if (qp->by_qpn) {
+		if (qp->sq.count)
+			vbe_qpn_lost(g, qp);
+		return;
+	}
+	vbe_qp_peer_lost(g, qp);
 }
