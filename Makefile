@@ -195,6 +195,7 @@ include verbs/verbs.mk rdmacm/rdmacm.mk
 
 # ---- tests ----
 check-unit: all $(CHECK_BINS) $(ITEST_BINS)
+	$(Q)tests/docs.sh
 	$(Q)scripts/run-unit-tests.sh $(B) $(CHECK_BINS)
 
 # The package build and the Xen rig: after the unit tests, never beside

@@ -7,7 +7,7 @@ set -eu
 
 # libxen-dev: the Xen platform (platform/xen_*.c); without it only the
 # plain host is built.
-# libibverbs-dev librdmacm-dev: the backend's RDMA-device path (issue 4);
+# libibverbs-dev librdmacm-dev: the backend's RDMA-device path;
 # ibverbs-providers rdma-core: the device drivers (rxe) and tools it
 # runs with.
 # libjson-c-dev: vrdmad's and vrdmactl's JSON output (-j), and the tests
@@ -17,10 +17,11 @@ set -eu
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 # dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
 # systemd for systemd-analyze on the unit.
+# man-db groff-base: tests/docs.sh renders every man page (man --warnings).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev
-	dpkg-dev debhelper lintian systemd"}
+	dpkg-dev debhelper lintian systemd man-db groff-base"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
