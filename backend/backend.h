@@ -34,6 +34,9 @@ struct vbe_node_cfg {
 	/* Connect policy file (issue 12): loaded now, rewritten at every
 	 * `vrdmactl policy` change; NULL or "" = held in memory only. */
 	const char *policy_path;
+	/* Issue 13: per-VM settings and tenant limits persist in
+	 * state_dir/settings, loaded now; NULL or "" = in memory only. */
+	const char *state_dir;
 };
 
 /* Wait (bounded) until the kernel's CSPRNG is seeded: memory keys take

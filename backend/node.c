@@ -218,6 +218,14 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		free(n);
 		return err;
 	}
+	/* Before any guest: the first one of a VM finds its settings. */
+	err = vbe_store_open(n, cfg->state_dir);
+	if (err) {
+		vbe_policy_free(n);
+		free(n->qpn_map);
+		free(n);
+		return err;
+	}
 	/* No device is no error: remote connects are refused UNREACH. */
 	err = vbe_vx_open(n, cfg);
 	if (err)

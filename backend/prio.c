@@ -37,6 +37,14 @@ void vbe_prio_defaults(struct vbe_prio *p)
 	p->cmds = 0;
 }
 
+/* Field by field: the struct has padding, which memcmp would compare. */
+bool vbe_prio_same(const struct vbe_prio *a, const struct vbe_prio *b)
+{
+	return a->weight == b->weight && a->cls == b->cls && a->rate == b->rate &&
+	       a->burst == b->burst && a->qps == b->qps && a->wrs == b->wrs &&
+	       a->credits == b->credits && a->mem == b->mem && a->cmds == b->cmds;
+}
+
 /* A byte count: digits, then an optional K/M/G/T (powers of 1024). */
 int vbe_prio_size(const char *s, const char **end, uint64_t *v)
 {
@@ -207,7 +215,7 @@ void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p)
 	}
 	if (p->cmds && s->cmd_tokens > vbe_sched_cmd_burst(p->cmds))
 		s->cmd_tokens = vbe_sched_cmd_burst(p->cmds);
-	if (memcmp(&g->prio, p, sizeof(*p)))
+	if (!vbe_prio_same(&g->prio, p))
 		vlog_info("guest %u device %u: weight %u class %s rate %llu burst %llu "
 			  "qps %u mem %llu wrs %u credits %u cmds %u", g->domid, g->devid,
 			  p->weight, vbe_class_names[p->cls % VBE_NCLASS],
@@ -222,7 +230,7 @@ void vbe_prio_load(struct vbe_guest *g)
 	char path[VPLAT_KEY_MAX], val[128];
 	const char *allowed;
 	unsigned i;
-	int err;
+	int err, changed;
 
 	vbe_prio_defaults(&def);
 	for (i = 0; vbe_prio_keys[i]; i++) {
@@ -236,7 +244,10 @@ void vbe_prio_load(struct vbe_guest *g)
 			vlog_warn("guest %u device %u: ignoring %s='%.32s': allowed: %s",
 				  g->domid, g->devid, vbe_prio_keys[i], val, allowed);
 	}
+	changed = !vbe_prio_same(&g->prio, &p);
 	vbe_prio_apply(g, &p);
+	if (changed)	/* an operator's xenstore-write too: the VM's now, on disk */
+		vbe_prio_keep(g);
 }
 
 void vbe_prio_init(struct vbe_guest *g)

@@ -63,6 +63,8 @@ static struct vbe_guest *vbe_prio_find(struct vbe_node *n, const char *vm, struc
 	return g;
 }
 
+static void vbe_prio_jprint(const struct vbe_prio *p, struct vout *o);
+
 /* Text: the words `set` takes (scripts read them); JSON: typed values. */
 static void vbe_prio_print(struct vbe_guest *g, struct vout *o)
 {
@@ -81,6 +83,13 @@ static void vbe_prio_print(struct vbe_guest *g, struct vout *o)
 		vout_text(o, " %s=%s", vbe_prio_keys[i], val);
 	}
 	vout_text(o, "\n");
+	vbe_prio_jprint(p, o);
+}
+
+static void vbe_prio_jprint(const struct vbe_prio *p, struct vout *o)
+{
+	char val[64];
+
 	vout_ju64(o, "weight", p->weight);
 	vbe_prio_format(p, "class", val, sizeof(val));
 	vout_jstr(o, "class", val);
@@ -93,14 +102,143 @@ static void vbe_prio_print(struct vbe_guest *g, struct vout *o)
 	vout_ju64(o, "cmds", p->cmds);
 }
 
+/*
+ * A VM with no guest now (issue 13): its stored settings, one line per
+ * device, "vm=NAME devid=N stored=yes key=value...".  JSON: "stored", an
+ * array of {vm, devid, weight...}.
+ */
+static void vbe_prio_print_kept(struct vbe_node *n, const char *vm, struct vout *o)
+{
+	struct vbe_keep *k;
+	char val[64];
+	unsigned i, j;
+
+	vout_arr(o, "stored");
+	for (i = 0; i < VBE_KEEP_MAX; i++) {
+		k = &n->keep[i];
+		if (!k->vm[0] || strcmp(k->vm, vm))
+			continue;
+		vout_obj(o, NULL);
+		vout_str(o, "vm", k->vm, "vm=%s", k->vm);
+		vout_u64(o, "devid", k->devid, " devid=%u stored=yes", k->devid);
+		for (j = 0; vbe_prio_keys[j]; j++) {
+			vbe_prio_format(&k->prio, vbe_prio_keys[j], val, sizeof(val));
+			vout_text(o, " %s=%s", vbe_prio_keys[j], val);
+		}
+		vout_text(o, "\n");
+		vbe_prio_jprint(&k->prio, o);
+		vout_end(o);
+	}
+	vout_end(o);
+}
+
+/* A name `set` may store settings under without a guest: a VM name that
+ * is no domid (N or N/N: those name guests only). */
+static bool vbe_prio_vm_name(const char *vm)
+{
+	size_t d = strspn(vm, "0123456789");
+
+	if (d && (!vm[d] || (vm[d] == '/' && vm[d + 1] &&
+			     !vm[d + 1 + strspn(vm + d + 1, "0123456789")])))
+		return false;
+	return vbe_keep_name_ok(vm);
+}
+
+/* Every word checked into *p; -errno with the answer written. */
+static int vbe_prio_words(const char *vm, int nkv, char **kv, struct vbe_prio *p,
+			  struct vout *o)
+{
+	const char *allowed, *eq;
+	char key[16];
+	size_t klen;
+	int i, err;
+
+	if (nkv < 1)
+		return vout_err(o, -EINVAL, "set %.64s: nothing to set (weight=N "
+				"class=high|normal|low rate=BYTES/s[,burst] qps=N mem=BYTES "
+				"wrs=N credits=N cmds=N)", vm);
+	for (i = 0; i < nkv; i++) {
+		eq = strchr(kv[i], '=');
+		klen = eq ? (size_t)(eq - kv[i]) : 0;
+		if (!eq || !klen || klen >= sizeof(key))
+			return vout_err(o, -EINVAL, "set: '%.64s' is not key=value", kv[i]);
+		memcpy(key, kv[i], klen);
+		key[klen] = '\0';
+		err = vbe_prio_parse(key, eq + 1, p, &allowed);
+		if (err == -ENOENT)
+			return vout_err(o, err, "set: unknown key '%s' (allowed: %s)", key,
+					allowed);
+		if (err)
+			return vout_err(o, err, "set: bad %s '%.64s' (allowed: %s)", key, eq + 1,
+					allowed);
+	}
+	return 0;
+}
+
+/*
+ * `set` on a VM with no guest: change what is stored for each of its
+ * devices (device 0 if nothing is), on disk before the answer, all or
+ * nothing.  Its next guest gets them (vbe_prio_recall).
+ */
+static int vbe_prio_set_kept(struct vbe_node *n, const char *vm, int nkv, char **kv,
+			     struct vout *o)
+{
+	struct vbe_keep old[VBE_KEEP_MAX];
+	uint32_t devs[VBE_KEEP_MAX];
+	struct vbe_prio p[VBE_KEEP_MAX];
+	uint64_t stamp = n->keep_stamp;
+	unsigned i, nd = 0;
+	int err;
+
+	for (i = 0; i < VBE_KEEP_MAX; i++)
+		if (n->keep[i].vm[0] && !strcmp(n->keep[i].vm, vm)) {
+			devs[nd] = n->keep[i].devid;
+			p[nd++] = n->keep[i].prio;
+		}
+	if (!nd) {
+		devs[0] = 0;
+		vbe_prio_defaults(&p[nd++]);
+	}
+	for (i = 0; i < nd; i++) {
+		err = vbe_prio_words(vm, nkv, kv, &p[i], o);
+		if (err)
+			return err;
+	}
+	memcpy(old, n->keep, sizeof(old));
+	for (i = 0; i < nd; i++)
+		vbe_keep_put(n, vm, devs[i], &p[i]);
+	err = vbe_store_save(n);
+	if (err) {
+		memcpy(n->keep, old, sizeof(old));
+		n->keep_stamp = stamp;
+		return vout_err(o, err, "set: cannot store the settings of VM '%s' in %s: %s",
+				vm, n->state_dir, strerror(-err));
+	}
+	vlog_info("settings of VM '%s' stored (no guest now)", vm);
+	if (vbe_keep_first(n, vm))
+		vout_text(o, "VM '%s' has no guest now: stored for its next one\n", vm);
+	else
+		vout_text(o, "VM '%s' has no guest now and its settings are the defaults: "
+			  "nothing stored\n", vm);
+	vbe_prio_print_kept(n, vm, o);
+	return 0;
+}
+
 int vbe_node_prio_get(struct vbe_node *n, const char *vm, struct vout *o)
 {
 	struct vbe_guest *g;
+	unsigned many;
 
 	if (!strcmp(vm, "tenants"))
 		return vbe_tenant_get(n, NULL, o);
 	if (!strncmp(vm, "tenant:", 7))
 		return vbe_tenant_get(n, vm + 7, o);
+	g = vbe_prio_guest(n, vm);
+	if (!g && !vbe_prio_vm(n, vm, &many) && !many && vbe_prio_vm_name(vm) &&
+	    vbe_keep_first(n, vm)) {
+		vbe_prio_print_kept(n, vm, o);
+		return 0;
+	}
 	g = vbe_prio_find(n, vm, o);
 	if (!g)
 		return -ENOENT;
@@ -112,37 +250,32 @@ int vbe_node_prio_set(struct vbe_node *n, const char *vm, int nkv, char **kv,
 		      struct vout *o)
 {
 	char path[VPLAT_KEY_MAX], key[16], val[64];
-	const char *allowed, *eq;
 	struct vbe_guest *g;
 	struct vbe_prio p;
+	unsigned many;
 	size_t klen;
 	int i, err;
 
 	if (!strncmp(vm, "tenant:", 7))
 		return vbe_tenant_set(n, vm + 7, nkv, kv, o);
+	g = vbe_prio_guest(n, vm);
+	if (!g && !vbe_prio_vm(n, vm, &many) && !many && vbe_prio_vm_name(vm))
+		return vbe_prio_set_kept(n, vm, nkv, kv, o);
 	g = vbe_prio_find(n, vm, o);
 	if (!g)
 		return -ENOENT;
-	if (nkv < 1)
-		return vout_err(o, -EINVAL, "set %.64s: nothing to set (weight=N "
-				"class=high|normal|low rate=BYTES/s[,burst] qps=N mem=BYTES "
-				"wrs=N credits=N cmds=N)", vm);
 	/* All or nothing: every word checked before one key is written. */
 	p = g->prio;
-	for (i = 0; i < nkv; i++) {
-		eq = strchr(kv[i], '=');
-		klen = eq ? (size_t)(eq - kv[i]) : 0;
-		if (!eq || !klen || klen >= sizeof(key))
-			return vout_err(o, -EINVAL, "set: '%.64s' is not key=value", kv[i]);
-		memcpy(key, kv[i], klen);
-		key[klen] = '\0';
-		err = vbe_prio_parse(key, eq + 1, &p, &allowed);
-		if (err == -ENOENT)
-			return vout_err(o, err, "set: unknown key '%s' (allowed: %s)", key,
-					allowed);
+	err = vbe_prio_words(vm, nkv, kv, &p, o);
+	if (err)
+		return err;
+	/* On disk before the answer (issue 13); a guest with no VM name has
+	 * nothing to be remembered by. */
+	if (g->vm[0]) {
+		err = vbe_keep_store(n, g->vm, g->devid, &p);
 		if (err)
-			return vout_err(o, err, "set: bad %s '%.64s' (allowed: %s)", key, eq + 1,
-					allowed);
+			return vout_err(o, err, "set: cannot store the settings of VM '%s' in "
+					"%s: %s", g->vm, n->state_dir, strerror(-err));
 	}
 	for (i = 0; i < nkv; i++) {
 		klen = (size_t)(strchr(kv[i], '=') - kv[i]);

@@ -10,7 +10,12 @@
  * VRDMA_VM sets) and device number, and writes them into the dir of the
  * next guest of that VM and device, unless that dir has settings of its
  * own.  Several live guests may share a VM name (devices of one domain,
- * or plain-host processes given one VRDMA_VM): the last to leave wins.
+ * or plain-host processes given one VRDMA_VM): the last change wins.
+ *
+ * Issue 13: the table holds every VM's settings, running or not (a
+ * change to a live guest's is written through), and prio_store.c keeps
+ * it on disk, so it outlives vrdmad too; `vrdmactl set` on a VM with no
+ * guest changes it alone.
  */
 #include <string.h>
 
@@ -21,23 +26,17 @@
 static void vbe_keep_name(struct vbe_guest *g)
 {
 	char path[VPLAT_KEY_MAX], val[VPLAT_VAL_MAX];
-	size_t i, len;
 
 	g->vm[0] = '\0';
 	snprintf(path, sizeof(path), "/local/domain/%u/name", g->domid);
 	if (vplat_key_read(g->node->plat, path, val, sizeof(val)))
 		return;
-	len = strlen(val);
-	if (!len || len >= sizeof(g->vm))
-		return;
-	for (i = 0; i < len; i++)	/* printed by get/logs: plain names only */
-		if (val[i] < 0x21 || val[i] > 0x7e)
-			return;
-	memcpy(g->vm, val, len + 1);
+	if (vbe_keep_name_ok(val))	/* plain names only: one word everywhere */
+		strcpy(g->vm, val);
 }
 
 /* A VM's device devid (Xen: a domain may have several). */
-static struct vbe_keep *vbe_keep_find(struct vbe_node *n, const char *vm, uint32_t devid)
+struct vbe_keep *vbe_keep_find(struct vbe_node *n, const char *vm, uint32_t devid)
 {
 	unsigned i;
 
@@ -48,33 +47,80 @@ static struct vbe_keep *vbe_keep_find(struct vbe_node *n, const char *vm, uint32
 	return NULL;
 }
 
-/* g leaves: remember its settings (defaults: forget the VM). */
-void vbe_prio_keep(struct vbe_guest *g)
+/* Any device of VM vm, or NULL. */
+struct vbe_keep *vbe_keep_first(struct vbe_node *n, const char *vm)
 {
-	struct vbe_node *n = g->node;
-	struct vbe_keep *k;
+	unsigned i;
+
+	for (i = 0; i < VBE_KEEP_MAX; i++)
+		if (n->keep[i].vm[0] && !strcmp(n->keep[i].vm, vm))
+			return &n->keep[i];
+	return NULL;
+}
+
+/*
+ * VM vm's device devid has settings p now (defaults: forget it).  Returns
+ * 1 if that changed the table, 0 if it held them already.
+ */
+int vbe_keep_put(struct vbe_node *n, const char *vm, uint32_t devid,
+		 const struct vbe_prio *p)
+{
+	struct vbe_keep *k = vbe_keep_find(n, vm, devid);
 	struct vbe_prio def;
 	unsigned i;
 
-	if (!g->vm[0])
-		return;
-	k = vbe_keep_find(n, g->vm, g->devid);
 	vbe_prio_defaults(&def);
-	if (!memcmp(&g->prio, &def, sizeof(def))) {
-		if (k)
-			k->vm[0] = '\0';
-		return;
+	if (vbe_prio_same(p, &def)) {
+		if (!k)
+			return 0;
+		k->vm[0] = '\0';
+		return 1;
 	}
+	if (k && vbe_prio_same(&k->prio, p))
+		return 0;
 	if (!k) {	/* a free entry, else the one unused the longest */
 		k = &n->keep[0];
 		for (i = 0; i < VBE_KEEP_MAX && k->vm[0]; i++)
 			if (!n->keep[i].vm[0] || n->keep[i].stamp < k->stamp)
 				k = &n->keep[i];
-		strcpy(k->vm, g->vm);
-		k->devid = g->devid;
+		if (k->vm[0])
+			vlog_warn("settings: %u VMs remembered: forgetting VM '%s' device %u",
+				  VBE_KEEP_MAX, k->vm, k->devid);
+		strcpy(k->vm, vm);
+		k->devid = devid;
 	}
-	k->prio = g->prio;
+	k->prio = *p;
 	k->stamp = ++n->keep_stamp;
+	return 1;
+}
+
+/*
+ * vbe_keep_put, then the file (prio_store.c): 0 once the change is on
+ * disk (or the node keeps no file); -errno with the table as it was.
+ */
+int vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
+		   const struct vbe_prio *p)
+{
+	struct vbe_keep old[VBE_KEEP_MAX];
+	uint64_t stamp = n->keep_stamp;
+	int err;
+
+	memcpy(old, n->keep, sizeof(old));
+	if (!vbe_keep_put(n, vm, devid, p))
+		return 0;
+	err = vbe_store_save(n);
+	if (err) {
+		memcpy(n->keep, old, sizeof(old));
+		n->keep_stamp = stamp;
+	}
+	return err;
+}
+
+/* g's settings changed (a watch, a set, its departure): the VM's now. */
+void vbe_prio_keep(struct vbe_guest *g)
+{
+	if (g->vm[0])
+		vbe_keep_store(g->node, g->vm, g->devid, &g->prio);	/* logs its error */
 }
 
 /*

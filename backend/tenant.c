@@ -481,6 +481,12 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
 			return vout_err(o, err, "set: writing %s: %s", path, strerror(-err));
 	}
 	vbe_tenant_changed(n->plat, NULL, n);	/* now, not when the watch fires */
+	/* Issue 13: on disk before the answer (the key store may not
+	 * outlive vrdmad: the plain host's does not). */
+	err = vbe_store_save(n);
+	if (err)
+		return vout_err(o, err, "set: tenant:%s changed, but not stored in %s: %s "
+				"(lost at a restart)", tenant, n->state_dir, strerror(-err));
 	vbe_tenant_print(n, tenant, o);
 	return 0;
 }

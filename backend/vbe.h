@@ -11,6 +11,7 @@
  *   prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
  *   prio_ctl.c   vrdmactl set / get
  *   prio_keep.c  a VM's settings remembered across its guests' departures
+ *   prio_store.c those settings and tenant limits on disk, across restarts
  *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
  *   cmd.c        the commands of wire.h
  *   key.c        memory keys: random keys in random free key slots (getrandom)
@@ -432,6 +433,7 @@ struct vbe_node {
 		uint64_t stamp;		/* last use, for replacement */
 	} keep[VBE_KEEP_MAX];
 	uint64_t keep_stamp;
+	char state_dir[200];		/* prio_store.c; "" = settings in memory only */
 	struct vbe_rng rng;		/* memory keys (key.c) */
 	/* Tests without a device: DEREG_MRs held as if on an MR lane that
 	 * has run `done` of the `queued` jobs (verbs_dev.c). */
@@ -658,11 +660,23 @@ void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_
 void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p);
 struct vbe_guest *vbe_prio_guest(struct vbe_node *n, const char *vm);
 void vbe_prio_defaults(struct vbe_prio *p);
+bool vbe_prio_same(const struct vbe_prio *a, const struct vbe_prio *b);
 int  vbe_prio_size(const char *s, const char **end, uint64_t *v);	/* 4K, 1G.. */
 
 /* prio_keep.c */
-void vbe_prio_keep(struct vbe_guest *g);	/* leaving: remember by VM name */
+void vbe_prio_keep(struct vbe_guest *g);	/* changed or leaving: by VM name */
 void vbe_prio_recall(struct vbe_guest *g);	/* arrived: name, restore keys */
+struct vbe_keep *vbe_keep_find(struct vbe_node *n, const char *vm, uint32_t devid);
+struct vbe_keep *vbe_keep_first(struct vbe_node *n, const char *vm);
+int  vbe_keep_put(struct vbe_node *n, const char *vm, uint32_t devid,
+		  const struct vbe_prio *p);	/* 1: changed */
+int  vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
+		    const struct vbe_prio *p);	/* put, then on disk */
+
+/* prio_store.c (issue 13): STATE_DIR/settings */
+bool vbe_keep_name_ok(const char *s);	/* a VM name the node remembers */
+int  vbe_store_open(struct vbe_node *n, const char *dir);	/* load at start */
+int  vbe_store_save(struct vbe_node *n);	/* the whole file, atomically */
 
 /* tenant.c */
 extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The node's settings on disk (issue 13): every VM's settings by VM name
+ * and device (the keep table of prio_keep.c) and every tenant's limits
+ * (the keys below VPLAT_TENANT_ROOT), in one file, STATE_DIR/settings,
+ * so a restarted vrdmad -- or one on a rebooted host -- applies them
+ * again.  Written whole at every change, before `vrdmactl set` answers:
+ * a temporary beside it, fsync, rename, fsync of the directory, as the
+ * policy file.  Loaded once, at start.
+ *
+ * One line per VM device or tenant, words split by blanks:
+ *
+ *     vm NAME DEVID key=value...        keys of vbe_prio_keys, defaults left out
+ *     tenant NAME key=value...          keys of vbe_tenant_keys
+ *
+ * VM names are what vbe_keep_name accepts (printable ASCII, no blank,
+ * under VBE_VM_NAME) and tenant names what vbe_tenant_name_ok accepts, so
+ * no word needs quoting; a file with anything else is refused whole, with
+ * file:line, as a bad policy file is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "vbe.h"
+
+#define VBE_STORE_NAME	"settings"
+#define VBE_STORE_WORDS	(2 + 16)
+
+bool vbe_keep_name_ok(const char *s)
+{
+	size_t i, len = strnlen(s, VBE_VM_NAME);
+
+	if (!len || len >= VBE_VM_NAME)
+		return false;
+	for (i = 0; i < len; i++)	/* printed by get/logs, one word in the file */
+		if (s[i] < 0x21 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* ---- save ---- */
+
+static void vbe_store_vms(const struct vbe_node *n, FILE *f)
+{
+	const struct vbe_keep *k;
+	struct vbe_prio def;
+	char v[64], d[64];
+	unsigned i, j;
+
+	vbe_prio_defaults(&def);
+	for (i = 0; i < VBE_KEEP_MAX; i++) {
+		k = &n->keep[i];
+		if (!k->vm[0])
+			continue;
+		fprintf(f, "vm %s %u", k->vm, k->devid);
+		for (j = 0; vbe_prio_keys[j]; j++) {
+			vbe_prio_format(&k->prio, vbe_prio_keys[j], v, sizeof(v));
+			vbe_prio_format(&def, vbe_prio_keys[j], d, sizeof(d));
+			if (strcmp(v, d))
+				fprintf(f, " %s=%s", vbe_prio_keys[j], v);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* Each tenant's own keys, as the key store holds them now. */
+static void vbe_store_tenants(const struct vbe_node *n, FILE *f)
+{
+	char names[4096], keys[1024], path[VPLAT_KEY_MAX], val[64];
+	const char *t, *k;
+	unsigned count, q;
+	bool any;
+
+	if (vplat_key_list(n->plat, VPLAT_TENANT_ROOT, names, sizeof(names), &count))
+		return;
+	for (t = names; *t; t += strlen(t) + 1) {
+		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%.32s", t);
+		if (!vbe_tenant_name_ok(t) ||
+		    vplat_key_list(n->plat, path, keys, sizeof(keys), &count))
+			continue;
+		any = false;
+		for (k = keys; *k; k += strlen(k) + 1) {
+			for (q = 0; q < VBE_TQ_N && strcmp(k, vbe_tenant_keys[q]); q++)
+				;
+			snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%.32s/%.32s", t, k);
+			if (q == VBE_TQ_N || vplat_key_read(n->plat, path, val, sizeof(val)))
+				continue;
+			if (!any)
+				fprintf(f, "tenant %s", t);
+			any = true;
+			fprintf(f, " %s=%s", k, val);
+		}
+		if (any)
+			fputc('\n', f);
+	}
+}
+
+/* The rename survives a power cut only once its directory is synced. */
+static int vbe_store_sync_dir(const char *dir)
+{
+	int fd, err = 0;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Write the whole file; 0 also when the node keeps no state (no dir). */
+int vbe_store_save(struct vbe_node *n)
+{
+	char path[sizeof(n->state_dir) + 16], tmp[sizeof(path) + 8];
+	FILE *f;
+	int err = 0;
+
+	if (!n->state_dir[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, n->state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
+	vbe_store_vms(n, f);
+	vbe_store_tenants(n, f);
+	if (fflush(f) || ferror(f) || fsync(fileno(f)))
+		err = errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		vlog_err("settings: cannot write %s: %s", path, strerror(-err));
+		return err;
+	}
+	err = vbe_store_sync_dir(n->state_dir);
+	if (err)
+		vlog_warn("settings: %s written, but its directory not synced: %s", path,
+			  strerror(-err));
+	return 0;
+}
+
+/* ---- load ---- */
+
+static int vbe_store_vm(struct vbe_node *n, int argc, char **argv, const char **why)
+{
+	struct vbe_prio p;
+	unsigned long devid;
+	const char *allowed;
+	char *e, *eq;
+	int i;
+
+	if (argc < 3 || !vbe_keep_name_ok(argv[1])) {
+		*why = "want: vm NAME DEVID key=value... (NAME printable, no blank, "
+		       "under 64 bytes)";
+		return -EINVAL;
+	}
+	errno = 0;
+	devid = strtoul(argv[2], &e, 10);
+	if (errno || e == argv[2] || *e || devid > UINT32_MAX) {
+		*why = "bad device number";
+		return -EINVAL;
+	}
+	vbe_prio_defaults(&p);
+	for (i = 3; i < argc; i++) {
+		eq = strchr(argv[i], '=');
+		if (!eq) {
+			*why = "a word that is not key=value";
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (vbe_prio_parse(argv[i], eq + 1, &p, &allowed)) {
+			static char buf[256];	/* at start, one thread */
+
+			snprintf(buf, sizeof(buf), "%.16s=%.32s: allowed: %s", argv[i], eq + 1,
+				 allowed);
+			*why = buf;
+			return -EINVAL;
+		}
+	}
+	if (vbe_keep_find(n, argv[1], (uint32_t)devid)) {
+		*why = "that VM device is given twice";
+		return -EINVAL;
+	}
+	vbe_keep_put(n, argv[1], (uint32_t)devid, &p);
+	return 0;
+}
+
+/* A tenant's limits go into the key store unless it has them already:
+ * on Xen xenstore outlives a restarted vrdmad, and an operator's
+ * xenstore-write made since the last save is the newer value. */
+static int vbe_store_tenant(struct vbe_node *n, int argc, char **argv, const char **why)
+{
+	char path[VPLAT_KEY_MAX], val[64];
+	unsigned q;
+	uint64_t x;
+	char *eq;
+	int i, err;
+
+	if (argc < 2 || !vbe_tenant_name_ok(argv[1])) {
+		*why = "want: tenant NAME key=value... (NAME: letters, digits, _-.@)";
+		return -EINVAL;
+	}
+	for (i = 2; i < argc; i++) {
+		eq = strchr(argv[i], '=');
+		if (eq)
+			*eq = '\0';
+		for (q = 0; eq && q < VBE_TQ_N && strcmp(argv[i], vbe_tenant_keys[q]); q++)
+			;
+		if (!eq || q == VBE_TQ_N || vbe_tenant_parse(q, eq + 1, &x)) {
+			*why = "bad tenant limit (guests listeners conns qps mem cqs mrs pages "
+			       "cmds, each a number in range)";
+			return -EINVAL;
+		}
+	}
+	for (i = 2; i < argc; i++) {
+		eq = argv[i] + strlen(argv[i]);	/* the '=' became a NUL */
+		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/%s", argv[1], argv[i]);
+		if (vplat_key_read(n->plat, path, val, sizeof(val)) == -ENOENT) {
+			err = vplat_key_write(n->plat, path, eq + 1);
+			if (err) {
+				*why = "cannot write the key store";
+				return err;
+			}
+		}
+	}
+	return 0;
+}
+
+static int vbe_store_line(struct vbe_node *n, char *line, const char **why)
+{
+	char *argv[VBE_STORE_WORDS], *save = NULL, *tok;
+	int argc = 0;
+
+	for (tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+		if (argc == VBE_STORE_WORDS) {
+			*why = "too many words";
+			return -EINVAL;
+		}
+		argv[argc++] = tok;
+	}
+	if (!argc || argv[0][0] == '#')
+		return 0;
+	if (!strcmp(argv[0], "vm"))
+		return vbe_store_vm(n, argc, argv, why);
+	if (!strcmp(argv[0], "tenant"))
+		return vbe_store_tenant(n, argc, argv, why);
+	*why = "a line starts with vm or tenant";
+	return -EINVAL;
+}
+
+/*
+ * At start: remember dir (NULL or "": settings live in memory only) and
+ * load its file.  A missing file is an empty one; a bad one is refused.
+ */
+int vbe_store_open(struct vbe_node *n, const char *dir)
+{
+	char path[sizeof(n->state_dir) + 16], line[2048];
+	const char *why = NULL;
+	unsigned lineno = 0, nvm = 0, i;
+	int err = 0;
+	FILE *f;
+
+	if (!dir || !*dir)
+		return 0;
+	if (strlen(dir) >= sizeof(n->state_dir))
+		return -ENAMETOOLONG;
+	strcpy(n->state_dir, dir);
+	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno != ENOENT) {
+			err = -errno;
+			vlog_err("settings: cannot read %s: %s", path, strerror(-err));
+			return err;
+		}
+		vlog_info("settings: %s does not exist yet: none stored", path);
+		return 0;
+	}
+	while (!err && fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			why = "line too long";
+			err = -EINVAL;
+			break;
+		}
+		err = vbe_store_line(n, line, &why);
+	}
+	if (!err && ferror(f))
+		err = -EIO;
+	fclose(f);
+	if (err) {
+		vlog_err("settings: %s:%u: %s", path, lineno, why ? why : strerror(-err));
+		return err;
+	}
+	for (i = 0; i < VBE_KEEP_MAX; i++)
+		nvm += !!n->keep[i].vm[0];
+	vlog_info("settings: %s: %u VM devices", path, nvm);
+	return 0;
+}
