@@ -55,7 +55,7 @@ WARN     += -Werror
 endif
 CFLAGS   ?= -O2 -g
 ALLCFLAGS = -std=gnu11 -fPIC -D_GNU_SOURCE $(WARN) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) \
-	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP $(JSON_CFLAGS)
+	    -Iinclude -Icommon -Iplatform -Ibench -MMD -MP $(JSON_CFLAGS) $(INIH_CFLAGS)
 LDFLAGS  ?=
 ALLLDFLAGS = $(SANFLAGS) $(LDFLAGS)
 RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -74,8 +74,13 @@ RDMA_LIBS := $(shell pkg-config --libs $(RDMA_PCS) 2>/dev/null || echo -libverbs
 JSON_PC  := json-c
 JSON_CFLAGS := $(shell pkg-config --cflags $(JSON_PC) 2>/dev/null)
 JSON_LIBS := $(shell pkg-config --libs $(JSON_PC) 2>/dev/null || echo -ljson-c)
+# vrdmad.conf's parser (libinih-dev, issue 13): a kept INI reader instead
+# of our own; --as-needed keeps it to vrdmad.
+INIH_PC  := inih
+INIH_CFLAGS := $(shell pkg-config --cflags $(INIH_PC) 2>/dev/null)
+INIH_LIBS := $(shell pkg-config --libs $(INIH_PC) 2>/dev/null || echo -linih)
 LIBS     := -pthread $(if $(XEN_LIBS),-Wl$(comma)--as-needed $(XEN_LIBS) -Wl$(comma)--no-as-needed) \
-	    -Wl$(comma)--as-needed $(RDMA_LIBS) $(JSON_LIBS) -Wl$(comma)--no-as-needed
+	    -Wl$(comma)--as-needed $(RDMA_LIBS) $(JSON_LIBS) $(INIH_LIBS) -Wl$(comma)--no-as-needed
 
 ifeq ($(V),1)
 Q :=
@@ -184,6 +189,11 @@ $(B)/vrdma.pc: libvrdma/vrdma.pc.in $(B)/install-vars
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# The configuration file's default path follows SYSCONFDIR.
+$(B)/obj/dom0-daemon/conf.o $(B)/obj/dom0-daemon/vrdmad.o: $(B)/install-vars
+$(B)/obj/dom0-daemon/conf.o $(B)/obj/dom0-daemon/vrdmad.o: \
+	CPPFLAGS += -DVD_CONF_DEF='"$(SYSCONFDIR)/vrdma/vrdmad.conf"'
 
 $(VRDMAD_UNIT): dom0-daemon/vrdmad.service.in $(B)/install-vars
 	@mkdir -p $(dir $@)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "../backend/backend.h"
+#include "conf.h"
 #include "ctl.h"
 #include "log.h"
 #include "version.h"
@@ -29,20 +30,25 @@
 #define VD_TICK_MS		100
 #define VD_RUN_DIR_DEF		"/run/vrdma"
 #define VD_PID_NAME		"vrdmad.pid"
-#define VD_SPIN_US_MAX		1000000u
 #define VD_RDMA_PORT_DEF	18515
+#define VD_STATE_DIR_DEF	"/var/lib/vrdma"
+#define VD_OPT_STATE_DIR	0x100
 
 /* RDMA device for guests on other nodes (issue 4): "" = first
  * RDMA-capable address, "none" = no device. */
 static const char *vd_rdma_addr = "";
 static unsigned vd_rdma_port = VD_RDMA_PORT_DEF;
+/* Given on the command line or in the environment: the file yields. */
+static bool vd_addr_set, vd_port_set, vd_policy_set;
 
 static void vd_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: vrdmad [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none] [-p port]\n"
-		"              [-P policy_file]\n"
+		"Usage: vrdmad [-c config] [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none]\n"
+		"              [-p port] [-P policy_file] [--state-dir DIR]\n"
 		"              [--spin-us N] [--rt-prio N]\n"
+		"  -c, --config FILE  configuration file (default %s if it\n"
+		"                     exists; vrdmad.conf(5)); options override it\n"
 		"  -f, --foreground   stay in the foreground (the default)\n"
 		"  -S, --run-dir DIR  socket directory (env VRDMA_RUN_DIR, else %s)\n"
 		"  -n, --node NAME    node name guests connect to (default: hostname)\n"
@@ -55,6 +61,9 @@ static void vd_usage(FILE *f)
 		"                     `vrdmactl policy` (env VRDMA_POLICY; default: none,\n"
 		"                     held in memory; the packaged unit passes\n"
 		"                     /var/lib/vrdma/policy)\n"
+		"      --state-dir DIR  per-VM settings and tenant limits kept in\n"
+		"                     DIR/settings across restarts; 'none': in memory\n"
+		"                     (default %s with the default run dir, else none)\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
@@ -63,7 +72,7 @@ static void vd_usage(FILE *f)
 		"  -V, --version      print the version\n"
 		"  -h, --help         this text\n"
 		"SIGHUP re-reads the policy file.\n",
-		VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VEV_SPIN_US_DEF);
+		VD_CONF_DEF, VD_RUN_DIR_DEF, VD_RDMA_PORT_DEF, VD_STATE_DIR_DEF, VEV_SPIN_US_DEF);
 }
 
 /* ---- loop callbacks ---- */
@@ -230,7 +239,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	struct vbe_node_cfg ncfg = {
 		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
 		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
-		.policy_path = d->policy_path,
+		.policy_path = d->policy_path, .state_dir = d->state_dir,
 	};
 	int err;
 
@@ -321,16 +330,47 @@ static void vd_stop(struct vd_daemon *d)
 
 static int vd_parse_port(const char *s)
 {
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || !v || v > 65535) {
+	if (vd_conf_port(s, &vd_rdma_port)) {
 		fprintf(stderr, "vrdmad: bad RDMA port '%s' (1..65535)\n", s);
 		return -EINVAL;
 	}
-	vd_rdma_port = (unsigned)v;
+	vd_port_set = true;
+	return 0;
+}
+
+/*
+ * The configuration file (issue 13) fills in what neither the command
+ * line nor the environment set; `path` NULL: the default file, if any.
+ * d's strings then point into c, which lives as long as vrdmad.
+ */
+static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
+		     unsigned *spin_us, int *spin_set, unsigned *rt_prio)
+{
+	int err = vd_conf_load(c, path ? path : VD_CONF_DEF, path != NULL);
+
+	if (err)
+		return err;
+	if (!d->node_name)
+		d->node_name = c->node;
+	if (!d->run_dir && !getenv("VRDMA_RUN_DIR"))
+		d->run_dir = c->run_dir;
+	if (!vd_addr_set && c->rdma_addr)
+		vd_rdma_addr = c->rdma_addr;
+	if (!vd_port_set && c->rdma_port_set)
+		vd_rdma_port = c->rdma_port;
+	if (!vd_policy_set && c->policy)
+		d->policy_path = strcmp(c->policy, "none") ? c->policy : NULL;
+	if (!d->state_dir)
+		d->state_dir = c->state_dir;
+	if (!*spin_set && c->spin_us_set) {
+		*spin_us = c->spin_us;
+		*spin_set = 1;
+	}
+	if (!*rt_prio && c->rt_prio_set)
+		*rt_prio = c->rt_prio;
+	if (vlog_level != VLOG_DEBUG && c->verbose_set && c->verbose)
+		vlog_level = VLOG_DEBUG;
+	/* c->attach: the attach policy's hook (conf.h), used nowhere yet. */
 	return 0;
 }
 
@@ -362,6 +402,8 @@ static int vd_rt(unsigned prio)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "state-dir", required_argument, NULL, VD_OPT_STATE_DIR },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "run-dir", required_argument, NULL, 'S' },
 		{ "node", required_argument, NULL, 'n' },
@@ -377,6 +419,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vd_daemon d = { .sig_fd = -1 };
+	const char *conf_path = NULL;
+	struct vd_conf conf = { 0 };
 	unsigned spin_us = VEV_SPIN_US_DEF, rt_prio = 0;
 	int spin_set = 0;
 	char host[HOST_NAME_MAX + 1] = "";
@@ -384,14 +428,24 @@ int main(int argc, char **argv)
 	char *end;
 	int c, err;
 
-	if (getenv("VRDMA_RDMA_ADDR"))
+	if (getenv("VRDMA_RDMA_ADDR")) {
 		vd_rdma_addr = getenv("VRDMA_RDMA_ADDR");
-	if (getenv("VRDMA_POLICY") && *getenv("VRDMA_POLICY"))
+		vd_addr_set = true;
+	}
+	if (getenv("VRDMA_POLICY") && *getenv("VRDMA_POLICY")) {
 		d.policy_path = getenv("VRDMA_POLICY");
+		vd_policy_set = true;
+	}
 	if (getenv("VRDMA_RDMA_PORT") && vd_parse_port(getenv("VRDMA_RDMA_PORT")))
 		return 1;
-	while ((c = getopt_long(argc, argv, "fS:n:a:R:p:P:vVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:fS:n:a:R:p:P:vVh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			conf_path = optarg;
+			break;
+		case VD_OPT_STATE_DIR:
+			d.state_dir = optarg;
+			break;
 		case 'f':
 			break;
 		case 'S':
@@ -405,6 +459,7 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			vd_rdma_addr = optarg;
+			vd_addr_set = true;
 			break;
 		case 'R':
 			if (strcmp(optarg, "none")) {
@@ -412,6 +467,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			vd_rdma_addr = "none";
+			vd_addr_set = true;
 			break;
 		case 'p':
 			if (vd_parse_port(optarg))
@@ -419,6 +475,7 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			d.policy_path = strcmp(optarg, "none") ? optarg : NULL;
+			vd_policy_set = true;
 			break;
 		case 's':
 			errno = 0;
@@ -456,6 +513,8 @@ int main(int argc, char **argv)
 		vd_usage(stderr);
 		return 1;
 	}
+	if (vd_config(&d, &conf, conf_path, &spin_us, &spin_set, &rt_prio))
+		return 2;
 	/* Under SCHED_RR the spin window's yield hands the core to no normal
 	 * task: a guest sharing it would wait out every window, and one that
 	 * posts inside each window would keep us on the core for good. */
@@ -469,6 +528,12 @@ int main(int argc, char **argv)
 		d.run_dir = getenv("VRDMA_RUN_DIR");
 	if (!d.run_dir || !*d.run_dir)
 		d.run_dir = VD_RUN_DIR_DEF;
+	/* One settings file per vrdmad: a private one (tests, a second
+	 * node's) keeps none unless told where. */
+	if (!d.state_dir)
+		d.state_dir = strcmp(d.run_dir, VD_RUN_DIR_DEF) ? "none" : VD_STATE_DIR_DEF;
+	if (!strcmp(d.state_dir, "none"))
+		d.state_dir = NULL;
 	if (!d.node_name) {
 		if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
 			strcpy(host, "localhost");
@@ -480,11 +545,12 @@ int main(int argc, char **argv)
 		err = vd_rt(rt_prio);
 	if (err) {
 		vd_stop(&d);
+		vd_conf_free(&conf);
 		return 1;
 	}
-	vlog_info("vrdmad %s started node=%s run_dir=%s platform=%s spin_us=%u pid=%ld",
-		  VRDMA_VERSION, d.node_name, d.run_dir, vplat_kind(d.plat), spin_us,
-		  (long)getpid());
+	vlog_info("vrdmad %s started node=%s run_dir=%s platform=%s spin_us=%u state_dir=%s "
+		  "pid=%ld", VRDMA_VERSION, d.node_name, d.run_dir, vplat_kind(d.plat), spin_us,
+		  d.state_dir ? d.state_dir : "none", (long)getpid());
 	err = vd_notify("READY=1");
 	if (err)
 		vlog_warn("cannot notify systemd (NOTIFY_SOCKET): %s", strerror(-err));
@@ -493,6 +559,7 @@ int main(int argc, char **argv)
 		vlog_err("event loop failed: %s", strerror(-err));
 	vd_notify("STOPPING=1");
 	vd_stop(&d);
+	vd_conf_free(&conf);
 	vlog_info("vrdmad stopped");
 	return err ? 1 : 0;
 }

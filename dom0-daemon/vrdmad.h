@@ -22,6 +22,7 @@ struct vd_daemon {
 	const char *run_dir;
 	const char *node_name;
 	const char *policy_path;	/* connect policy file, NULL: in memory */
+	const char *state_dir;		/* per-VM settings (issue 13), NULL: none */
 	char ctl_path[256];
 	char pid_path[256];
 };

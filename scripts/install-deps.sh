@@ -12,6 +12,7 @@ set -eu
 # runs with.
 # libjson-c-dev: vrdmad's and vrdmactl's JSON output (-j), and the tests
 # that parse it.
+# libinih-dev: vrdmad's configuration file (vrdmad.conf).
 # perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
@@ -19,7 +20,7 @@ set -eu
 # systemd for systemd-analyze on the unit.
 # man-db groff-base: tests/docs.sh renders every man page (man --warnings).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
-	libjson-c-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+	libjson-c-dev libinih-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev
 	dpkg-dev debhelper lintian systemd man-db groff-base"}
 

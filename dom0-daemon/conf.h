@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* vrdmad's configuration file (issue 13, vrdmad.conf(5)). */
+#ifndef VRDMA_VD_CONF_H
+#define VRDMA_VD_CONF_H
+
+#include <stdbool.h>
+
+#ifndef VD_CONF_DEF
+#define VD_CONF_DEF		"/etc/vrdma/vrdmad.conf"
+#endif
+#define VD_SPIN_US_MAX		1000000u
+
+/*
+ * What the file sets; NULL / *_set false: not in the file (then the
+ * command line, the environment or the built-in default decides).  The
+ * strings are the file's, owned here.
+ */
+struct vd_conf {
+	char *node;		/* node */
+	char *run_dir;		/* run_dir */
+	char *rdma_addr;	/* rdma_addr: an address, "" or "none" */
+	char *policy;		/* policy: a file, or "none" */
+	char *state_dir;	/* state_dir: a directory, or "none" */
+	unsigned rdma_port, spin_us, rt_prio;
+	bool rdma_port_set, spin_us_set, rt_prio_set;
+	bool verbose, verbose_set;
+	/*
+	 * HOOK (issue 13 item 4, branch `attach`): the domain auto-attach
+	 * policy, `attach = none | all | name:GLOB | marker`.  Kept as the
+	 * file wrote it and passed nowhere yet: the attach work checks it
+	 * with its own parser (as its --attach) and hands it to the node.
+	 */
+	char *attach;
+};
+
+/*
+ * Read path into c.  must_exist false (the default file): a missing file
+ * is an empty one.  0, or -errno after printing "vrdmad: FILE:LINE: ..."
+ * naming the key on stderr.
+ */
+int  vd_conf_load(struct vd_conf *c, const char *path, bool must_exist);
+void vd_conf_free(struct vd_conf *c);
+
+/* The checks the command line shares: 0 or -EINVAL. */
+int  vd_conf_port(const char *s, unsigned *port);
+int  vd_conf_uint(const char *s, unsigned lo, unsigned hi, unsigned *v);
+
+#endif /* VRDMA_VD_CONF_H */
