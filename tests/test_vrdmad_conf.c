@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Issue 13 item 3, on the real vrdmad and vrdmactl ($VRDMA_BUILD/sbin):
+ * per-VM settings and tenant limits outlive vrdmad (a restart with the
+ * same state dir applies them to the VM's next guest), `set` on a VM with
+ * no guest stores them, hostile VM names cannot break the settings file,
+ * a broken file stops vrdmad with file:line; vrdmad.conf's errors name
+ * file:line and the key (exit 2), and the command line overrides it.
+ * Every wait is bounded.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define WAIT_MS		10000
+
+static char dir[64], state[96], bin[512], ctl_bin[512], bw_bin[512];
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void setup(void)
+{
+	const char *b = getenv("VRDMA_BUILD");
+
+	if (!b)
+		b = "build";
+	snprintf(bin, sizeof(bin), "%s/sbin/vrdmad", b);
+	snprintf(ctl_bin, sizeof(ctl_bin), "%s/sbin/vrdmactl", b);
+	snprintf(bw_bin, sizeof(bw_bin), "%s/bin/vrdma-bw", b);
+	snprintf(dir, sizeof(dir), "/tmp/vrdmad-c-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(state, sizeof(state), "%s/state", dir);
+	ck_assert_int_eq(mkdir(state, 0700), 0);
+	unsetenv("VRDMA_RUN_DIR");
+	setenv("VRDMA_PLATFORM", "host", 1);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* vrdmad with args (NULL-terminated, after the program name); its stderr
+ * into dir/vrdmad.log. */
+static pid_t start_args(const char *a0, ...)
+{
+	const char *argv[16] = { "vrdmad" };
+	unsigned n = 1;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, a0);
+	for (argv[n] = a0; argv[n] && n < 15; argv[++n] = va_arg(ap, const char *))
+		;
+	va_end(ap);
+	argv[15] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		if (!freopen(log, "a", stderr))
+			_exit(126);
+		execv(bin, (char **)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The daemon these tests share: private run dir, state dir. */
+static pid_t start(void)
+{
+	return start_args("-f", "-S", dir, "-n", "cnode", "--state-dir", state, NULL);
+}
+
+/* Exit status of pid within WAIT_MS, or -1 (then it is killed). */
+static int wait_exit(pid_t pid)
+{
+	int st, i;
+
+	for (i = 0; i < WAIT_MS / 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void stop(pid_t pid)
+{
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(wait_exit(pid), 0);
+}
+
+/* Run vrdmactl -S dir args; its exit status, stdout+stderr in out. */
+static int vrdmactl(const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	size_t got;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -S %s %s 2>&1", ctl_bin, dir, args);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	got = fread(out, 1, len - 1, f);
+	out[got] = '\0';
+	return WEXITSTATUS(pclose(f));
+}
+
+static void wait_ping(void)
+{
+	char out[256];
+	int i;
+
+	for (i = 0; i < WAIT_MS / 20; i++) {
+		if (vrdmactl("ping", out, sizeof(out)) == 0)
+			return;
+		sleep_ms(20);
+	}
+	ck_abort_msg("vrdmad did not answer ping");
+}
+
+/* A guest process of VM vm: vrdma-bw waiting for a client. */
+static pid_t start_guest(const char *vm, const char *svc)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/bw.log", dir);
+		if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(126);
+		setenv("VRDMA_RUN_DIR", dir, 1);
+		setenv("VRDMA_VM", vm, 1);
+		execl(bw_bin, "vrdma-bw", "-p", svc, "--timeout", "60", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void stop_guest(pid_t pid)
+{
+	kill(pid, SIGTERM);
+	wait_exit(pid);
+}
+
+/* `get args` until its answer holds every word of want (a guest's line,
+ * not a stored one); fails after WAIT_MS with the last answer. */
+static void wait_get(const char *args, const char *const *want)
+{
+	char out[4096], cmd[256];
+	unsigned w;
+	int i;
+
+	snprintf(cmd, sizeof(cmd), "get %s", args);
+	for (i = 0; i < WAIT_MS / 50; i++) {
+		if (vrdmactl(cmd, out, sizeof(out)) == 0 && !strstr(out, "stored=yes")) {
+			for (w = 0; want[w] && strstr(out, want[w]); w++)
+				;
+			if (!want[w])
+				return;
+		}
+		sleep_ms(50);
+	}
+	ck_abort_msg("get %s: '%s' lacks %s", args, out, want[0]);
+}
+
+/* vrdmad saw VM vm's guest leave: `get` shows what is stored. */
+static void wait_gone(const char *vm)
+{
+	char out[4096], cmd[256];
+	int i;
+
+	snprintf(cmd, sizeof(cmd), "get %s", vm);
+	for (i = 0; i < WAIT_MS / 50; i++) {
+		if (vrdmactl(cmd, out, sizeof(out)) == 0 && strstr(out, "stored=yes"))
+			return;
+		sleep_ms(50);
+	}
+	ck_abort_msg("%s: its guest did not leave: '%s'", cmd, out);
+}
+
+static void has(const char *out, const char *what)
+{
+	ck_assert_msg(strstr(out, what), "'%s' not in '%s'", what, out);
+}
+
+START_TEST(test_restart_keeps_settings)
+{
+	static const char *const want[] = { "vm=keep-me", " weight=5 ",
+		" rate=10485760,2097152 ", " credits=7", NULL };
+	char out[4096];
+	pid_t d, g;
+
+	d = start();
+	wait_ping();
+	g = start_guest("keep-me", "svc");
+	wait_get("keep-me", (const char *const[]){ "vm=keep-me", NULL });
+	ck_assert_int_eq(vrdmactl("set keep-me weight=5 rate=10M credits=7", out,
+				  sizeof(out)), 0);
+	has(out, " weight=5 ");
+	stop(d);
+	stop_guest(g);
+
+	d = start();
+	wait_ping();
+	/* No guest now: what is stored. */
+	ck_assert_int_eq(vrdmactl("get keep-me", out, sizeof(out)), 0);
+	has(out, "vm=keep-me devid=0 stored=yes weight=5 ");
+	g = start_guest("keep-me", "svc");
+	wait_get("keep-me", want);
+	stop_guest(g);
+	/* And its next guest in this run. */
+	g = start_guest("keep-me", "svc");
+	wait_get("keep-me", want);
+	stop_guest(g);
+	stop(d);
+}
+END_TEST
+
+START_TEST(test_set_stopped_vm)
+{
+	static const char *const want[] = { "vm=later", " weight=7 ", " class=high ", NULL };
+	char out[4096];
+	pid_t d, g;
+
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set later weight=7 class=high", out, sizeof(out)), 0);
+	has(out, "no guest now");
+	has(out, "vm=later devid=0 stored=yes weight=7 class=high ");
+	ck_assert_int_eq(vrdmactl("-j get later", out, sizeof(out)), 0);
+	has(out, "\"stored\":[{\"vm\":\"later\",\"devid\":0,\"weight\":7,\"class\":\"high\"");
+	/* Bad words store nothing. */
+	ck_assert_int_eq(vrdmactl("set later weight=0", out, sizeof(out)), 1);
+	ck_assert_int_eq(vrdmactl("set never weight=2 bogus=1", out, sizeof(out)), 1);
+	ck_assert_int_eq(vrdmactl("get never", out, sizeof(out)), 1);
+	/* Domids name guests only: nothing stored under "77" or "77/1". */
+	ck_assert_int_eq(vrdmactl("set 77 weight=2", out, sizeof(out)), 1);
+	ck_assert_int_eq(vrdmactl("set 77/1 weight=2", out, sizeof(out)), 1);
+	g = start_guest("later", "svc");
+	wait_get("later", want);
+	stop_guest(g);
+	wait_gone("later");
+	/* Back at the defaults: forgotten, in the file too. */
+	ck_assert_int_eq(vrdmactl("set later weight=1 class=normal", out, sizeof(out)), 0);
+	ck_assert_int_eq(vrdmactl("get later", out, sizeof(out)), 1);
+	stop(d);
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get later", out, sizeof(out)), 1);
+	stop(d);
+}
+END_TEST
+
+START_TEST(test_tenant_limits_kept)
+{
+	char out[4096];
+	pid_t d;
+
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set tenant:default guests=10", out, sizeof(out)), 0);
+	ck_assert_int_eq(vrdmactl("set tenant:uid4242 listeners=3 mem=1048576", out,
+				  sizeof(out)), 0);
+	stop(d);
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:default", out, sizeof(out)), 0);
+	has(out, "guests=10 ");
+	ck_assert_int_eq(vrdmactl("get tenant:uid4242", out, sizeof(out)), 0);
+	has(out, "guests=0/10(default) listeners=0/3 ");
+	has(out, " mem=0/1048576 ");
+	/* `default` drops the tenant's own value, on disk too. */
+	ck_assert_int_eq(vrdmactl("set tenant:uid4242 listeners=default", out, sizeof(out)), 0);
+	stop(d);
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:uid4242", out, sizeof(out)), 0);
+	has(out, "(default) conns");	/* listeners=0/64(default) */
+	has(out, " mem=0/1048576 ");
+	stop(d);
+}
+END_TEST
+
+/* VM names the file must carry as one word, or refuse. */
+START_TEST(test_hostile_names)
+{
+	static const char *const want[] = { "vm=q\"#x=y\\z", " weight=9 ", NULL };
+	char out[4096], path[160], line[512];
+	FILE *f;
+	pid_t d, g;
+	int n = 0;
+
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set 'q\"#x=y\\z' weight=9", out, sizeof(out)), 0);
+	/* Blanks, control bytes (vrdmactl refuses them), 64 bytes and more
+	 * (vrdmad does): nothing stored. */
+	ck_assert_int_eq(vrdmactl("set 'two words' weight=2", out, sizeof(out)), 2);
+	ck_assert_int_eq(vrdmactl("set \"$(printf 'nl\\nx')\" weight=2", out, sizeof(out)), 2);
+	ck_assert_int_eq(vrdmactl("set "
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa weight=2",
+		out, sizeof(out)), 1);
+	stop(d);
+	snprintf(path, sizeof(path), "%s/settings", state);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '#') {
+			ck_assert_str_eq(line, "vm q\"#x=y\\z 0 weight=9\n");
+			n++;
+		}
+	fclose(f);
+	ck_assert_int_eq(n, 1);
+	d = start();
+	wait_ping();
+	g = start_guest("q\"#x=y\\z", "svc");
+	wait_get("'q\"#x=y\\z'", want);
+	stop_guest(g);
+	stop(d);
+
+	/* A file vrdmad did not write: refused whole, with file:line. */
+	write_file(path, "# hand-made\nvm ok 0 weight=2\nvm bad 0 weight=2000\n");
+	d = start();
+	ck_assert_int_eq(wait_exit(d), 1);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "state/settings:3: weight=2000: allowed: an integer 1..1000") != NULL;
+	fclose(f);
+	ck_assert_int_eq(n, 1);
+}
+END_TEST
+
+/* vrdmad -c FILE 2>&1; exit status, output in out. */
+static int run_conf(const char *text, const char *extra, char *out, size_t len)
+{
+	char path[128], cmd[1280];
+	size_t got;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/vrdmad.conf", dir);
+	write_file(path, text);
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s %s 2>&1", bin, path, extra);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	got = fread(out, 1, len - 1, f);
+	out[got] = '\0';
+	return WEXITSTATUS(pclose(f));
+}
+
+START_TEST(test_conf_errors)
+{
+	char out[1024], want[256];
+
+	ck_assert_int_eq(run_conf("[vrdmad]\n# ok\nnode = a\nwieght = 3\n", "", out,
+				  sizeof(out)), 2);
+	snprintf(want, sizeof(want), "%s/vrdmad.conf:4: unknown key 'wieght'", dir);
+	has(out, want);
+	ck_assert_int_eq(run_conf("[vrdmad]\nrdma_port = 70000\n", "", out, sizeof(out)), 2);
+	snprintf(want, sizeof(want), "%s/vrdmad.conf:2: rdma_port: bad value '70000'", dir);
+	has(out, want);
+	ck_assert_int_eq(run_conf("[vrdmad]\nspin_us = lots\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: spin_us: bad value 'lots'");
+	ck_assert_int_eq(run_conf("[vrdmad]\nverbose = maybe\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: verbose: bad value 'maybe'");
+	ck_assert_int_eq(run_conf("[vrdmad]\nstate_dir = relative\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: state_dir: bad value 'relative'");
+	ck_assert_int_eq(run_conf("[vrdmad]\nnode = a\nnode = b\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:3: key 'node' given twice");
+	ck_assert_int_eq(run_conf("[vrdmd]\nnode = a\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: key 'node' in section [vrdmd]");
+	ck_assert_int_eq(run_conf("[vrdmad]\nnode\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: syntax error");
+	ck_assert_int_eq(run_conf("[vrdmad]\nnode = a\n  b\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:3: a line that starts with a blank");
+	/* An explicit file must exist. */
+	ck_assert_int_eq(run_conf("", "-c /nonexistent/vrdmad.conf", out, sizeof(out)), 2);
+	has(out, "/nonexistent/vrdmad.conf: No such file");
+}
+END_TEST
+
+START_TEST(test_conf_override)
+{
+	char text[512], out[4096], log[128], line[512];
+	pid_t d, g;
+	FILE *f;
+	int n = 0;
+
+	/* The file names the run dir, the node, the state dir; -n wins. */
+	snprintf(text, sizeof(text),
+		 "# vrdmad.conf for a test\n[vrdmad]\nnode = filenode\nrun_dir = %s\n"
+		 "state_dir = %s ; kept here\nspin_us = 0\nverbose = no\n"
+		 "attach = none\n", dir, state);
+	snprintf(log, sizeof(log), "%s/vrdmad.conf", dir);
+	write_file(log, text);
+	d = start_args("-c", log, NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
+	has(out, "node filenode:");
+	g = start_guest("conf-vm", "svc");
+	wait_get("conf-vm", (const char *const[]){ "vm=conf-vm", NULL });
+	ck_assert_int_eq(vrdmactl("set conf-vm qps=12", out, sizeof(out)), 0);
+	stop_guest(g);
+	stop(d);
+	d = start_args("--config", log, "-n", "clinode", "--spin-us", "7", NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
+	has(out, "node clinode:");
+	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 0);
+	has(out, " qps=12 ");
+	stop(d);
+	/* --state-dir none: nothing from the file's state dir. */
+	d = start_args("-c", log, "--state-dir", "none", NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 1);
+	stop(d);
+	snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+	f = fopen(log, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "started node=clinode") && strstr(line, "spin_us=7 ");
+	fclose(f);
+	ck_assert_int_eq(n, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vrdmad_conf");
+	TCase *tc = tcase_create("settings");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_restart_keeps_settings);
+	tcase_add_test(tc, test_set_stopped_vm);
+	tcase_add_test(tc, test_tenant_limits_kept);
+	tcase_add_test(tc, test_hostile_names);
+	tcase_add_test(tc, test_conf_errors);
+	tcase_add_test(tc, test_conf_override);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
