@@ -370,7 +370,10 @@ static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
 		*rt_prio = c->rt_prio;
 	if (vlog_level != VLOG_DEBUG && c->verbose_set && c->verbose)
 		vlog_level = VLOG_DEBUG;
-	/* c->attach: the attach policy's hook (conf.h), used nowhere yet. */
+	/* HOOK: c->attach, the auto-attach policy (conf.h), used nowhere yet. */
+	if (c->attach)
+		vlog_warn("%s: attach = %s: domain auto-attach is not in this build; "
+			  "ignored", path ? path : VD_CONF_DEF, c->attach);
 	return 0;
 }
 
