@@ -119,7 +119,7 @@ VRDMACTL     := $(B)/sbin/vrdmactl
 GT_BINS      := $(B)/bin/vrdma-bw $(B)/bin/vrdma-lat
 GT_INST_BINS := $(B)/inst/bin/vrdma-bw $(B)/inst/bin/vrdma-lat
 VRDMAD_UNIT  := $(B)/vrdmad.service
-MANS         := $(wildcard docs/man/*.[1378])
+MANS         := $(wildcard docs/man/*.[13578])
 BENCH_BINS   := $(B)/bin/vrdma-refbench
 
 # tests/*.mk append to CHECK_BINS (Check suites run by check-unit).
@@ -243,8 +243,9 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(INCDIR)/vrdma $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/default
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/default \
+		$(DESTDIR)$(SYSCONFDIR)/vrdma
 	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libvrdma.so.$(SO_VER) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(SO_MAJOR)
 	ln -sf libvrdma.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
@@ -255,8 +256,11 @@ install: all
 	install -m 644 $(VRDMAD_UNIT) $(DESTDIR)$(SYSTEMDUNITDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/default/vrdmad ] || \
 		install -m 644 dom0-daemon/vrdmad.default $(DESTDIR)$(SYSCONFDIR)/default/vrdmad
+	[ -e $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdmad.conf ] || \
+		install -m 644 dom0-daemon/vrdmad.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdmad.conf
 	install -m 644 $(filter %.1,$(MANS)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.3,$(MANS)) $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(filter %.5,$(MANS)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(filter %.7,$(MANS)) $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 $(filter %.8,$(MANS)) $(DESTDIR)$(MANDIR)/man8/
 
@@ -272,6 +276,9 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/$(notdir $(VRDMAD_UNIT))
 	if cmp -s dom0-daemon/vrdmad.default $(DESTDIR)$(SYSCONFDIR)/default/vrdmad; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/default/vrdmad; fi
+	if cmp -s dom0-daemon/vrdmad.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdmad.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdmad.conf; \
+		rmdir $(DESTDIR)$(SYSCONFDIR)/vrdma 2>/dev/null || true; fi
 	rm -f $(foreach m,$(MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
 clean:

@@ -114,9 +114,10 @@ check "libvrdma-dev: headers, .so link, vrdma.pc, man3, libvrdma(7)" \
 	holds libvrdma-dev /usr/include/vrdma/vrdma.h /usr/include/vrdma/wire.h \
 	"/$lib/libvrdma.so" "/$lib/pkgconfig/vrdma.pc" \
 	/usr/share/man/man3/vrdma_open.3.gz /usr/share/man/man7/libvrdma.7.gz
-check "vrdma-daemon: vrdmad, vrdmactl, unit, /etc/default/vrdmad, man8" \
+check "vrdma-daemon: vrdmad, vrdmactl, unit, /etc/default/vrdmad, vrdmad.conf, man5, man8" \
 	holds vrdma-daemon /usr/sbin/vrdmad /usr/sbin/vrdmactl \
 	/usr/lib/systemd/system/vrdmad.service /etc/default/vrdmad \
+	/etc/vrdma/vrdmad.conf /usr/share/man/man5/vrdmad.conf.5.gz \
 	/usr/share/man/man8/vrdmad.8.gz /usr/share/man/man8/vrdmactl.8.gz
 check "vrdma-guest: vrdma-bw, -lat, -run, private verbs libs, man1" \
 	holds vrdma-guest /usr/bin/vrdma-bw /usr/bin/vrdma-lat /usr/bin/vrdma-run \
@@ -131,6 +132,7 @@ check "every package ships the copyright file" sh -c \
 check "no library outside /$lib" sh -c \
 	"! grep -h '\.so' *.list | grep -v '^/$lib/'"
 check "/etc/default/vrdmad is a conffile" grep -qx /etc/default/vrdmad ctl-vrdma-daemon/conffiles
+check "/etc/vrdma/vrdmad.conf is a conffile" grep -qx /etc/vrdma/vrdmad.conf ctl-vrdma-daemon/conffiles
 check "libvrdma1 has a symbols file" grep -q '^libvrdma.so.1 libvrdma1 ' ctl-libvrdma1/symbols
 check "vrdma-guest declares no shlibs (its libraries are private)" test ! -e ctl-vrdma-guest/shlibs
 check "vrdma-guest's private libraries bind to themselves, not rdma-core" sh -c \
@@ -249,6 +251,9 @@ for w in $line; do
 		-e "s|^/var/lib/vrdma|$state|")" ;;
 	esac
 done
+# The shipped vrdmad.conf (everything commented out), which vrdmad reads
+# from /etc itself: here from the root, by name.
+cmd="$cmd -c $root/etc/vrdma/vrdmad.conf"
 say "info ExecStart as run:$cmd"
 ctl() { LD_LIBRARY_PATH=$root/$lib timeout 10 "$root/usr/sbin/vrdmactl" -S "$run" "$@"; }
 # shellcheck disable=SC2086
@@ -269,6 +274,9 @@ check "vrdmad logs its version at start" grep -q "vrdmad $ver started" vrdmad.lo
 check "vrdmactl policy writes the state dir's policy file" sh -c \
 	"LD_LIBRARY_PATH=$root/$lib timeout 10 $root/usr/sbin/vrdmactl -S $run policy default tenant &&
 	 grep -qx 'default tenant' $state/policy"
+check "vrdmactl set on a VM with no guest writes the state dir's settings file" sh -c \
+	"LD_LIBRARY_PATH=$root/$lib timeout 10 $root/usr/sbin/vrdmactl -S $run set pkgvm weight=3 &&
+	 grep -qx 'vm pkgvm 0 weight=3' $state/settings"
 # A guest pair on the packaged library, through the daemon.
 gt() {
 	p=$1; shift

@@ -449,6 +449,10 @@ START_TEST(test_conf_override)
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 1);
 	stop(d);
+	/* The file the package ships: every key commented out. */
+	d = start_args("-c", "dom0-daemon/vrdmad.conf", "-S", dir, NULL);
+	wait_ping();
+	stop(d);
 	snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
 	f = fopen(log, "r");
 	ck_assert_ptr_nonnull(f);
