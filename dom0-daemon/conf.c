@@ -196,6 +196,7 @@ int vd_conf_load(struct vd_conf *c, const char *path, bool must_exist)
 		fprintf(stderr, "vrdmad: %s:%u: %s\n", path, r.err_line, r.err);
 	else
 		fprintf(stderr, "vrdmad: %s: cannot parse (%d)\n", path, line);
+	vd_conf_free(c);
 	return -EINVAL;
 }
 

@@ -35,8 +35,8 @@ struct vd_conf {
 
 /*
  * Read path into c.  must_exist false (the default file): a missing file
- * is an empty one.  0, or -errno after printing "vrdmad: FILE:LINE: ..."
- * naming the key on stderr.
+ * is an empty one.  0, or -errno (c freed) after printing "vrdmad:
+ * FILE:LINE: ..." naming the key on stderr.
  */
 int  vd_conf_load(struct vd_conf *c, const char *path, bool must_exist);
 void vd_conf_free(struct vd_conf *c);

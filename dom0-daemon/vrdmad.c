@@ -523,6 +523,7 @@ int main(int argc, char **argv)
 	 * posts inside each window would keep us on the core for good. */
 	if (rt_prio && spin_set && spin_us) {
 		fprintf(stderr, "vrdmad: --rt-prio takes no spin window (--spin-us 0)\n");
+		vd_conf_free(&conf);
 		return 1;
 	}
 	if (rt_prio)
