@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "vbe.h"
@@ -273,6 +274,11 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 		return 0;
 	if (strlen(dir) >= sizeof(n->state_dir))
 		return -ENAMETOOLONG;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {	/* as the run dir */
+		err = -errno;
+		vlog_err("settings: cannot create %s: %s", dir, strerror(-err));
+		return err;
+	}
 	strcpy(n->state_dir, dir);
 	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
 	f = fopen(path, "re");

@@ -534,8 +534,18 @@ int main(int argc, char **argv)
 		d.run_dir = VD_RUN_DIR_DEF;
 	/* One settings file per vrdmad: a private one (tests, a second
 	 * node's) keeps none unless told where. */
-	if (!d.state_dir)
-		d.state_dir = strcmp(d.run_dir, VD_RUN_DIR_DEF) ? "none" : VD_STATE_DIR_DEF;
+	if (!d.state_dir && strcmp(d.run_dir, VD_RUN_DIR_DEF)) {
+		d.state_dir = "none";
+	} else if (!d.state_dir) {
+		/* The default only where it can be made (a rig's root, a
+		 * plain host without the package): else in memory, said. */
+		d.state_dir = VD_STATE_DIR_DEF;
+		if (mkdir(d.state_dir, 0700) < 0 && errno != EEXIST) {
+			vlog_warn("state dir %s: %s: per-VM settings are kept in memory only",
+				  d.state_dir, strerror(errno));
+			d.state_dir = "none";
+		}
+	}
 	if (!strcmp(d.state_dir, "none"))
 		d.state_dir = NULL;
 	if (!d.node_name) {

@@ -449,6 +449,14 @@ START_TEST(test_conf_override)
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 1);
 	stop(d);
+	/* A state dir that does not exist yet is made (as the run dir). */
+	snprintf(text, sizeof(text), "%s/fresh", dir);
+	d = start_args("-S", dir, "--state-dir", text, NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set fresh-vm weight=2", out, sizeof(out)), 0);
+	stop(d);
+	snprintf(text, sizeof(text), "%s/fresh/settings", dir);
+	ck_assert_int_eq(access(text, R_OK), 0);
 	/* The file the package ships: every key commented out. */
 	d = start_args("-c", "dom0-daemon/vrdmad.conf", "-S", dir, NULL);
 	wait_ping();
