@@ -68,21 +68,36 @@ static void vbe_store_vms(const struct vbe_node *n, FILE *f)
 	}
 }
 
-/* Each tenant's own keys, as the key store holds them now. */
-static void vbe_store_tenants(const struct vbe_node *n, FILE *f)
+/* Each tenant's own keys, as the key store holds them now; -errno if the
+ * store cannot list them (then nothing is written: a file without them
+ * would lose them at the next start). */
+#define VBE_STORE_LIST	(64u << 10)	/* 2000 tenants of 32 bytes */
+
+static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 {
-	char names[4096], keys[1024], path[VPLAT_KEY_MAX], val[64];
+	char keys[1024], path[VPLAT_KEY_MAX], val[64], *names;
 	const char *t, *k;
 	unsigned count, q;
 	bool any;
+	int err;
 
-	if (vplat_key_list(n->plat, VPLAT_TENANT_ROOT, names, sizeof(names), &count))
-		return;
+	names = malloc(VBE_STORE_LIST);
+	if (!names)
+		return -ENOMEM;
+	err = vplat_key_list(n->plat, VPLAT_TENANT_ROOT, names, VBE_STORE_LIST, &count);
+	if (err) {
+		free(names);
+		return err == -ENOENT ? 0 : err;
+	}
 	for (t = names; *t; t += strlen(t) + 1) {
 		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%.32s", t);
-		if (!vbe_tenant_name_ok(t) ||
-		    vplat_key_list(n->plat, path, keys, sizeof(keys), &count))
+		if (!vbe_tenant_name_ok(t))
 			continue;
+		err = vplat_key_list(n->plat, path, keys, sizeof(keys), &count);
+		if (err == -ENOENT)
+			continue;
+		if (err)
+			break;
 		any = false;
 		for (k = keys; *k; k += strlen(k) + 1) {
 			for (q = 0; q < VBE_TQ_N && strcmp(k, vbe_tenant_keys[q]); q++)
@@ -98,6 +113,8 @@ static void vbe_store_tenants(const struct vbe_node *n, FILE *f)
 		if (any)
 			fputc('\n', f);
 	}
+	free(names);
+	return err;
 }
 
 /* The rename survives a power cut only once its directory is synced. */
@@ -130,8 +147,9 @@ int vbe_store_save(struct vbe_node *n)
 		return -errno;
 	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
 	vbe_store_vms(n, f);
-	vbe_store_tenants(n, f);
-	if (fflush(f) || ferror(f) || fsync(fileno(f)))
+	err = vbe_store_tenants(n, f);
+	errno = 0;
+	if (!err && (fflush(f) || ferror(f) || fsync(fileno(f))))
 		err = errno ? -errno : -EIO;
 	if (fclose(f) && !err)
 		err = -errno;
