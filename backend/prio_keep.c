@@ -116,11 +116,12 @@ int vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
 	return err;
 }
 
-/* g's settings changed (a watch, a set, its departure): the VM's now. */
+/* g's settings changed (a watch, its departure): the VM's now, in memory
+ * even when the file cannot be written (vbe_store_save logs that). */
 void vbe_prio_keep(struct vbe_guest *g)
 {
-	if (g->vm[0])
-		vbe_keep_store(g->node, g->vm, g->devid, &g->prio);	/* logs its error */
+	if (g->vm[0] && vbe_keep_put(g->node, g->vm, g->devid, &g->prio))
+		vbe_store_save(g->node);
 }
 
 /*
