@@ -211,6 +211,15 @@ static void wait_gone(const char *vm)
 	ck_abort_msg("%s: its guest did not leave: '%s'", cmd, out);
 }
 
+/* state/name (one at a time). */
+static const char *tmp_path(const char *name)
+{
+	static char path[160];
+
+	snprintf(path, sizeof(path), "%s/%s", state, name);
+	return path;
+}
+
 static void has(const char *out, const char *what)
 {
 	ck_assert_msg(strstr(out, what), "'%s' not in '%s'", what, out);
@@ -229,6 +238,16 @@ START_TEST(test_restart_keeps_settings)
 	wait_get("keep-me", (const char *const[]){ "vm=keep-me", NULL });
 	ck_assert_int_eq(vrdmactl("set keep-me weight=5 rate=10M credits=7", out,
 				  sizeof(out)), 0);
+	has(out, " weight=5 ");
+	/* A settings file that cannot be written: refused, nothing changed
+	 * (settings.new a directory: root ignores permissions). */
+	ck_assert_int_eq(mkdir(tmp_path("settings.new"), 0700), 0);
+	ck_assert_int_eq(vrdmactl("set keep-me weight=6", out, sizeof(out)), 1);
+	has(out, "cannot store the settings of VM 'keep-me'");
+	ck_assert_int_eq(vrdmactl("set stopped-vm weight=6", out, sizeof(out)), 1);
+	ck_assert_int_eq(vrdmactl("get stopped-vm", out, sizeof(out)), 1);
+	ck_assert_int_eq(rmdir(tmp_path("settings.new")), 0);
+	ck_assert_int_eq(vrdmactl("get keep-me", out, sizeof(out)), 0);
 	has(out, " weight=5 ");
 	stop(d);
 	stop_guest(g);
