@@ -556,11 +556,12 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "set", vc_cmd_prio, "", "VM|tenant:NAME|tenant:default KEY=VALUE...",
 	  "scheduling and quotas, live",
 	  "a guest's weight=N class=high|normal|low rate=B/s[,BURST] qps=N mem=B\n"
-	  "  wrs=N credits=N cmds=N; a tenant's guests= listeners= conns= qps=\n"
+	  "  wrs=N credits=N cmds=N (kept across restarts; a VM with no guest\n"
+	  "  now: stored for its next); a tenant's guests= listeners= conns= qps=\n"
 	  "  mem= cqs= mrs= pages= cmds= (N or default)" },
 	{ "get", vc_cmd_prio, "", "VM|tenant:NAME|tenants", "settings, tenant usage",
-	  "a guest's settings (VM: its name, domid[/devid] or dom<N>/<dev>),\n"
-	  "  a tenant's usage and limits" },
+	  "a guest's settings (VM: its name, domid[/devid] or dom<N>/<dev>;\n"
+	  "  a VM with no guest now: what is stored), a tenant's usage and limits" },
 	{ "policy", vc_cmd_policy, "", "[show|check FROM TO|CHANGE]",
 	  "the connect policy",
 	  "connect policy; CHANGE: default open|tenant, group G T.., ungroup T..,\n"
