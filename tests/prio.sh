@@ -119,9 +119,11 @@ check "VM name of two guests refused" refused "has 2 guests now" get keep-me
 vm_down
 VS=$VS1
 vm_down
-# the guest is gone once 'get' stops finding it (bounded)
-for _ in $(seq 50); do ctl get keep-me >/dev/null 2>&1 || break; sleep 0.1; done
-check "keep-me gone" refused "no guest" get keep-me
+# the guest is gone once 'get' shows what is stored for the VM (bounded)
+for _ in $(seq 50); do ctl get keep-me 2>/dev/null | grep -q stored=yes && break; sleep 0.1; done
+check "keep-me gone: get shows its stored settings" bash -c \
+	"timeout 10 '$B/sbin/vrdmactl' -S '$RUN' get keep-me | grep -q 'vm=keep-me devid=0 stored=yes weight=5 class=low'"
+check "a VM never seen: no guest" refused "no guest" get never-seen
 check "VM keep-me back (new process)" vm_up keep-me 2
 check "its settings came back" bash -c "timeout 10 '$B/sbin/vrdmactl' -S '$RUN' get keep-me | grep -q 'vm=keep-me weight=5 class=low'"
 vm_down
