@@ -190,10 +190,16 @@ $(B)/vrdma.pc: libvrdma/vrdma.pc.in $(B)/install-vars
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-# The configuration file's default path follows SYSCONFDIR.
-$(B)/obj/dom0-daemon/conf.o $(B)/obj/dom0-daemon/vrdmad.o: $(B)/install-vars
+# The configuration file's default path follows SYSCONFDIR.  Its objects
+# depend on a file rewritten while the Makefile is read, only when the
+# path changed (not a FORCE rule as install-vars: a compile is no cheap
+# GEN, and `make -n` must not list one that would not run).
+VD_CONF_DEF := $(SYSCONFDIR)/vrdma/vrdmad.conf
+$(shell mkdir -p $(B) && { echo '$(VD_CONF_DEF)' | cmp -s - $(B)/conf-path || \
+	echo '$(VD_CONF_DEF)' > $(B)/conf-path; })
+$(B)/obj/dom0-daemon/conf.o $(B)/obj/dom0-daemon/vrdmad.o: $(B)/conf-path
 $(B)/obj/dom0-daemon/conf.o $(B)/obj/dom0-daemon/vrdmad.o: \
-	CPPFLAGS += -DVD_CONF_DEF='"$(SYSCONFDIR)/vrdma/vrdmad.conf"'
+	CPPFLAGS += -DVD_CONF_DEF='"$(VD_CONF_DEF)"'
 
 $(VRDMAD_UNIT): dom0-daemon/vrdmad.service.in $(B)/install-vars
 	@mkdir -p $(dir $@)
