@@ -784,6 +784,8 @@ static int hd_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void 
 	struct hd_lwatch *w;
 	int r;
 
+	if (path[0] == '@')
+		return -EOPNOTSUPP;	/* no domains: guests come with their sockets */
 	if (!ks_path_ok(path))
 		return -EINVAL;
 	w = malloc(sizeof(*w) + n);

@@ -365,11 +365,15 @@ int vplat_key_perm(struct vplat *p, const char *path, uint32_t owner, uint32_t r
 	return p->ops->key_perm ? p->ops->key_perm(p, abs, owner, reader) : 0;
 }
 
+/* Xen's special watch paths ("@...") are names, not keys: as they are. */
 int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
 {
 	char abs[VPLAT_KEY_MAX];
-	int r = vplat_abs(p, path, abs);
+	int r;
 
+	if (path[0] == '@')
+		return p->ops->watch(p, path, cb, arg);
+	r = vplat_abs(p, path, abs);
 	return r ? r : p->ops->watch(p, abs, cb, arg);
 }
 
@@ -377,7 +381,9 @@ void vplat_unwatch(struct vplat *p, const char *path, void *arg)
 {
 	char abs[VPLAT_KEY_MAX];
 
-	if (vplat_abs(p, path, abs) == 0)
+	if (path[0] == '@')
+		p->ops->unwatch(p, path, arg);
+	else if (vplat_abs(p, path, abs) == 0)
 		p->ops->unwatch(p, abs, arg);
 }
 

@@ -187,7 +187,13 @@ int  vplat_dev_detach(struct vplat *p, const char *type, uint32_t domid,
 		      uint32_t devid);
 
 /* Watch path and its subtree: cb runs from vplat_process() once after
- * registration and after every change (like xenstore watches). */
+ * registration and after every change (like xenstore watches).  dom0 may
+ * also watch Xen's two special paths: a domain was introduced to xenstore
+ * (xl create) / released (it shut down or died); cb gets no more than
+ * that, the caller lists /local/domain.  The plain host has no domains to
+ * introduce: -EOPNOTSUPP there. */
+#define VPLAT_WATCH_INTRODUCE	"@introduceDomain"
+#define VPLAT_WATCH_RELEASE	"@releaseDomain"
 typedef void vplat_watch_fn(struct vplat *p, const char *path, void *arg);
 int  vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg);
 void vplat_unwatch(struct vplat *p, const char *path, void *arg);

@@ -451,7 +451,7 @@ void vplat_chan_close(struct vplat_chan *h)
 
 static void stub_path(struct vplat *p, const char *path, char *out)
 {
-	if (path[0] == '/')
+	if (path[0] == '/' || path[0] == '@')	/* '@': Xen's special watches */
 		snprintf(out, VPLAT_KEY_MAX, "%s", path);
 	else
 		snprintf(out, VPLAT_KEY_MAX, "/local/domain/%u/%s", p->domid, path);
@@ -612,6 +612,11 @@ int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		(*count)++;
 	}
 	return found ? 0 : -ENOENT;
+}
+
+void stub_domain_event(const char *which)
+{
+	stub_fire(which);
 }
 
 int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)

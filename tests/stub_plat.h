@@ -19,6 +19,9 @@ struct vplat *stub_open(uint32_t domid);	/* domid 0 = dom0 role */
 void stub_run(void);
 unsigned stub_live_maps(void);
 unsigned stub_live_binds(void);		/* dom0-side channels */
+/* Fire Xen's special watch VPLAT_WATCH_INTRODUCE or _RELEASE (the test
+ * writes or removes /local/domain/<domid> itself). */
+void stub_domain_event(const char *which);
 /* Revoke one grant (the ref becomes bad). */
 void stub_revoke(uint32_t ref);
 
