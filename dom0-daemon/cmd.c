@@ -14,6 +14,7 @@
 
 #include "../backend/backend.h"
 #include "../backend/vout.h"
+#include "attach.h"
 #include "vplat.h"
 #include "vrdmad.h"
 
@@ -118,7 +119,24 @@ static int vd_cmd_dev_args(int argc, char **argv, uint32_t *domid, uint32_t *dev
 	return 0;
 }
 
-/* Toolstack duty: the guest's device nodes; the backend follows its watch. */
+/*
+ * Toolstack duty: the guest's device nodes; the backend follows its watch.
+ * `vrdmactl attach` and the attach policy (attach.c) both come here.
+ */
+int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
+{
+	struct vd_daemon *d = arg;
+	int err;
+
+	err = vbe_node_attach_ok(d->node, domid, devid, o);
+	if (err)
+		return err;
+	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
+	if (err)
+		return vout_err(o, err, "attach %u/%u: %s", domid, devid, strerror(-err));
+	return 0;
+}
+
 static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
 	uint32_t domid, devid;
@@ -126,12 +144,9 @@ static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout
 
 	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
 	if (!err)
-		err = vbe_node_attach_ok(d->node, domid, devid, o);
+		err = vd_attach_dev(d, domid, devid, o);
 	if (err)
 		return err;
-	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
-	if (err)
-		return vout_err(o, err, "attach %u/%u: %s", domid, devid, strerror(-err));
 	vout_text(o, "attached domain %u device %u\n", domid, devid);
 	vout_jbool(o, "attached", true);
 	vout_ju64(o, "domid", domid);
@@ -154,6 +169,15 @@ static int vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, struct vout
 	vout_jbool(o, "detached", true);
 	vout_ju64(o, "domid", domid);
 	vout_ju64(o, "devid", devid);
+	return 0;
+}
+
+/* Issue 13: the attach policy and what it decided for each domain. */
+static int vd_cmd_attach_policy(struct vd_daemon *d, int argc, char **argv, struct vout *o)
+{
+	if (vd_cmd_no_args(argc, argv, o))
+		return -EINVAL;
+	vd_auto_show(d->autoattach, o);
 	return 0;
 }
 
@@ -203,6 +227,7 @@ static const struct vd_cmd vd_cmds[] = {
 	{ "ping", vd_cmd_ping, false },
 	{ "attach", vd_cmd_attach, false },
 	{ "detach", vd_cmd_detach, false },
+	{ "attach-policy", vd_cmd_attach_policy, false },
 	{ "policy", vd_cmd_policy, true },
 };
 

@@ -16,6 +16,7 @@
 
 #include <ini.h>
 
+#include "attach.h"
 #include "conf.h"
 
 struct vd_conf_rd {
@@ -113,6 +114,8 @@ static int vd_conf_key(void *user, const char *section, const char *name, const 
 {
 	struct vd_conf_rd *r = user;
 	struct vd_conf *c = r->c;
+	struct vd_attach pol;
+	const char *why;
 	unsigned k;
 
 	if (strcmp(section, "vrdmad"))
@@ -165,6 +168,8 @@ static int vd_conf_key(void *user, const char *section, const char *name, const 
 			return vd_conf_bad(r, "%s: bad value '%.64s' (an absolute path)", name, val);
 		if (dst == &c->run_dir && !strcmp(val, "none"))
 			return vd_conf_bad(r, "%s: bad value '%.64s' (an absolute path)", name, val);
+		if (dst == &c->attach && vd_attach_policy_parse(val, &pol, &why))
+			return vd_conf_bad(r, "attach: bad value '%.64s': %s", val, why);
 		if (vd_conf_str(dst, val))
 			return vd_conf_bad(r, "%s: out of memory", name);
 	}

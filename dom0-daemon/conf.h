@@ -24,12 +24,8 @@ struct vd_conf {
 	unsigned rdma_port, spin_us, rt_prio;
 	bool rdma_port_set, spin_us_set, rt_prio_set;
 	bool verbose, verbose_set;
-	/*
-	 * HOOK (issue 13 item 4, branch `attach`): the domain auto-attach
-	 * policy, `attach = none | all | name:GLOB | marker`.  Kept as the
-	 * file wrote it and passed nowhere yet: the attach work checks it
-	 * with its own parser (as its --attach) and hands it to the node.
-	 */
+	/* attach: the domain attach policy, none | all | name:GLOB | marker,
+	 * checked by vd_attach_policy_parse (attach.h) as --attach is. */
 	char *attach;
 };
 

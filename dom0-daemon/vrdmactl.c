@@ -352,7 +352,7 @@ static int vc_cmd_list(struct vc_opts *o, int argc, char **argv)
 {
 	if (argc > 1)
 		return vc_usage_err(argv[0], "unexpected '%s'", argv[1]);
-	return vc_request(o, argv[0]);	/* list, census, ping */
+	return vc_request(o, argv[0]);	/* list, census, ping, attach-policy */
 }
 
 /* attach|detach <domid> [devid]: numbers checked here and by vrdmad. */
@@ -569,7 +569,11 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "attach", vc_cmd_dev, "", "DOMID [DEVID]", "create a Xen domain's device",
 	  "create a domain's vrdma device in xenstore (toolstack duty)" },
 	{ "detach", vc_cmd_dev, "", "DOMID [DEVID]", "remove it",
-	  "remove it (a program using it gets errors)" },
+	  "remove it (a program using it gets errors); the attach policy does\n"
+	  "  not attach that domain again while it lives" },
+	{ "attach-policy", vc_cmd_list, "", "", "which domains get a device",
+	  "vrdmad's --attach policy and what it decided for each domain it saw:\n"
+	  "  attached, had-device, refused, not-matched, no-name, waiting" },
 	{ "help", vc_cmd_help, "", "[COMMAND]", "this text, or a command's",
 	  "this text, or a command's" },
 };

@@ -33,20 +33,21 @@
 #define VD_RDMA_PORT_DEF	18515
 #define VD_STATE_DIR_DEF	"/var/lib/vrdma"
 #define VD_OPT_STATE_DIR	0x100
+#define VD_OPT_ATTACH		0x101	/* long options only */
 
 /* RDMA device for guests on other nodes (issue 4): "" = first
  * RDMA-capable address, "none" = no device. */
 static const char *vd_rdma_addr = "";
 static unsigned vd_rdma_port = VD_RDMA_PORT_DEF;
 /* Given on the command line or in the environment: the file yields. */
-static bool vd_addr_set, vd_port_set, vd_policy_set;
+static bool vd_addr_set, vd_port_set, vd_policy_set, vd_attach_set;
 
 static void vd_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: vrdmad [-c config] [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none]\n"
 		"              [-p port] [-P policy_file] [--state-dir DIR]\n"
-		"              [--spin-us N] [--rt-prio N]\n"
+		"              [--spin-us N] [--rt-prio N] [--attach POLICY]\n"
 		"  -c, --config FILE  configuration file (default %s if it\n"
 		"                     exists; vrdmad.conf(5)); options override it\n"
 		"  -f, --foreground   stay in the foreground (the default)\n"
@@ -64,6 +65,10 @@ static void vd_usage(FILE *f)
 		"      --state-dir DIR  per-VM settings and tenant limits kept in\n"
 		"                     DIR/settings across restarts; 'none': in memory\n"
 		"                     (default %s with the default run dir, else none)\n"
+		"      --attach P     Xen: which domains get device 0 when they appear:\n"
+		"                     none (default: vrdmactl attach only), all, name:GLOB,\n"
+		"                     or marker (the toolstack wrote /local/domain/<domid>/\n"
+		"                     " VD_ATTACH_MARKER_KEY " = 1)\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
@@ -128,6 +133,7 @@ static int vd_tick(struct vev_loop *l, uint64_t id, void *arg)
 	(void)l;
 	(void)id;
 	vbe_node_tick(d->node, vplat_now_ms());
+	vd_auto_tick(d->autoattach, vplat_now_ms());
 	return VD_TICK_MS;
 }
 
@@ -300,6 +306,9 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	err = vev_timer_add(d->loop, VD_TICK_MS, vd_tick, d, NULL);
 	if (err)
 		return err;
+	err = vd_auto_start(d->plat, &d->attach, vd_attach_dev, d, &d->autoattach);
+	if (err)
+		return err;
 	vev_set_busy(d->loop, &vd_busy_ops, d, spin_us);
 	err = vd_write_pid(d->pid_path);
 	if (err) {
@@ -315,6 +324,7 @@ static void vd_stop(struct vd_daemon *d)
 {
 	if (d->pid_written)
 		unlink(d->pid_path);
+	vd_auto_stop(d->autoattach);
 	if (d->node)
 		vbe_node_free(d->node);	/* calls vd_fd_change: loop still up */
 	if (d->plat) {
@@ -370,10 +380,10 @@ static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
 		*rt_prio = c->rt_prio;
 	if (vlog_level != VLOG_DEBUG && c->verbose_set && c->verbose)
 		vlog_level = VLOG_DEBUG;
-	/* HOOK: c->attach, the auto-attach policy (conf.h), used nowhere yet. */
-	if (c->attach)
-		vlog_warn("%s: attach = %s: domain auto-attach is not in this build; "
-			  "ignored", path ? path : VD_CONF_DEF, c->attach);
+	/* checked when the file was read */
+	if (!vd_attach_set && c->attach &&
+	    vd_attach_policy_parse(c->attach, &d->attach, NULL))
+		return -EINVAL;
 	return 0;
 }
 
@@ -417,6 +427,7 @@ int main(int argc, char **argv)
 		{ "rdma", required_argument, NULL, 'R' },
 		{ "rdma-port", required_argument, NULL, 'p' },
 		{ "policy", required_argument, NULL, 'P' },
+		{ "attach", required_argument, NULL, VD_OPT_ATTACH },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -427,6 +438,7 @@ int main(int argc, char **argv)
 	unsigned spin_us = VEV_SPIN_US_DEF, rt_prio = 0;
 	int spin_set = 0;
 	char host[HOST_NAME_MAX + 1] = "";
+	const char *why;
 	unsigned long v;
 	char *end;
 	int c, err;
@@ -479,6 +491,13 @@ int main(int argc, char **argv)
 		case 'P':
 			d.policy_path = strcmp(optarg, "none") ? optarg : NULL;
 			vd_policy_set = true;
+			break;
+		case VD_OPT_ATTACH:
+			if (vd_attach_policy_parse(optarg, &d.attach, &why)) {
+				fprintf(stderr, "vrdmad: bad --attach '%s': %s\n", optarg, why);
+				return 2;
+			}
+			vd_attach_set = true;
 			break;
 		case 's':
 			errno = 0;

@@ -5,11 +5,13 @@
 
 #include <stdio.h>
 
+#include "attach.h"
 #include "evloop.h"
 
 struct vplat;
 struct vbe_node;
 struct vd_ctl;
+struct vout;
 
 struct vd_daemon {
 	struct vev_loop *loop;
@@ -23,12 +25,17 @@ struct vd_daemon {
 	const char *node_name;
 	const char *policy_path;	/* connect policy file, NULL: in memory */
 	const char *state_dir;		/* per-VM settings (issue 13), NULL: none */
+	struct vd_attach attach;	/* --attach */
+	struct vd_auto *autoattach;	/* applies it (attach.c) */
 	char ctl_path[256];
 	char pid_path[256];
 };
 
 /* Control commands (cmd.c): the vd_ctl_fn for the control socket. */
 void vd_cmd_handle(void *arg, const char *line, FILE *out);
+
+/* Attach a device as `vrdmactl attach` does (cmd.c); a vd_attach_fn. */
+int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o);
 
 /* Tell systemd our state (notify.c): "READY=1", "RELOADING=1",
  * "STOPPING=1".  0 also when not under systemd; -errno. */

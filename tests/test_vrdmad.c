@@ -98,6 +98,25 @@ static pid_t start(void)
 	return start_as("tnode", 0);
 }
 
+/* vrdmad --attach policy; its stderr beside its sockets. */
+static pid_t start_attach(const char *policy)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char log[128];
+
+		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		if (!freopen(log, "a", stderr))
+			_exit(126);
+		execl(bin, "vrdmad", "-f", "-S", dir, "-n", "tnode", "--attach", policy,
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
 /* Exit status of pid within WAIT_MS, or -1 (then it is killed). */
 static int wait_exit(pid_t pid)
 {
@@ -699,6 +718,64 @@ START_TEST(test_notify_reload)
 }
 END_TEST
 
+/*
+ * --attach (issue 13): a bad value stops vrdmad with exit 2 naming it; on
+ * the plain host a policy is a no-op, said once in the log, and
+ * `vrdmactl attach-policy` shows it inactive, text and JSON.
+ */
+START_TEST(test_attach_policy)
+{
+	static const char *const bad[] = { "bogus", "name:", "ALL", "name:a/b" };
+	char path[128], out[512], line[512];
+	struct json_object *j;
+	bool noted = false;
+	pid_t pid;
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pid = start_attach(bad[i]);
+		ck_assert_int_eq(wait_exit(pid), 2);
+	}
+	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	out[0] = '\0';
+	ck_assert_ptr_nonnull(fgets(out, sizeof(out), f));
+	fclose(f);
+	ck_assert_str_eq(out, "vrdmad: bad --attach 'bogus': not one of none, all, "
+			 "name:GLOB or marker\n");
+	ck_assert_int_eq(unlink(path), 0);
+
+	pid = start_attach("name:rdma-*");
+	wait_ping();
+	j = ctl_json("attach-policy");
+	ck_assert_str_eq(jstr(j, "policy"), "name:rdma-*");
+	ck_assert(!json_object_get_boolean(jget(j, "active")));
+	ck_assert_uint_eq(json_object_array_length(jget(j, "domains")), 0);
+	json_object_put(j);
+	ck_assert_int_eq(vrdmactl("attach-policy", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "attach policy: name:rdma-* (no domains on this platform)\n");
+	ck_assert_int_eq(vrdmactl("attach-policy x", out, sizeof(out)), 2);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_exit(pid), 0);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		noted |= strstr(line, "attach policy name:rdma-*: no domains on the host "
+				"platform") != NULL;
+	fclose(f);
+	ck_assert(noted);
+
+	pid = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("attach-policy", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "attach policy: none (vrdmactl attach only)\n");
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(wait_exit(pid), 0);
+}
+END_TEST
+
 /* One version (common/version.h) for vrdmad and vrdmactl, -V or
  * --version, text or JSON. */
 START_TEST(test_version)
@@ -743,6 +820,7 @@ int main(void)
 	tcase_add_test(tc, test_json_every_command);
 	tcase_add_test(tc, test_notify_reload);
 	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_attach_policy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Attach policy (attach.h): parse, match, and the watches that apply it.
+ *
+ * Every @introduceDomain or @releaseDomain event lists /local/domain:
+ * domains not seen before are decided, domains gone are forgotten (their
+ * devices are the backend's business: it tears a guest down when its
+ * frontend dir goes).  xl writes a domain's `name` before it introduces
+ * the domain; a name still missing is looked for again on each event and
+ * tick, for VD_ATTACH_NAME_WAIT_MS.  Under `marker`, a domain without its
+ * marker gets a watch on the marker key until it has one or goes.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend/vout.h"
+#include "attach.h"
+#include "log.h"
+#include "vplat.h"
+
+#define VD_AUTO_LIST_MIN	16384		/* /local/domain listing, bytes */
+#define VD_AUTO_LIST_MAX	(256u << 10)	/* 32752 domids of 5 digits fit */
+#define VD_AUTO_DOMID_MAX	0x7ff0u		/* DOMID_FIRST_RESERVED */
+#define VD_AUTO_NAME		64		/* shown, with its NUL */
+
+enum vd_dom_state {
+	VD_DOM_WAIT,		/* name or marker not there yet */
+	VD_DOM_ATTACHED,	/* we attached device 0 */
+	VD_DOM_HAD,		/* it had device 0 already (vrdmactl, an earlier vrdmad) */
+	VD_DOM_REFUSED,		/* attach failed: logged, not retried */
+	VD_DOM_NO,		/* the policy says no */
+	VD_DOM_NONAME,		/* no name within VD_ATTACH_NAME_WAIT_MS */
+};
+
+static const char *const vd_dom_states[] = {
+	[VD_DOM_WAIT] = "waiting", [VD_DOM_ATTACHED] = "attached",
+	[VD_DOM_HAD] = "had-device", [VD_DOM_REFUSED] = "refused",
+	[VD_DOM_NO] = "not-matched", [VD_DOM_NONAME] = "no-name",
+};
+
+struct vd_dom {
+	struct vd_dom *next;
+	struct vd_auto *a;	/* for the marker watch's callback */
+	uint32_t domid;
+	enum vd_dom_state state;
+	bool listed;		/* in the listing being synced */
+	bool marker_watch;
+	int64_t since_ms;	/* first seen */
+	char name[VD_AUTO_NAME];
+};
+
+struct vd_auto {
+	struct vd_attach pol;
+	struct vplat *p;
+	vd_attach_fn *fn;
+	void *fn_arg;
+	struct vd_dom *doms;
+	char *list;
+	size_t list_len;
+	unsigned watches;	/* 0, or 2 while introduce + release are watched */
+	char pol_str[VD_ATTACH_GLOB_MAX + 8];
+};
+
+/* ---- the policy ---- */
+
+int vd_attach_policy_parse(const char *s, struct vd_attach *out, const char **why)
+{
+	struct vd_attach a = { .kind = VD_ATTACH_NONE };
+	const char *w = NULL, *g;
+
+	if (!strcmp(s, "none")) {
+		a.kind = VD_ATTACH_NONE;
+	} else if (!strcmp(s, "all")) {
+		a.kind = VD_ATTACH_ALL;
+	} else if (!strcmp(s, "marker")) {
+		a.kind = VD_ATTACH_MARKER;
+	} else if (!strncmp(s, "name:", 5)) {
+		a.kind = VD_ATTACH_NAME;
+		g = s + 5;
+		if (!*g)
+			w = "name: needs a pattern (name:GLOB, e.g. name:rdma-*)";
+		else if (strlen(g) >= sizeof(a.glob))
+			w = "the name pattern is longer than 127 bytes";
+		for (; !w && *g; g++)
+			if ((unsigned char)*g < 0x20 || *g == 0x7f || *g == '/')
+				w = "the name pattern has a control character or '/'";
+		if (!w)
+			snprintf(a.glob, sizeof(a.glob), "%s", s + 5);
+	} else {
+		w = "not one of " VD_ATTACH_VALUES;
+	}
+	if (w) {
+		if (why)
+			*why = w;
+		return -EINVAL;
+	}
+	*out = a;
+	return 0;
+}
+
+const char *vd_attach_policy_str(const struct vd_attach *a, char *buf, size_t len)
+{
+	switch (a->kind) {
+	case VD_ATTACH_ALL:
+		snprintf(buf, len, "all");
+		break;
+	case VD_ATTACH_NAME:
+		snprintf(buf, len, "name:%s", a->glob);
+		break;
+	case VD_ATTACH_MARKER:
+		snprintf(buf, len, "marker");
+		break;
+	default:
+		snprintf(buf, len, "none");
+		break;
+	}
+	return buf;
+}
+
+int vd_attach_match(const struct vd_attach *a, uint32_t domid, const char *name,
+		    const char *marker)
+{
+	if (domid == VPLAT_DOM0)
+		return 0;
+	switch (a->kind) {
+	case VD_ATTACH_ALL:
+		return 1;
+	case VD_ATTACH_NAME:
+		if (!name)
+			return -EAGAIN;
+		return fnmatch(a->glob, name, 0) == 0;
+	case VD_ATTACH_MARKER:
+		if (!marker)
+			return -EAGAIN;
+		return !strcmp(marker, "1");
+	default:
+		return 0;
+	}
+}
+
+/* ---- applying it ---- */
+
+static void vd_auto_marker_path(const struct vd_dom *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "/local/domain/%u/" VD_ATTACH_MARKER_KEY, d->domid);
+}
+
+static void vd_auto_unwatch_marker(struct vd_auto *a, struct vd_dom *d)
+{
+	char path[VPLAT_KEY_MAX];
+
+	if (!d->marker_watch)
+		return;
+	vd_auto_marker_path(d, path, sizeof(path));
+	vplat_unwatch(a->p, path, d);
+	d->marker_watch = false;
+}
+
+static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
+{
+	struct vout o = { 0 };
+	int err;
+
+	err = a->fn(a->fn_arg, d->domid, 0, &o);
+	if (!err) {
+		d->state = VD_DOM_ATTACHED;
+		vlog_info("attach: domain %u (%s) device 0 attached (policy %s)", d->domid,
+			  d->name, a->pol_str);
+	} else if (err == -EEXIST) {
+		d->state = VD_DOM_HAD;
+		vlog_info("attach: domain %u (%s) has device 0 already", d->domid, d->name);
+	} else {
+		d->state = VD_DOM_REFUSED;
+		vlog_warn("attach: domain %u (%s) device 0 not attached: %s (not retried; "
+			  "vrdmactl attach %u)", d->domid, d->name,
+			  o.err ? o.msg : strerror(-err), d->domid);
+	}
+	vout_fini(&o);
+}
+
+static void vd_auto_marker_cb(struct vplat *p, const char *path, void *arg);
+
+/* Decide d if its name (name:) or marker (marker) is there by now. */
+static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
+{
+	char path[VPLAT_KEY_MAX], name[VPLAT_VAL_MAX], marker[16];
+	const char *nm = NULL, *mk = NULL;
+	int r;
+
+	if (d->state != VD_DOM_WAIT)
+		return;
+	snprintf(path, sizeof(path), "/local/domain/%u/name", d->domid);
+	if (!vplat_key_read(a->p, path, name, sizeof(name))) {
+		size_t n = strnlen(name, sizeof(d->name) - 1);	/* shown cut */
+
+		nm = name;
+		memcpy(d->name, name, n);
+		d->name[n] = '\0';
+	}
+	if (a->pol.kind == VD_ATTACH_MARKER) {
+		vd_auto_marker_path(d, path, sizeof(path));
+		if (!vplat_key_read(a->p, path, marker, sizeof(marker)))
+			mk = marker;
+	}
+	r = vd_attach_match(&a->pol, d->domid, nm, mk);
+	if (r == -EAGAIN && a->pol.kind == VD_ATTACH_MARKER) {
+		/* No time limit: nothing waits, the watch tells us. */
+		if (!d->marker_watch) {
+			r = vplat_watch(a->p, path, vd_auto_marker_cb, d);
+			if (r)
+				vlog_warn("attach: cannot watch %s: %s", path, strerror(-r));
+			d->marker_watch = !r;
+		}
+		return;
+	}
+	if (r == -EAGAIN) {
+		if (now - d->since_ms < VD_ATTACH_NAME_WAIT_MS)
+			return;		/* the next event or tick looks again */
+		d->state = VD_DOM_NONAME;
+		vlog_warn("attach: domain %u has no name after %d s: not attached (vrdmactl "
+			  "attach %u)", d->domid, VD_ATTACH_NAME_WAIT_MS / 1000, d->domid);
+		return;
+	}
+	vd_auto_unwatch_marker(a, d);
+	if (r) {
+		vd_auto_attach(a, d);
+		return;
+	}
+	d->state = VD_DOM_NO;
+	vlog_info("attach: domain %u (%s) not attached: policy %s%s", d->domid, d->name,
+		  a->pol_str, mk ? " (marker is not 1)" : "");
+}
+
+static void vd_auto_marker_cb(struct vplat *p, const char *path, void *arg)
+{
+	struct vd_dom *d = arg;
+
+	(void)p;
+	(void)path;
+	vd_auto_try(d->a, d, vplat_now_ms());
+}
+
+static struct vd_dom *vd_auto_find(struct vd_auto *a, uint32_t domid)
+{
+	struct vd_dom *d;
+
+	for (d = a->doms; d; d = d->next)
+		if (d->domid == domid)
+			return d;
+	return NULL;
+}
+
+/* /local/domain into a->list; its entry count, or -errno. */
+static int vd_auto_list(struct vd_auto *a)
+{
+	unsigned count = 0;
+	size_t len;
+	char *b;
+	int r;
+
+	for (;;) {
+		r = vplat_key_list(a->p, "/local/domain", a->list, a->list_len, &count);
+		if ((r != -E2BIG && r != -ERANGE) || a->list_len >= VD_AUTO_LIST_MAX)
+			return r ? r : (int)count;
+		len = a->list_len * 2;
+		b = realloc(a->list, len);
+		if (!b)
+			return -ENOMEM;
+		a->list = b;
+		a->list_len = len;
+	}
+}
+
+/* Domains new to us decided, domains gone forgotten. */
+static void vd_auto_sync(struct vd_auto *a)
+{
+	int64_t now = vplat_now_ms();
+	struct vd_dom *d, **pd;
+	const char *e;
+	uint32_t domid;
+	int r;
+
+	r = vd_auto_list(a);
+	if (r < 0) {
+		vlog_warn("attach: cannot list /local/domain: %s", strerror(-r));
+		return;
+	}
+	for (d = a->doms; d; d = d->next)
+		d->listed = false;
+	for (e = a->list; *e; e += strlen(e) + 1) {
+		if (vplat_parse_u32(e, &domid) || domid >= VD_AUTO_DOMID_MAX ||
+		    domid == VPLAT_DOM0 || domid == vplat_domid(a->p))
+			continue;
+		d = vd_auto_find(a, domid);
+		if (d) {
+			d->listed = true;
+			continue;
+		}
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			vlog_err("attach: out of memory, domain %u not looked at", domid);
+			continue;
+		}
+		d->a = a;
+		d->domid = domid;
+		d->state = VD_DOM_WAIT;
+		d->listed = true;
+		d->since_ms = now;
+		snprintf(d->name, sizeof(d->name), "?");
+		d->next = a->doms;
+		a->doms = d;
+		vlog_dbg("attach: domain %u appeared", domid);
+	}
+	for (pd = &a->doms; (d = *pd);) {
+		if (d->listed) {
+			vd_auto_try(a, d, now);
+			pd = &d->next;
+			continue;
+		}
+		vlog_dbg("attach: domain %u (%s) gone", d->domid, d->name);
+		*pd = d->next;
+		vd_auto_unwatch_marker(a, d);
+		free(d);
+	}
+}
+
+static void vd_auto_event_cb(struct vplat *p, const char *path, void *arg)
+{
+	(void)p;
+	(void)path;
+	vd_auto_sync(arg);
+}
+
+int vd_auto_start(struct vplat *p, const struct vd_attach *pol, vd_attach_fn *fn,
+		  void *arg, struct vd_auto **out)
+{
+	struct vd_auto *a = calloc(1, sizeof(*a));
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	a->pol = *pol;
+	a->p = p;
+	a->fn = fn;
+	a->fn_arg = arg;
+	vd_attach_policy_str(pol, a->pol_str, sizeof(a->pol_str));
+	*out = a;
+	if (pol->kind == VD_ATTACH_NONE)
+		return 0;
+	a->list_len = VD_AUTO_LIST_MIN;
+	a->list = malloc(a->list_len);
+	if (!a->list) {
+		vd_auto_stop(a);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	/* Each fires once at once: the domains already there are decided too. */
+	r = vplat_watch(p, VPLAT_WATCH_INTRODUCE, vd_auto_event_cb, a);
+	if (r == -EOPNOTSUPP) {
+		vlog_info("attach policy %s: no domains on the %s platform (a guest process "
+			  "that connects gets its device)", a->pol_str, vplat_kind(p));
+		return 0;
+	}
+	if (!r) {
+		a->watches = 1;
+		r = vplat_watch(p, VPLAT_WATCH_RELEASE, vd_auto_event_cb, a);
+	}
+	if (r) {
+		vlog_err("attach policy %s: cannot watch xenstore's %s: %s", a->pol_str,
+			 a->watches ? VPLAT_WATCH_RELEASE : VPLAT_WATCH_INTRODUCE,
+			 strerror(-r));
+		vd_auto_stop(a);
+		*out = NULL;
+		return r;
+	}
+	a->watches = 2;
+	vlog_info("attach policy %s: domains get device 0 when they appear", a->pol_str);
+	return 0;
+}
+
+void vd_auto_tick(struct vd_auto *a, int64_t now_ms)
+{
+	struct vd_dom *d;
+
+	if (!a || a->pol.kind != VD_ATTACH_NAME)
+		return;
+	for (d = a->doms; d; d = d->next)
+		vd_auto_try(a, d, now_ms);
+}
+
+void vd_auto_stop(struct vd_auto *a)
+{
+	struct vd_dom *d;
+
+	if (!a)
+		return;
+	if (a->watches > 0)
+		vplat_unwatch(a->p, VPLAT_WATCH_INTRODUCE, a);
+	if (a->watches > 1)
+		vplat_unwatch(a->p, VPLAT_WATCH_RELEASE, a);
+	while ((d = a->doms)) {
+		a->doms = d->next;
+		vd_auto_unwatch_marker(a, d);
+		free(d);
+	}
+	free(a->list);
+	free(a);
+}
+
+void vd_auto_show(const struct vd_auto *a, struct vout *o)
+{
+	const struct vd_dom *d;
+
+	vout_str(o, "policy", a ? a->pol_str : "none", "attach policy: %s",
+		 a ? a->pol_str : "none");
+	vout_bool(o, "active", a && a->watches, " (%s)\n",
+		  a && a->watches ? "watching xenstore for domains" :
+		  a && a->pol.kind != VD_ATTACH_NONE ? "no domains on this platform" :
+		  "vrdmactl attach only");
+	if (a && a->pol.kind == VD_ATTACH_MARKER) {
+		vout_jstr(o, "marker", "/local/domain/<domid>/" VD_ATTACH_MARKER_KEY);
+		vout_text(o, "marker: /local/domain/<domid>/" VD_ATTACH_MARKER_KEY " = 1\n");
+	}
+	vout_arr(o, "domains");
+	for (d = a ? a->doms : NULL; d; d = d->next) {
+		vout_obj(o, NULL);
+		vout_u64(o, "domid", d->domid, "domain %u", d->domid);
+		vout_str(o, "name", d->name, " name=%s", d->name);
+		vout_str(o, "state", vd_dom_states[d->state], " %s\n", vd_dom_states[d->state]);
+		vout_end(o);
+	}
+	vout_end(o);
+}

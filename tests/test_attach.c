@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The attach policy (dom0-daemon/attach.c, issue 13) against the stub
+ * platform: parsing (every value, every refusal), matching, and the watch
+ * side -- domains there at start, domains introduced later, names that
+ * come late or never, markers written after the domain appeared, dom0
+ * never, a refusal not retried, a detach not undone, domains released.
+ * The attach function is a recorder here; vrdmad passes the one
+ * `vrdmactl attach` runs.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../backend/vout.h"
+#include "../dom0-daemon/attach.h"
+#include "stub_plat.h"
+#include "vplat.h"
+
+#define T_MAX	16
+
+static uint32_t t_got[T_MAX];	/* domids attached, in order */
+static unsigned t_n;
+static int t_refuse;		/* the next attach fails with this */
+static struct vplat *t_p;
+
+static int t_attach(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
+{
+	int err = t_refuse;
+
+	ck_assert_ptr_eq(arg, &t_got);
+	ck_assert_uint_eq(devid, 0);
+	t_refuse = 0;
+	if (err)
+		return vout_err(o, err, "attach %u/0: tenant full", domid);
+	ck_assert_uint_lt(t_n, T_MAX);
+	t_got[t_n++] = domid;
+	return 0;
+}
+
+static void t_setup(void)
+{
+	stub_reset();
+	t_n = 0;
+	t_refuse = 0;
+	t_p = stub_open(VPLAT_DOM0);
+	ck_assert_ptr_nonnull(t_p);
+	/* xen-init-dom0 writes dom0's own dir: never attached */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/0/name", "Domain-0"), 0);
+}
+
+static void t_teardown(void)
+{
+	vplat_close(t_p);
+	stub_reset();
+}
+
+/* xl create: the domain's home and name, then the introduce event. */
+static void t_create(uint32_t domid, const char *name)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/local/domain/%u/domid", domid);
+	ck_assert_int_eq(vplat_key_printf(t_p, path, "%u", domid), 0);
+	snprintf(path, sizeof(path), "/local/domain/%u/name", domid);
+	if (name)	/* NULL: the name comes later */
+		ck_assert_int_eq(vplat_key_write(t_p, path, name), 0);
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	stub_run();
+}
+
+static void t_destroy(uint32_t domid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/local/domain/%u", domid);
+	vplat_key_rm(t_p, path);
+	stub_domain_event(VPLAT_WATCH_RELEASE);
+	stub_run();
+}
+
+static struct vd_auto *t_start(const char *policy)
+{
+	struct vd_attach pol;
+	struct vd_auto *a = NULL;
+
+	ck_assert_int_eq(vd_attach_policy_parse(policy, &pol, NULL), 0);
+	ck_assert_int_eq(vd_auto_start(t_p, &pol, t_attach, &t_got, &a), 0);
+	ck_assert_ptr_nonnull(a);
+	stub_run();
+	return a;
+}
+
+/* The JSON of attach-policy, for the decisions. */
+static void t_show(struct vd_auto *a, char *buf, size_t len)
+{
+	struct vout o;
+	FILE *f = fmemopen(buf, len, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(vout_init(&o, true), 0);
+	vd_auto_show(a, &o);
+	ck_assert_int_eq(vout_finish(&o, f), 0);
+	fclose(f);
+}
+
+START_TEST(t_parse)
+{
+	static const char *const good[] = { "none", "all", "marker", "name:domu*",
+					    "name:rdma-[0-9]?", "name:*" };
+	static const char *const bad[] = { "", "ALL", "all ", " none", "yes", "1",
+					   "name", "name:", "names:x", "marker:1",
+					   "name:a/b", "name:a\tb", "nome:x" };
+	struct vd_attach a = { .kind = VD_ATTACH_ALL }, b;
+	char buf[VD_ATTACH_GLOB_MAX + 8], big[300];
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_int_eq(vd_attach_policy_parse(good[i], &b, &why), 0);
+		ck_assert_str_eq(vd_attach_policy_str(&b, buf, sizeof(buf)), good[i]);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ck_assert_msg(vd_attach_policy_parse(bad[i], &a, &why) == -EINVAL,
+			      "'%s' accepted", bad[i]);
+		ck_assert_ptr_nonnull(why);
+		ck_assert_int_eq(a.kind, VD_ATTACH_ALL);	/* untouched */
+	}
+	ck_assert_int_eq(vd_attach_policy_parse("name:", &a, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "pattern"));
+	memset(big, 'x', sizeof(big));
+	memcpy(big, "name:", 5);
+	big[5 + VD_ATTACH_GLOB_MAX] = '\0';			/* 128 bytes: too long */
+	ck_assert_int_eq(vd_attach_policy_parse(big, &a, &why), -EINVAL);
+	big[5 + VD_ATTACH_GLOB_MAX - 1] = '\0';			/* 127: fits */
+	ck_assert_int_eq(vd_attach_policy_parse(big, &a, NULL), 0);
+	ck_assert_str_eq(a.glob, big + 5);
+	ck_assert_int_eq(vd_attach_policy_parse("none", &a, NULL), 0);
+	ck_assert_int_eq(a.kind, VD_ATTACH_NONE);
+}
+END_TEST
+
+START_TEST(t_match)
+{
+	struct vd_attach a;
+
+	ck_assert_int_eq(vd_attach_policy_parse("none", &a, NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "1"), 0);
+	ck_assert_int_eq(vd_attach_policy_parse("all", &a, NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, NULL, NULL), 1);
+	ck_assert_int_eq(vd_attach_match(&a, 0, "Domain-0", "1"), 0);	/* never dom0 */
+	ck_assert_int_eq(vd_attach_policy_parse("name:rdma-*", &a, NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "rdma-1", NULL), 1);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "rdma-", NULL), 1);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "web-1", NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "xrdma-1", NULL), 0);	/* anchored */
+	ck_assert_int_eq(vd_attach_match(&a, 5, "RDMA-1", NULL), 0);	/* case counts */
+	ck_assert_int_eq(vd_attach_match(&a, 5, "", NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, NULL, NULL), -EAGAIN);
+	ck_assert_int_eq(vd_attach_match(&a, 0, "rdma-0", NULL), 0);
+	ck_assert_int_eq(vd_attach_policy_parse("name:domu[13]", &a, NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "domu1", NULL), 1);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "domu2", NULL), 0);
+	ck_assert_int_eq(vd_attach_policy_parse("marker", &a, NULL), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", NULL), -EAGAIN);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "1"), 1);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "0"), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "yes"), 0);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", ""), 0);
+}
+END_TEST
+
+/* all: domains there at start and later ones; dom0 never; gone ones forgotten. */
+START_TEST(t_all)
+{
+	struct vd_auto *a;
+	char js[2048];
+
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/3/name", "early"), 0);
+	a = t_start("all");
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 3);
+	t_create(4, "web");
+	t_create(5, "db");
+	ck_assert_uint_eq(t_n, 3);
+	ck_assert_uint_eq(t_got[1], 4);
+	ck_assert_uint_eq(t_got[2], 5);
+	/* another event: nothing attached twice */
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	stub_run();
+	ck_assert_uint_eq(t_n, 3);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"policy\":\"all\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"active\":true"));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"web\",\"state\":\"attached\""));
+	ck_assert_ptr_null(strstr(js, "Domain-0"));
+	t_destroy(4);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_null(strstr(js, "\"web\""));
+	/* the domid again (a new domain): decided again */
+	t_create(4, "web2");
+	ck_assert_uint_eq(t_n, 4);
+	ck_assert_uint_eq(t_got[3], 4);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* name:GLOB: a domain named to not match is left alone. */
+START_TEST(t_name)
+{
+	struct vd_auto *a = t_start("name:rdma-*");
+	char js[2048];
+
+	t_create(1, "web-1");
+	t_create(2, "rdma-a");
+	t_create(3, "myrdma-b");
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 2);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"web-1\",\"state\":\"not-matched\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"myrdma-b\",\"state\":\"not-matched\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* A name written after the introduce event: found on a tick; one that
+ * never comes: given up after VD_ATTACH_NAME_WAIT_MS. */
+START_TEST(t_name_late)
+{
+	struct vd_auto *a = t_start("name:rdma-*");
+	int64_t now = vplat_now_ms();
+	char js[2048];
+
+	t_create(6, NULL);
+	t_create(7, NULL);
+	ck_assert_uint_eq(t_n, 0);
+	vd_auto_tick(a, now);
+	ck_assert_uint_eq(t_n, 0);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/6/name", "rdma-late"), 0);
+	vd_auto_tick(a, now + 100);
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 6);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":7,\"name\":\"?\",\"state\":\"waiting\""));
+	vd_auto_tick(a, now + VD_ATTACH_NAME_WAIT_MS + 1000);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":7,\"name\":\"?\",\"state\":\"no-name\""));
+	/* a name now changes nothing: decided */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/7/name", "rdma-too-late"), 0);
+	vd_auto_tick(a, now + VD_ATTACH_NAME_WAIT_MS + 2000);
+	ck_assert_uint_eq(t_n, 1);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* marker: attached when the toolstack writes it, after the domain came. */
+START_TEST(t_marker)
+{
+	struct vd_auto *a = t_start("marker");
+	char js[2048];
+
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/8/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_create(8, "marked-before");
+	ck_assert_uint_eq(t_n, 1);
+	t_create(9, "plain");
+	t_create(10, "marked-after");
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/10/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	stub_run();
+	ck_assert_uint_eq(t_n, 2);
+	ck_assert_uint_eq(t_got[1], 10);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/" VD_ATTACH_MARKER_KEY, "0"), 0);
+	stub_run();
+	ck_assert_uint_eq(t_n, 2);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"plain\",\"state\":\"not-matched\""));
+	ck_assert_ptr_nonnull(strstr(js, "vrdma-attach"));
+	/* the marker's watch goes with its domain */
+	t_create(11, "never-marked");
+	t_destroy(11);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/11/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	stub_run();
+	ck_assert_uint_eq(t_n, 2);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* A refusal (a tenant's limit) is logged, not retried; a domain the
+ * operator detached is not attached again; none attaches nothing. */
+START_TEST(t_refused_detached_none)
+{
+	struct vd_auto *a = t_start("all");
+	char js[2048];
+
+	t_refuse = -EUSERS;
+	t_create(12, "full");
+	ck_assert_uint_eq(t_n, 0);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"full\",\"state\":\"refused\""));
+	t_create(13, "ok");
+	ck_assert_uint_eq(t_n, 1);
+	/* vrdmactl detach 13: its device dirs go, the domain stays */
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	stub_domain_event(VPLAT_WATCH_RELEASE);
+	stub_run();
+	vd_auto_tick(a, vplat_now_ms() + 60000);
+	ck_assert_uint_eq(t_n, 1);
+	vd_auto_stop(a);
+
+	a = t_start("none");
+	t_create(14, "x");
+	ck_assert_uint_eq(t_n, 1);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"policy\":\"none\",\"active\":false"));
+	vd_auto_stop(a);
+	t_show(NULL, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"policy\":\"none\""));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("attach");
+	TCase *tc = tcase_create("policy");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, t_setup, t_teardown);
+	tcase_add_test(tc, t_parse);
+	tcase_add_test(tc, t_match);
+	tcase_add_test(tc, t_all);
+	tcase_add_test(tc, t_name);
+	tcase_add_test(tc, t_name_late);
+	tcase_add_test(tc, t_marker);
+	tcase_add_test(tc, t_refused_detached_none);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
