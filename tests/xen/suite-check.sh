@@ -3,7 +3,9 @@
 # talks to vrdmad, VPID is its pid).  Each domU has one vrdma device (but
 # domu1 a second one in d.), so one vrdma process per domU at a time: the
 # honest pairs run between domu1 and domu2, the hostile guest is domu3.
-#   0. guest network: domu1 pings domu2 and makes a TCP round trip to an
+#   0. vrdmad's attach policy (--attach all) gave every domU, created
+#      after vrdmad started, its device 0 with no vrdmactl attach.
+#      Guest network: domu1 pings domu2 and makes a TCP round trip to an
 #      echo server in domu2 (netfront -> netback -> xenbr0 -> ...)
 #   a. every opcode between domu1 and domu2, data verified (itest_guest)
 #   b. hostile cases in domu3 (itest_hostile), each refused, while
@@ -17,7 +19,9 @@
 #      domu3 stops at its tenant's 64 while an honest pair runs
 #   e. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
 #      not a hang, and vrdmad is left with nothing of it (census, gntdev
-#      mappings, event channels, backend xenstore dirs)
+#      mappings, event channels, backend xenstore dirs, the attach
+#      policy's memory of it); before that, a detach of domu3's device 0
+#      stands (the policy does not attach it again)
 #   f. vrdmad killed (kill -9) under a domU program that only polls a CQ:
 #      EIO soon (dom0_live cleared by gntdev's unmap-notify), not "no
 #      completion" until its own time limit.  Last: it ends vrdmad.
@@ -60,6 +64,16 @@ no_key() {
 	! xenstore-exists "$1"
 }
 
+# The attach policy forgot domain $1 (@releaseDomain) within 10 s.
+policy_forgot() {
+	for _ in $(seq 20); do
+		ctl attach-policy | grep -q "^domain $1 " || return 0
+		sleep 0.5
+	done
+	ctl attach-policy
+	return 1
+}
+
 no_backend_dir() {
 	! xenstore-exists /local/domain/0/backend/vrdma/$1
 }
@@ -76,6 +90,14 @@ itest_markers() { # side text
 CALM_ITERS=${CALM_ITERS:-2000}
 FDS0=$(field fds "$(ctl -j census)")
 echo "vrdmad pid $VPID, $FDS0 fds at start"
+
+# ---- 0. the attach policy: every domU attached, none by hand ----
+ap=$(ctl attach-policy)
+echo "$ap"
+vt_check autoattach-policy [ "$(echo "$ap" | head -n 1)" = \
+	"attach policy: all (watching xenstore for domains)" ]
+vt_check autoattach-every-domu [ "$(echo "$ap" | grep -c '^domain [0-9]* name=domu[0-9]* attached$')" = \
+	"$(echo $DIDS | wc -w)" ]
 
 # ---- 0. guest network: domu1 -> domu2 over xenbr0 ----
 A1=$(gn_addr $D1)
@@ -268,6 +290,9 @@ echo "domu3's five processes held $lf_sum listeners"
 vt_check lflood-tenant-limit [ "$lf_sum" = 64 ]
 for k in 1 2 3 4; do ctl detach $D3 $k >/dev/null; done
 vt_check lflood-clean leak_free 3
+# The operator's detach of a device the policy attached stands: the
+# next domain event (domu2's destruction, below) does not bring it back.
+vt_check autoattach-detach ctl detach $D3
 
 # ---- e. a domU destroyed mid-transfer ----
 BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 --timeout 20 %s'
@@ -287,6 +312,9 @@ if du_ready $D1 $ns 60; then
 		vt_fail destroy-survivor-error "still running 90 s later: a hang"
 	fi
 	vt_check destroy-daemon-alive ctl ping
+	vt_check destroy-policy-forgets policy_forgot $D2
+	vt_check autoattach-detach-stands no_backend_dir $D3
+	vt_check autoattach-reattach-by-hand ctl attach $D3
 	vt_check destroy-nothing-left leak_free 2
 	vt_check destroy-no-gntdev-maps no_gntdev_maps
 	vt_check destroy-no-evtchn no_evtchn_to $D2
@@ -294,6 +322,7 @@ if du_ready $D1 $ns 60; then
 	echo "census after destroy: $(ctl census)"
 else
 	vt_fail destroy-bw-server-ready "$(du_out $D1 $ns | tail -n 5)"
+	ctl attach $D3
 fi
 
 # ---- f. vrdmad killed under a domU that only polls (issue 12) ----
