@@ -251,7 +251,7 @@ for w in $line; do
 		-e "s|^/var/lib/vrdma|$state|")" ;;
 	esac
 done
-# The shipped vrdmad.conf (everything commented out), which vrdmad reads
+# The shipped vrdmad.conf (everything commented out but attach = all), which vrdmad reads
 # from /etc itself: here from the root, by name.
 cmd="$cmd -c $root/etc/vrdma/vrdmad.conf"
 say "info ExecStart as run:$cmd"
@@ -271,6 +271,9 @@ else
 	show vrdmad.log; bad "vrdmad from the unit's command line (no pong)"
 fi
 check "vrdmad logs its version at start" grep -q "vrdmad $ver started" vrdmad.log
+check "the shipped vrdmad.conf: attach = all (a no-op on the plain host)" sh -c \
+	"LD_LIBRARY_PATH=$root/$lib timeout 10 $root/usr/sbin/vrdmactl -S $run attach-policy |
+	 grep -qx 'attach policy: all (no domains on this platform)'"
 check "vrdmactl policy writes the state dir's policy file" sh -c \
 	"LD_LIBRARY_PATH=$root/$lib timeout 10 $root/usr/sbin/vrdmactl -S $run policy default tenant &&
 	 grep -qx 'default tenant' $state/policy"
