@@ -98,6 +98,7 @@ vt_check autoattach-policy [ "$(echo "$ap" | head -n 1)" = \
 	"attach policy: all (watching xenstore for domains)" ]
 vt_check autoattach-every-domu [ "$(echo "$ap" | grep -c '^domain [0-9]* name=domu[0-9]* attached$')" = \
 	"$(echo $DIDS | wc -w)" ]
+vt_check autoattach-logged grep -q "attach: domain $D1 (domu1) device 0 attached (policy all)" $VLOG
 
 # ---- 0. guest network: domu1 -> domu2 over xenbr0 ----
 A1=$(gn_addr $D1)
