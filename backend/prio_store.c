@@ -117,54 +117,28 @@ static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 	return err;
 }
 
-/* The rename survives a power cut only once its directory is synced. */
-static int vbe_store_sync_dir(const char *dir)
+static int vbe_store_fill(FILE *f, void *arg)
 {
-	int fd, err = 0;
+	struct vbe_node *n = arg;
 
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		err = -errno;
-	close(fd);
-	return err;
+	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
+	vbe_store_vms(n, f);
+	return vbe_store_tenants(n, f);
 }
 
 /* Write the whole file; 0 also when the node keeps no state (no dir). */
 int vbe_store_save(struct vbe_node *n)
 {
-	char path[sizeof(n->state_dir) + 16], tmp[sizeof(path) + 8];
-	FILE *f;
-	int err = 0;
+	char path[sizeof(n->state_dir) + 16];
+	int err;
 
 	if (!n->state_dir[0])
 		return 0;
 	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, n->state_dir);
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
-	vbe_store_vms(n, f);
-	err = vbe_store_tenants(n, f);
-	errno = 0;
-	if (!err && (fflush(f) || ferror(f) || fsync(fileno(f))))
-		err = errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		vlog_err("settings: cannot write %s: %s", path, strerror(-err));
-		return err;
-	}
-	err = vbe_store_sync_dir(n->state_dir);
+	err = vbe_file_replace(path, "settings", vbe_store_fill, n);
 	if (err)
-		vlog_warn("settings: %s written, but its directory not synced: %s", path,
-			  strerror(-err));
-	return 0;
+		vlog_err("settings: cannot write %s: %s", path, strerror(-err));
+	return err;
 }
 
 /* ---- load ---- */

@@ -673,7 +673,13 @@ int  vbe_keep_put(struct vbe_node *n, const char *vm, uint32_t devid,
 int  vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
 		    const struct vbe_prio *p);	/* put, then on disk */
 
-/* prio_store.c (issue 13): STATE_DIR/settings */
+/* filesave.c: replace a kept file whole (temp, fsync, rename, dir fsync);
+ * fill writes the content, 0 / -errno.  what names it in the log. */
+#define VBE_FILE_PATH_MAX	256
+int  vbe_file_replace(const char *path, const char *what,
+		      int (*fill)(FILE *f, void *arg), void *arg);
+
+/* prio_store.c: STATE_DIR/settings */
 bool vbe_keep_name_ok(const char *s);	/* a VM name the node remembers */
 int  vbe_store_open(struct vbe_node *n, const char *dir);	/* load at start */
 int  vbe_store_save(struct vbe_node *n);	/* the whole file, atomically */

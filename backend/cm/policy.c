@@ -475,66 +475,36 @@ static int vbe_pol_load(struct vbe_policy *p, const char *path)
 	return rc;
 }
 
-/* The rename itself survives a power cut only once its dir is synced. */
-static int vbe_pol_sync_dir(const char *path)
-{
-	char dir[256];
-	const char *slash = strrchr(path, '/');
-	int fd, err = 0;
+struct vbe_pol_out {
+	struct vout o;
+	bool finished;
+};
 
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		err = -errno;
-	close(fd);
-	return err;
+static int vbe_pol_fill(FILE *f, void *arg)
+{
+	struct vbe_pol_out *po = arg;
+
+	fputs("# vrdma connect policy: written by vrdmad (vrdmactl policy ...)\n", f);
+	po->finished = true;
+	return vout_finish(&po->o, f);	/* the lines of `policy show` */
 }
 
-/* Write p to its file: a temporary beside it, fsync, rename, fsync dir. */
+/* Write p to its file, whole or not at all (filesave.c). */
 static int vbe_pol_save(const struct vbe_policy *p)
 {
-	char tmp[sizeof(p->path) + 8];
-	struct vout o;
-	FILE *f;
+	struct vbe_pol_out po = { .finished = false };
 	int err;
 
 	if (!p->path[0])
 		return 0;
-	err = vout_init(&o, false);
+	err = vout_init(&po.o, false);
 	if (err)
 		return err;
-	vbe_pol_print(p, &o);
-	snprintf(tmp, sizeof(tmp), "%s.new", p->path);
-	f = fopen(tmp, "we");
-	if (!f) {
-		err = -errno;
-		vout_fini(&o);
-		return err;
-	}
-	fputs("# vrdma connect policy: written by vrdmad (vrdmactl policy ...)\n", f);
-	err = vout_finish(&o, f);	/* the lines of `policy show` */
-	if (!err && (fflush(f) || fsync(fileno(f))))
-		err = -errno;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, p->path))
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
-	/* Renamed: the new file is what a restart loads, so the change
-	 * applies now; a dir that cannot be synced is only a warning. */
-	err = vbe_pol_sync_dir(p->path);
-	if (err)
-		vlog_warn("policy: %s written, but its directory not synced: %s", p->path,
-			  strerror(-err));
-	return 0;
+	vbe_pol_print(p, &po.o);
+	err = vbe_file_replace(p->path, "policy", vbe_pol_fill, &po);
+	if (!po.finished)
+		vout_fini(&po.o);	/* the file could not be made */
+	return err;
 }
 
 int vbe_policy_new(struct vbe_node *n, const char *path)
