@@ -13,6 +13,6 @@ $(B)/tests/test_vdctl: $(call obj,tests/test_vdctl.c dom0-daemon/ctl.c dom0-daem
 
 # The real daemon and control tool, run as processes.
 CHECK_BINS += $(B)/tests/test_vrdmad
-$(B)/tests/test_vrdmad: $(call obj,tests/test_vrdmad.c) | $(VRDMAD) $(VRDMACTL) $(B)/bin/vrdma-bw
+$(B)/tests/test_vrdmad: $(call obj,tests/test_vrdmad.c tests/vdt.c) | $(VRDMAD) $(VRDMACTL) $(B)/bin/vrdma-bw
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)

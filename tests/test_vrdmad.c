@@ -26,44 +26,23 @@
 #include <json-c/json.h>
 
 #include "version.h"
+#include "vdt.h"
 
 #define WAIT_MS		10000
 /* A node and a VM name JSON must escape (a quote, a backslash). */
 #define HOSTILE_NODE	"node\"x\\y"
 #define HOSTILE_VM	"vm\"x\\y"
 
-static char dir[64], bin[512], ctl_bin[512], bw_bin[512];
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
+static struct vdt T;
 
 static void setup(void)
 {
-	const char *b = getenv("VRDMA_BUILD");
-
-	if (!b)
-		b = "build";
-	snprintf(bin, sizeof(bin), "%s/sbin/vrdmad", b);
-	snprintf(ctl_bin, sizeof(ctl_bin), "%s/sbin/vrdmactl", b);
-	snprintf(bw_bin, sizeof(bw_bin), "%s/bin/vrdma-bw", b);
-	snprintf(dir, sizeof(dir), "/tmp/vrdmad-t-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	/* The daemon must not depend on the environment naming the dir. */
-	unsetenv("VRDMA_RUN_DIR");
-	setenv("VRDMA_PLATFORM", "host", 1);
+	vdt_init(&T, "t");
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	vdt_fini(&T);
 }
 
 /* vrdmad named node; journal: its stderr (the log file) passed off as
@@ -78,7 +57,7 @@ static pid_t start_as(const char *node, int journal)
 		struct stat st;
 
 		/* Quiet test output: the daemon logs beside its sockets. */
-		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
 		if (!freopen(log, "a", stderr))
 			_exit(126);
 		unsetenv("JOURNAL_STREAM");
@@ -87,7 +66,7 @@ static pid_t start_as(const char *node, int journal)
 				 (unsigned long long)st.st_ino);
 			setenv("JOURNAL_STREAM", js, 1);
 		}
-		execl(bin, "vrdmad", "-f", "-S", dir, "-n", node, (char *)NULL);
+		execl(T.bin, "vrdmad", "-f", "-S", T.dir, "-n", node, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -107,29 +86,14 @@ static pid_t start_attach(const char *policy)
 	if (pid == 0) {
 		char log[128];
 
-		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
 		if (!freopen(log, "a", stderr))
 			_exit(126);
-		execl(bin, "vrdmad", "-f", "-S", dir, "-n", "tnode", "--attach", policy,
+		execl(T.bin, "vrdmad", "-f", "-S", T.dir, "-n", "tnode", "--attach", policy,
 		      (char *)NULL);
 		_exit(127);
 	}
 	return pid;
-}
-
-/* Exit status of pid within WAIT_MS, or -1 (then it is killed). */
-static int wait_exit(pid_t pid)
-{
-	int st, i;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ms(10);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
 }
 
 /* One request on the control socket; response in buf, or -errno. */
@@ -141,7 +105,7 @@ static int ask(const char *req, char *buf, size_t len)
 	ssize_t n;
 	int fd;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vrdmad.ctl", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vrdmad.ctl", T.dir);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(fd, 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -166,7 +130,7 @@ static void wait_ping(void)
 	for (i = 0; i < WAIT_MS / 20; i++) {
 		if (ask("ping\n", buf, sizeof(buf)) == 0 && !strcmp(buf, "pong\n"))
 			return;
-		sleep_ms(20);
+		vdt_sleep_ms(20);
 	}
 	ck_abort_msg("vrdmad did not answer ping");
 }
@@ -175,23 +139,19 @@ static int exists(const char *name)
 {
 	char path[128];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", T.dir, name);
 	return access(path, F_OK) == 0;
 }
 
 /* Run vrdmactl; its exit status, stdout+stderr in out. */
 static int vrdmactl(const char *args, char *out, size_t len)
 {
-	char cmd[1024];
-	size_t got;
-	FILE *f;
+	return vdt_ctl(&T, args, out, len);
+}
 
-	snprintf(cmd, sizeof(cmd), "timeout 10 %s -S %s %s 2>&1", ctl_bin, dir, args);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	got = fread(out, 1, len - 1, f);
-	out[got] = '\0';
-	return WEXITSTATUS(pclose(f));
+static int wait_exit(pid_t pid)
+{
+	return vdt_wait_exit(pid, WAIT_MS);
 }
 
 /* Every line of vrdmad's log matches re (extended). */
@@ -203,7 +163,7 @@ static void log_lines_match(const char *re)
 	FILE *f;
 
 	ck_assert_int_eq(regcomp(&rx, re, REG_EXTENDED | REG_NOSUB), 0);
-	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", T.dir);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -225,7 +185,7 @@ START_TEST(test_lifecycle)
 
 	pid = start();
 	wait_ping();
-	snprintf(path, sizeof(path), "%s/vrdmad.pid", dir);
+	snprintf(path, sizeof(path), "%s/vrdmad.pid", T.dir);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(fscanf(f, "%ld", &p), 1);
@@ -274,7 +234,7 @@ START_TEST(test_log_journal)
 	ck_assert_int_eq(wait_exit(pid), 0);
 	log_lines_match("^<[3467]>[^<]");
 	/* A stream that is not the journal's: the reader's format again. */
-	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", T.dir);
 	ck_assert_int_eq(unlink(path), 0);
 	setenv("JOURNAL_STREAM", "1:1", 1);
 	pid = start();
@@ -295,8 +255,8 @@ static int ctl2(const char *args, char *out, size_t len, char *err, size_t elen)
 	FILE *f;
 	int st;
 
-	snprintf(epath, sizeof(epath), "%s/ctl.err", dir);
-	snprintf(cmd, sizeof(cmd), "timeout 20 %s -S %s %s 2>%s", ctl_bin, dir, args, epath);
+	snprintf(epath, sizeof(epath), "%s/ctl.err", T.dir);
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s -S %s %s 2>%s", T.ctl, T.dir, args, epath);
 	f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(f);
 	if (out) {
@@ -393,12 +353,12 @@ static pid_t start_guest(void)
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		snprintf(log, sizeof(log), "%s/bw.log", dir);
+		snprintf(log, sizeof(log), "%s/bw.log", T.dir);
 		if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(126);
-		setenv("VRDMA_RUN_DIR", dir, 1);
+		setenv("VRDMA_RUN_DIR", T.dir, 1);
 		setenv("VRDMA_VM", HOSTILE_VM, 1);
-		execl(bw_bin, "vrdma-bw", "-p", "svc", "--timeout", "60", (char *)NULL);
+		execl(T.bw, "vrdma-bw", "-p", "svc", "--timeout", "60", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -412,7 +372,7 @@ START_TEST(test_json_every_command)
 	size_t i;
 	int n;
 
-	ck_assert_msg(access(bw_bin, X_OK) == 0, "%s not built", bw_bin);
+	ck_assert_msg(access(T.bw, X_OK) == 0, "%s not built", T.bw);
 	pid = start_as(HOSTILE_NODE, 0);
 	wait_ping();
 	gpid = start_guest();
@@ -421,7 +381,7 @@ START_TEST(test_json_every_command)
 		n = (int)jint(j, "guests");
 		json_object_put(j);
 		if (n != 1)
-			sleep_ms(50);
+			vdt_sleep_ms(50);
 	}
 	ck_assert_int_eq(n, 1);
 
@@ -641,10 +601,10 @@ static pid_t start_notified(const char *notify, const char *policy)
 	if (pid == 0) {
 		char log[128];
 
-		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
 		if (!freopen(log, "a", stderr) || setenv("NOTIFY_SOCKET", notify, 1))
 			_exit(126);
-		execl(bin, "vrdmad", "-f", "-S", dir, "-n", "tnode", "-P", policy,
+		execl(T.bin, "vrdmad", "-f", "-S", T.dir, "-n", "tnode", "-P", policy,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -660,15 +620,6 @@ static const char *notified(int fd, char *buf, size_t len)
 	return buf;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 /* What the unit relies on (Type=notify, ExecReload=kill -HUP): READY=1
  * once the control socket answers; SIGHUP re-reads the policy file
  * (RELOADING=1 ... READY=1) and a file that does not load keeps the
@@ -681,13 +632,13 @@ START_TEST(test_notify_reload)
 	pid_t pid;
 	int fd;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", T.dir);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	snprintf(pol, sizeof(pol), "%s/policy", dir);
-	write_file(pol, "default tenant\n");
+	snprintf(pol, sizeof(pol), "%s/policy", T.dir);
+	vdt_write_file(pol, "default tenant\n");
 
 	pid = start_notified(sa.sun_path, pol);
 	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
@@ -696,7 +647,7 @@ START_TEST(test_notify_reload)
 	ck_assert_int_eq(vrdmactl("policy", buf, sizeof(buf)), 0);
 	ck_assert_ptr_nonnull(strstr(buf, "default tenant"));
 
-	write_file(pol, "default open\ngroup lab uid1000 uid1001\n");
+	vdt_write_file(pol, "default open\ngroup lab uid1000 uid1001\n");
 	ck_assert_int_eq(kill(pid, SIGHUP), 0);
 	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "RELOADING=1");
 	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
@@ -704,7 +655,7 @@ START_TEST(test_notify_reload)
 	ck_assert_ptr_nonnull(strstr(buf, "default open"));
 	ck_assert_ptr_nonnull(strstr(buf, "group lab uid1000 uid1001"));
 
-	write_file(pol, "default open\nfrob\n");
+	vdt_write_file(pol, "default open\nfrob\n");
 	ck_assert_int_eq(kill(pid, SIGHUP), 0);
 	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "RELOADING=1");
 	ck_assert_str_eq(notified(fd, msg, sizeof(msg)), "READY=1");
@@ -737,7 +688,7 @@ START_TEST(test_attach_policy)
 		pid = start_attach(bad[i]);
 		ck_assert_int_eq(wait_exit(pid), 2);
 	}
-	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", T.dir);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	out[0] = '\0';
@@ -780,7 +731,7 @@ END_TEST
  * --version, text or JSON. */
 START_TEST(test_version)
 {
-	const char *prog[] = { bin, ctl_bin }, *name[] = { "vrdmad", "vrdmactl" };
+	const char *prog[] = { T.bin, T.ctl }, *name[] = { "vrdmad", "vrdmactl" };
 	const char *opt[] = { "--version", "-V" };
 	char cmd[600], out[128], want[64];
 	struct json_object *j;

@@ -19,51 +19,28 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include "vdt.h"
 
 #define WAIT_MS		10000
 
-static char dir[64], state[96], bin[512], ctl_bin[512], bw_bin[512];
+static struct vdt T;
+static char state[96];
 
-static void sleep_ms(int ms)
+static int wait_exit(pid_t pid)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
+	return vdt_wait_exit(pid, WAIT_MS);
 }
 
 static void setup(void)
 {
-	const char *b = getenv("VRDMA_BUILD");
-
-	if (!b)
-		b = "build";
-	snprintf(bin, sizeof(bin), "%s/sbin/vrdmad", b);
-	snprintf(ctl_bin, sizeof(ctl_bin), "%s/sbin/vrdmactl", b);
-	snprintf(bw_bin, sizeof(bw_bin), "%s/bin/vrdma-bw", b);
-	snprintf(dir, sizeof(dir), "/tmp/vrdmad-c-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(state, sizeof(state), "%s/state", dir);
+	vdt_init(&T, "c");
+	snprintf(state, sizeof(state), "%s/state", T.dir);
 	ck_assert_int_eq(mkdir(state, 0700), 0);
-	unsetenv("VRDMA_RUN_DIR");
-	setenv("VRDMA_PLATFORM", "host", 1);
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
+	vdt_fini(&T);
 }
 
 /* vrdmad with args (NULL-terminated, after the program name); its stderr
@@ -85,10 +62,10 @@ static pid_t start_args(const char *a0, ...)
 	if (pid == 0) {
 		char log[128];
 
-		snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+		snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
 		if (!freopen(log, "a", stderr))
 			_exit(126);
-		execv(bin, (char **)argv);
+		execv(T.bin, (char **)argv);
 		_exit(127);
 	}
 	return pid;
@@ -97,22 +74,7 @@ static pid_t start_args(const char *a0, ...)
 /* The daemon these tests share: private run dir, state dir. */
 static pid_t start(void)
 {
-	return start_args("-f", "-S", dir, "-n", "cnode", "--state-dir", state, NULL);
-}
-
-/* Exit status of pid within WAIT_MS, or -1 (then it is killed). */
-static int wait_exit(pid_t pid)
-{
-	int st, i;
-
-	for (i = 0; i < WAIT_MS / 10; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ms(10);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
+	return start_args("-f", "-S", T.dir, "-n", "cnode", "--state-dir", state, NULL);
 }
 
 static void stop(pid_t pid)
@@ -124,16 +86,7 @@ static void stop(pid_t pid)
 /* Run vrdmactl -S dir args; its exit status, stdout+stderr in out. */
 static int vrdmactl(const char *args, char *out, size_t len)
 {
-	char cmd[1024];
-	size_t got;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "timeout 10 %s -S %s %s 2>&1", ctl_bin, dir, args);
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	got = fread(out, 1, len - 1, f);
-	out[got] = '\0';
-	return WEXITSTATUS(pclose(f));
+	return vdt_ctl(&T, args, out, len);
 }
 
 static void wait_ping(void)
@@ -144,7 +97,7 @@ static void wait_ping(void)
 	for (i = 0; i < WAIT_MS / 20; i++) {
 		if (vrdmactl("ping", out, sizeof(out)) == 0)
 			return;
-		sleep_ms(20);
+		vdt_sleep_ms(20);
 	}
 	ck_abort_msg("vrdmad did not answer ping");
 }
@@ -158,12 +111,12 @@ static pid_t start_guest(const char *vm, const char *svc)
 	if (pid == 0) {
 		char log[128];
 
-		snprintf(log, sizeof(log), "%s/bw.log", dir);
+		snprintf(log, sizeof(log), "%s/bw.log", T.dir);
 		if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(126);
-		setenv("VRDMA_RUN_DIR", dir, 1);
+		setenv("VRDMA_RUN_DIR", T.dir, 1);
 		setenv("VRDMA_VM", vm, 1);
-		execl(bw_bin, "vrdma-bw", "-p", svc, "--timeout", "60", (char *)NULL);
+		execl(T.bw, "vrdma-bw", "-p", svc, "--timeout", "60", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -191,7 +144,7 @@ static void wait_get(const char *args, const char *const *want)
 			if (!want[w])
 				return;
 		}
-		sleep_ms(50);
+		vdt_sleep_ms(50);
 	}
 	ck_abort_msg("get %s: '%s' lacks %s", args, out, want[0]);
 }
@@ -206,7 +159,7 @@ static void wait_gone(const char *vm)
 	for (i = 0; i < WAIT_MS / 50; i++) {
 		if (vrdmactl(cmd, out, sizeof(out)) == 0 && strstr(out, "stored=yes"))
 			return;
-		sleep_ms(50);
+		vdt_sleep_ms(50);
 	}
 	ck_abort_msg("%s: its guest did not leave: '%s'", cmd, out);
 }
@@ -371,10 +324,10 @@ START_TEST(test_hostile_names)
 	stop(d);
 
 	/* A file vrdmad did not write: refused whole, with file:line. */
-	write_file(path, "# hand-made\nvm ok 0 weight=2\nvm bad 0 weight=2000\n");
+	vdt_write_file(path, "# hand-made\nvm ok 0 weight=2\nvm bad 0 weight=2000\n");
 	d = start();
 	ck_assert_int_eq(wait_exit(d), 1);
-	snprintf(path, sizeof(path), "%s/vrdmad.log", dir);
+	snprintf(path, sizeof(path), "%s/vrdmad.log", T.dir);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	n = 0;
@@ -392,9 +345,9 @@ static int run_conf(const char *text, const char *extra, char *out, size_t len)
 	size_t got;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/vrdmad.conf", dir);
-	write_file(path, text);
-	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s %s 2>&1", bin, path, extra);
+	snprintf(path, sizeof(path), "%s/vrdmad.conf", T.dir);
+	vdt_write_file(path, text);
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s %s 2>&1", T.bin, path, extra);
 	f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(f);
 	got = fread(out, 1, len - 1, f);
@@ -408,10 +361,10 @@ START_TEST(test_conf_errors)
 
 	ck_assert_int_eq(run_conf("[vrdmad]\n# ok\nnode = a\nwieght = 3\n", "", out,
 				  sizeof(out)), 2);
-	snprintf(want, sizeof(want), "%s/vrdmad.conf:4: unknown key 'wieght'", dir);
+	snprintf(want, sizeof(want), "%s/vrdmad.conf:4: unknown key 'wieght'", T.dir);
 	has(out, want);
 	ck_assert_int_eq(run_conf("[vrdmad]\nrdma_port = 70000\n", "", out, sizeof(out)), 2);
-	snprintf(want, sizeof(want), "%s/vrdmad.conf:2: rdma_port: bad value '70000'", dir);
+	snprintf(want, sizeof(want), "%s/vrdmad.conf:2: rdma_port: bad value '70000'", T.dir);
 	has(out, want);
 	ck_assert_int_eq(run_conf("[vrdmad]\nspin_us = lots\n", "", out, sizeof(out)), 2);
 	has(out, "vrdmad.conf:2: spin_us: bad value 'lots'");
@@ -444,9 +397,9 @@ START_TEST(test_conf_override)
 	snprintf(text, sizeof(text),
 		 "# vrdmad.conf for a test\n[vrdmad]\nnode = filenode\nrun_dir = %s\n"
 		 "state_dir = %s ; kept here\nspin_us = 0\nverbose = no\n"
-		 "attach = none\n", dir, state);
-	snprintf(log, sizeof(log), "%s/vrdmad.conf", dir);
-	write_file(log, text);
+		 "attach = none\n", T.dir, state);
+	snprintf(log, sizeof(log), "%s/vrdmad.conf", T.dir);
+	vdt_write_file(log, text);
 	d = start_args("-c", log, NULL);
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
@@ -469,18 +422,18 @@ START_TEST(test_conf_override)
 	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 1);
 	stop(d);
 	/* A state dir that does not exist yet is made (as the run dir). */
-	snprintf(text, sizeof(text), "%s/fresh", dir);
-	d = start_args("-S", dir, "--state-dir", text, NULL);
+	snprintf(text, sizeof(text), "%s/fresh", T.dir);
+	d = start_args("-S", T.dir, "--state-dir", text, NULL);
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("set fresh-vm weight=2", out, sizeof(out)), 0);
 	stop(d);
-	snprintf(text, sizeof(text), "%s/fresh/settings", dir);
+	snprintf(text, sizeof(text), "%s/fresh/settings", T.dir);
 	ck_assert_int_eq(access(text, R_OK), 0);
 	/* The file the package ships: every key commented out. */
-	d = start_args("-c", "dom0-daemon/vrdmad.conf", "-S", dir, NULL);
+	d = start_args("-c", "dom0-daemon/vrdmad.conf", "-S", T.dir, NULL);
 	wait_ping();
 	stop(d);
-	snprintf(log, sizeof(log), "%s/vrdmad.log", dir);
+	snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
 	f = fopen(log, "r");
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f))
