@@ -17,6 +17,7 @@
 #include "../dom0-daemon/attach.h"
 #include "stub_plat.h"
 #include "vplat.h"
+#include "ck_run.h"
 
 #define T_MAX	16
 
@@ -325,7 +326,6 @@ int main(void)
 	Suite *s = suite_create("attach");
 	TCase *tc = tcase_create("policy");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, t_setup, t_teardown);
 	tcase_add_test(tc, t_parse);
@@ -337,8 +337,5 @@ int main(void)
 	tcase_add_test(tc, t_refused_detached_none);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(sr);
 }

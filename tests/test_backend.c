@@ -15,6 +15,7 @@
 
 #include "backend_tg.h"
 #include "../backend/vbe.h"
+#include "ck_run.h"
 
 
 /* ---- handshake ---- */
@@ -895,13 +896,9 @@ static Suite *backend_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(backend_suite());
-	int failed;
 
 	/* Disabled guests log a warning each: keep the output readable. */
 	if (!getenv("VRDMA_LOG"))
 		setenv("VRDMA_LOG", "0", 1);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

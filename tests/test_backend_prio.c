@@ -13,6 +13,7 @@
 #include "backend_tg.h"
 #include "../backend/vbe.h"
 #include "../backend/target.h"
+#include "ck_run.h"
 
 #define WR_LEN		(16u * 1024)
 #define BASE		4096u		/* node->poll_bytes: the DRR quantum base */
@@ -566,10 +567,6 @@ static Suite *prio_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(prio_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(sr);
 }

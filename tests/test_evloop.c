@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 
 #include "../dom0-daemon/evloop.h"
+#include "ck_run.h"
 
 #define GUARD_MS	10000	/* a stuck test fails instead of hanging */
 
@@ -378,10 +379,6 @@ static Suite *evloop_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(evloop_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

@@ -28,6 +28,7 @@
 #include "host_proto.h"
 #include "keystore.h"
 #include "vplat.h"
+#include "ck_run.h"
 
 #define T_WAIT_MS 5000
 
@@ -1790,10 +1791,6 @@ static Suite *plat_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(plat_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../backend/verbs.h"
+#include "ck_run.h"
 
 /* ---- the device, stubbed: each call logs itself and may wait on a gate */
 
@@ -261,7 +262,6 @@ int main(void)
 	Suite *s = suite_create("reap");
 	TCase *tc = tcase_create("lanes");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -273,8 +273,5 @@ int main(void)
 	tcase_add_test(tc, test_stop_runs_all);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

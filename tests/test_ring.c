@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vring.h"
+#include "ck_run.h"
 
 START_TEST(sane_accepts_full_and_empty)
 {
@@ -110,10 +111,6 @@ static Suite *ring_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(ring_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

@@ -16,6 +16,7 @@
 
 #include "../dom0-daemon/ctl.h"
 #include "../dom0-daemon/evloop.h"
+#include "ck_run.h"
 
 #define GUARD_MS	10000
 #define BIG_LEN		(1u << 20)
@@ -226,7 +227,6 @@ int main(void)
 	Suite *s = suite_create("vdctl");
 	TCase *tc = tcase_create("ctl");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_requests);
@@ -236,8 +236,5 @@ int main(void)
 	tcase_add_test(tc, test_in_use_and_stale);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

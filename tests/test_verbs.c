@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../backend/verbs.h"
+#include "ck_run.h"
 
 START_TEST(test_status_map)
 {
@@ -809,10 +810,6 @@ static Suite *verbs_suite(void)
 int main(void)
 {
 	SRunner *sr = srunner_create(verbs_suite());
-	int failed;
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

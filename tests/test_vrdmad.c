@@ -27,6 +27,7 @@
 
 #include "version.h"
 #include "vdt.h"
+#include "ck_run.h"
 
 #define WAIT_MS		10000
 /* A node and a VM name JSON must escape (a quote, a backslash). */
@@ -760,7 +761,6 @@ int main(void)
 	Suite *s = suite_create("vrdmad");
 	TCase *tc = tcase_create("daemon");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
@@ -774,8 +774,5 @@ int main(void)
 	tcase_add_test(tc, test_attach_policy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }

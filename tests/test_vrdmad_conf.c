@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "vdt.h"
+#include "ck_run.h"
 
 #define WAIT_MS		10000
 
@@ -448,7 +449,6 @@ int main(void)
 	Suite *s = suite_create("vrdmad_conf");
 	TCase *tc = tcase_create("settings");
 	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
@@ -460,8 +460,5 @@ int main(void)
 	tcase_add_test(tc, test_conf_override);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(sr);
 }
