@@ -78,6 +78,7 @@ static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 	char keys[1024], path[VPLAT_KEY_MAX], val[64], *names;
 	const char *t, *k;
 	unsigned count, q;
+	uint64_t v;
 	bool any;
 	int err;
 
@@ -94,8 +95,10 @@ static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 		if (!vbe_tenant_name_ok(t))
 			continue;
 		err = vplat_key_list(n->plat, path, keys, sizeof(keys), &count);
-		if (err == -ENOENT)
+		if (err == -ENOENT) {	/* removed meanwhile: nothing of it to keep */
+			err = 0;
 			continue;
+		}
 		if (err)
 			break;
 		any = false;
@@ -105,10 +108,16 @@ static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 			snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%.32s/%.32s", t, k);
 			if (q == VBE_TQ_N || vplat_key_read(n->plat, path, val, sizeof(val)))
 				continue;
+			/* A value the node ignores (an operator's xenstore-write)
+			 * is not written: the loader would refuse the file. */
+			if (vbe_tenant_parse(q, val, &v)) {
+				vlog_warn("settings: %s is '%.32s': not kept", path, val);
+				continue;
+			}
 			if (!any)
 				fprintf(f, "tenant %s", t);
 			any = true;
-			fprintf(f, " %s=%s", k, val);
+			fprintf(f, " %s=%llu", k, (unsigned long long)v);
 		}
 		if (any)
 			fputc('\n', f);

@@ -201,6 +201,18 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 		memcpy(d->name, name, n);
 		d->name[n] = '\0';
 	}
+	/* A device model's stub domain (it has a `target`) and the xenstore
+	 * domain are parts of the toolstack, not guests: no device, whatever
+	 * the policy (vrdmactl attach still can). */
+	snprintf(path, sizeof(path), "/local/domain/%u/target", d->domid);
+	if (!vplat_key_read(a->p, path, marker, sizeof(marker)) ||
+	    (nm && !strcmp(nm, "Xenstore"))) {
+		vd_auto_unwatch_marker(a, d);
+		d->state = VD_DOM_NO;
+		vlog_info("attach: domain %u (%s) not attached: a stub or xenstore domain",
+			  d->domid, d->name);
+		return;
+	}
 	if (a->pol.kind == VD_ATTACH_MARKER) {
 		vd_auto_marker_path(d, path, sizeof(path));
 		if (!vplat_key_read(a->p, path, marker, sizeof(marker)))

@@ -204,6 +204,13 @@ START_TEST(t_all)
 	t_create(4, "web2");
 	ck_assert_uint_eq(t_n, 4);
 	ck_assert_uint_eq(t_got[3], 4);
+	/* a device model's stub domain and the xenstore domain: never */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/6/target", "5"), 0);
+	t_create(6, "db-dm");
+	t_create(7, "Xenstore");
+	ck_assert_uint_eq(t_n, 4);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"db-dm\",\"state\":\"not-matched\""));
 	vd_auto_stop(a);
 }
 END_TEST
