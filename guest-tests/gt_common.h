@@ -10,8 +10,16 @@
  * size: BEGIN -> READY, the timed run, DONE -> RESULT (the server's verify
  * verdict), and finally FIN -> FIN_ACK.
  *
+ * vrdma-bw -q N connects N QPs to the same server, one vrdma_connect()
+ * each (the first carries the parameters, the others its copy and their
+ * index); control messages go over QP 0, data round-robin over all.  With
+ * -b the server streams too, its result comes back in RESULT.
+ *
  * Buffer of each side, one vrdma_alloc_buf() registered as one MR:
- *   [ data region | receive slots | control send slots ]
+ *   [ data region | receive slots of each QP | control send slots of each QP ]
+ * The data region is the region this side works from and the one it
+ * exposes to the peer; with -b two halves, so the peer's WRITEs and READs
+ * never touch what this side fills or reads into.
  */
 #ifndef VRDMA_GT_COMMON_H
 #define VRDMA_GT_COMMON_H
@@ -29,6 +37,12 @@
 #define GT_CTL_LEN	64u		/* control slot size */
 #define GT_CTL_SLOTS	8u
 #define GT_CTL_IMM	0x76524d43u	/* "vRMC": marks control messages */
+#define GT_CTL_WORDS	16u		/* a control message: 16 u32, 64 bytes */
+#define GT_CTL_RESERVE	4u		/* receive slots beyond the credits: at most
+					 * 2 CREDITs and 1 request or answer are
+					 * unread per direction and QP */
+#define GT_MAX_QPS	16384u		/* perftest's MAX_QP_NUM */
+#define GT_WR_CTL	(1ull << 63)	/* wr_id bit: a control send */
 
 enum gt_test { GT_BW, GT_LAT };
 enum gt_mode { GT_MODE_WRITE, GT_MODE_READ, GT_MODE_SEND };
@@ -56,6 +70,9 @@ struct gt_opts {
 	enum gt_fmt fmt;
 	enum gt_output output;
 	int gbits;			/* --report_gbits */
+	uint32_t nqps;			/* -q: QPs of the connection */
+	int nqps_set;			/* -q given: a server insists on it */
+	int bidir;			/* -b: the server streams too */
 };
 
 /* Control message (little endian in the slot). */
@@ -71,9 +88,36 @@ struct gt_ctl {
 	uint32_t iters;			/* iterations including warm-up */
 	uint32_t seed;
 	uint32_t status;		/* RESULT: 0 verify OK, else failed */
+	/* BEGIN of vrdma-bw -b: how the server streams */
+	uint32_t warm, dur_s, sig;
+	/* RESULT of vrdma-bw -b: the server's measured run */
+	uint64_t res_iters, res_ns, res_peak_bps;
 };
 
 #define GT_INBOX	8u
+
+/* One QP of the connection and its own slots and counters. */
+struct gt_qp {
+	struct vrdma_qp *qp;
+	uint32_t idx;
+	uint8_t *rx;			/* receive slots */
+	uint8_t *ctl;			/* control send slots */
+	uint64_t ctl_seq[GT_CTL_SLOTS];	/* sq seq that last used a slot */
+	uint32_t ctl_next;
+
+	/* Send queue: wr_id is a sequence number (GT_WR_CTL set on control
+	 * sends); a signaled completion retires every earlier WR (RC order). */
+	uint64_t sq_posted, sq_retired;
+	uint64_t data_retired;		/* retired WRs that were not control */
+	uint64_t data_base, data_checked;	/* vrdma-bw READ --verify */
+
+	/* Flow control for SEND data: the peer's free receive slots. */
+	uint32_t credits;
+	uint32_t unreported;		/* our reposts not yet reported */
+	int credit_due;			/* on the due list */
+
+	uint64_t rx_data;		/* data messages received, this size */
+};
 
 struct gt_ctx {
 	struct gt_opts *o;
@@ -81,7 +125,9 @@ struct gt_ctx {
 	struct vrdma_device *dev;
 	struct vrdma_pd *pd;
 	struct vrdma_cq *cq;
-	struct vrdma_qp *qp;
+	struct gt_qp *qps;
+	uint32_t nqps;
+	uint32_t *qp_order;		/* qps[] indexes sorted by qp_num */
 	struct vrdma_mr *mr;
 	struct vrdma_listener *lst;
 	uint8_t *buf;
@@ -95,14 +141,14 @@ struct gt_ctx {
 	uint32_t tx_depth;
 	uint32_t max_size;
 	uint32_t iters;
+	int bidir;
 
-	uint8_t *data;			/* data region */
+	uint8_t *data;			/* data region: this side's messages */
 	size_t data_len;
-	uint8_t *rx;			/* receive slots */
-	uint32_t rx_slots, rx_slot_len;
-	uint8_t *ctl;			/* control send slots */
-	uint64_t ctl_seq[GT_CTL_SLOTS];	/* sq seq that last used a slot */
-	uint32_t ctl_next;
+	uint8_t *exp;			/* what the peer writes to / reads from */
+	size_t region_len;		/* of each (the same region without -b) */
+	uint32_t rx_slots, rx_slot_len;	/* per QP */
+	uint32_t rx_credits;		/* of those, for SEND data */
 
 	/* The peer's region this side writes to / reads from. */
 	uint64_t raddr;
@@ -110,17 +156,17 @@ struct gt_ctx {
 	uint32_t rlen;
 	uint32_t peer_rx_slots;
 
-	/* Send queue: wr_id is a sequence number; a signaled completion
-	 * retires every earlier WR (RC order). */
-	uint32_t sq_depth;
-	uint64_t sq_posted, sq_retired;
+	uint32_t sq_depth;		/* per QP */
+	uint64_t data_retired;		/* of all QPs */
 
-	/* Flow control for SEND data: the peer's free receive slots. */
+	/* SEND data: this side sends it (and waits for credits) / receives
+	 * it (and reports credits, QPs on the due list). */
 	int use_credits;
-	uint32_t credits;
-	uint32_t unreported;		/* our reposts not yet reported */
+	int gives_credits;
+	uint32_t *credit_due;
+	uint32_t n_due;
 
-	/* Received data messages of the current size. */
+	/* Received data messages of the current size, all QPs. */
 	uint64_t rx_data;
 	uint32_t rx_size, rx_seed;
 	int rx_bad;
@@ -143,11 +189,11 @@ void gt_teardown(struct gt_ctx *c);
 uint32_t gt_slots(const struct gt_ctx *c, size_t size);
 
 /* gt_io.c */
-int gt_post(struct gt_ctx *c, enum vrdma_wr_opcode op, void *laddr,
-	    uint32_t len, uint64_t raddr, int signaled);
+int gt_post(struct gt_ctx *c, struct gt_qp *q, enum vrdma_wr_opcode op,
+	    void *laddr, uint32_t len, uint64_t raddr, int signaled);
 int gt_progress(struct gt_ctx *c, int wait_ms);
-int gt_wait_sq(struct gt_ctx *c, uint32_t depth);
-int gt_wait_credit(struct gt_ctx *c);
+int gt_wait_sq(struct gt_ctx *c, struct gt_qp *q, uint32_t depth);
+int gt_wait_credit(struct gt_ctx *c, struct gt_qp *q);
 int gt_send_ctl(struct gt_ctx *c, const struct gt_ctl *m);
 int gt_wait_ctl(struct gt_ctx *c, struct gt_ctl *m, uint32_t type);
 int gt_request(struct gt_ctx *c, struct gt_ctl *m, uint32_t reply_type);
@@ -162,6 +208,8 @@ struct gt_server_ops {
 	void (*prepare)(struct gt_ctx *c, const struct gt_ctl *m);
 	/* At DONE: 0 if everything the client sent checks out. */
 	int (*verify)(struct gt_ctx *c, const struct gt_ctl *m);
+	/* At DONE: the server's own figures into RESULT (vrdma-bw -b). */
+	void (*result)(struct gt_ctx *c, struct gt_ctl *r);
 };
 int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops);
 
@@ -169,6 +217,7 @@ int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops);
 struct gt_bw_res {
 	size_t size;
 	uint64_t iters;
+	uint64_t ns;			/* the measured time */
 	double peak_mib, avg_mib, mpps;
 };
 
@@ -187,6 +236,7 @@ int gt_check(const uint8_t *p, size_t len, uint32_t seed, uint64_t idx);
 void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
 		   const uint64_t *t_ns, const uint64_t *cnt, uint32_t n);
 void gt_report_begin(const struct gt_opts *o);
+void gt_bw_add(struct gt_bw_res *r, const struct gt_bw_res *peer);
 void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r);
 void gt_report_lat(const struct gt_opts *o, const struct ps_lat *r);
 void gt_report_lat_dur(const struct gt_opts *o, const struct gt_lat_dur *r);

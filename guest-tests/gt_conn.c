@@ -6,26 +6,32 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gt_common.h"
 
 #define GT_PD_MAGIC	0x7662u		/* "bv" */
-#define GT_PD_VERSION	1u
+#define GT_PD_VERSION	2u
 #define GT_PD_LEN	32u
 #define GT_F_VERIFY	(1u << 0)
 #define GT_F_ALL	(1u << 1)
+#define GT_F_BIDIR	(1u << 2)
+#define GT_CQ_MAX	16384u		/* vrdma_create_cq()'s limit */
 #define GT_PAGE		4096u
 
 /*
- * Client -> server private data (32 bytes, little endian):
+ * Client -> server private data (32 bytes, little endian), one per QP:
  *   0 magic u16 | 2 version u8 | 3 test u8 | 4 mode u8 | 5 flags u8 |
- *   6 tx_depth u16 | 8 max_size u32 | 12 iters u32 | 16 addr u64 |
- *   24 rkey u32 | 28 len u32
+ *   6 tx_depth u16 | 8 max_size u32 | 12 nqps u16 | 14 qp index u16 |
+ *   16 addr u64 | 24 rkey u32 | 28 len u32
  * Server -> client:
- *   0 magic u16 | 2 version u8 | 3 status u8 | 4 rx_slots u16 | 6 0 u16 |
- *   8 rx_slot_len u32 | 12 0 u32 | 16 addr u64 | 24 rkey u32 | 28 len u32
- * addr/rkey/len name the region the peer targets with WRITE or READ.
+ *   0 magic u16 | 2 version u8 | 3 status u8 | 4 credits u16 |
+ *   6 qp index u16 | 8 rx_slot_len u32 | 12 0 u32 | 16 addr u64 |
+ *   24 rkey u32 | 28 len u32
+ * addr/rkey/len name the region the peer targets with WRITE or READ;
+ * credits are the receives per QP for SEND data (0: none).  Version 1
+ * had iters at 12 and no -q or -b: refused both ways.
  */
 static void gt_put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
 static void gt_put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
@@ -39,49 +45,74 @@ static size_t gt_round(size_t v, size_t to)
 	return (v + to - 1) / to * to;
 }
 
-/* Message slots in the data region for a size (offsets wrap beyond). */
+/*
+ * Message slots in the data region for a size (offsets wrap beyond).  With
+ * several QPs a multiple of them: iteration i goes to QP i % nqps and slot
+ * i % slots, so each slot belongs to one QP, whose order RC keeps.
+ */
 uint32_t gt_slots(const struct gt_ctx *c, size_t size)
 {
-	size_t region = c->test == GT_LAT ? c->data_len / 2 : c->data_len;
-	size_t n = size ? region / size : 0;
+	size_t n = size ? c->region_len / size : 0;
+	size_t cap = c->nqps > 1024 ? c->nqps : 1024;
 
-	return n ? (uint32_t)(n > 1024 ? 1024 : n) : 1;
+	if (n > cap)
+		n = cap;
+	if (n >= c->nqps)
+		n -= n % c->nqps;
+	return n ? (uint32_t)n : 1;
 }
 
 /*
  * Layout from the agreed parameters.  bw: the data region holds tx_depth
- * messages up to GT_DATA_CAP.  lat: one send and one receive message.
- * SEND data lands in receive slots, so those are message-sized then.
+ * messages per QP up to GT_DATA_CAP (with --verify at least one per QP),
+ * twice with -b (this side's half, the peer's half).  lat: one send and
+ * one receive message.  SEND data lands in receive slots, so those are
+ * message-sized then, credits for the data plus GT_CTL_RESERVE.
  */
 static void gt_layout(struct gt_ctx *c)
 {
 	size_t msg = c->max_size;
-	int send_rx = c->mode == GT_MODE_SEND && (c->test == GT_LAT || c->server);
+	int sends = !c->server || c->bidir;	/* bw: this side streams */
+	int send_rx = c->mode == GT_MODE_SEND && (c->test == GT_LAT || c->server || c->bidir);
 
+	c->rx_credits = 0;
 	if (c->test == GT_LAT) {
 		c->data_len = gt_round(2 * msg, 64);
-	} else if (c->server && c->mode == GT_MODE_SEND) {
-		c->data_len = 0;
+		c->region_len = c->data_len / 2;
+	} else if (c->mode == GT_MODE_SEND && !sends) {
+		c->data_len = c->region_len = 0;
 	} else {
-		size_t want = msg * c->tx_depth, cap = GT_DATA_CAP > msg ? GT_DATA_CAP : msg;
+		size_t want = msg * c->tx_depth * c->nqps;
+		size_t cap = GT_DATA_CAP > msg ? GT_DATA_CAP : msg;
 
-		c->data_len = gt_round(want < cap ? want : cap, 64);
+		if (want > cap)
+			want = cap;
+		if (c->verify && want < msg * c->nqps)
+			want = msg * c->nqps;
+		c->region_len = gt_round(want, 64);
+		c->data_len = c->bidir && c->mode != GT_MODE_SEND ? 2 * c->region_len : c->region_len;
 	}
 	if (send_rx) {
 		size_t n;
 
 		c->rx_slot_len = (uint32_t)gt_round(msg > GT_CTL_LEN ? msg : GT_CTL_LEN, 64);
-		n = GT_RX_CAP / c->rx_slot_len;
-		if (c->test == GT_LAT)
+		if (c->test == GT_LAT) {
 			n = 4;
-		else if (n > c->tx_depth + 8)
-			n = c->tx_depth + 8;
-		c->rx_slots = (uint32_t)(n < 2 ? 2 : n);
+		} else {
+			n = GT_RX_CAP / c->nqps / c->rx_slot_len;
+			if (n > c->tx_depth)
+				n = c->tx_depth;
+			if (n < 2)
+				n = 2;
+			c->rx_credits = (uint32_t)n;
+			n += GT_CTL_RESERVE;
+		}
+		c->rx_slots = (uint32_t)n;
 	} else {
 		c->rx_slot_len = GT_CTL_LEN;
 		c->rx_slots = 16;
 	}
-	c->sq_depth = (c->test == GT_BW && !c->server ? c->tx_depth : 16) + GT_CTL_SLOTS;
+	c->sq_depth = (c->test == GT_BW && sends ? c->tx_depth : 16) + GT_CTL_SLOTS;
 }
 
 static int gt_open(struct gt_ctx *c, struct gt_opts *o)
@@ -106,20 +137,20 @@ static int gt_open(struct gt_ctx *c, struct gt_opts *o)
 	return 0;
 }
 
-/* Post every receive slot once; reposting happens in gt_progress(). */
-static int gt_post_rx_all(struct gt_ctx *c)
+/* Post every receive slot of a QP once; reposting is gt_progress()'s. */
+static int gt_post_rx_all(struct gt_ctx *c, struct gt_qp *q)
 {
 	uint32_t i;
 
 	for (i = 0; i < c->rx_slots; i++) {
 		struct vrdma_sge sge = {
-			.addr = (uintptr_t)(c->rx + (size_t)i * c->rx_slot_len),
+			.addr = (uintptr_t)(q->rx + (size_t)i * c->rx_slot_len),
 			.length = c->rx_slot_len,
 			.lkey = c->mr->lkey,
 		};
 		struct vrdma_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
 		struct vrdma_recv_wr *bad;
-		int ret = vrdma_post_recv(c->qp, &wr, &bad);
+		int ret = vrdma_post_recv(q->qp, &wr, &bad);
 
 		if (ret)
 			return -ret;
@@ -127,30 +158,66 @@ static int gt_post_rx_all(struct gt_ctx *c)
 	return 0;
 }
 
-/* Buffer, MR, CQ and QP for the layout; receives posted. */
+static int gt_post_rx_qps(struct gt_ctx *c)
+{
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < c->nqps && !ret; i++)
+		ret = gt_post_rx_all(c, &c->qps[i]);
+	return ret;
+}
+
+static const struct gt_ctx *gt_sort_ctx;	/* qsort() passes no context */
+
+static int gt_cmp_qpn(const void *a, const void *b)
+{
+	uint32_t x = gt_sort_ctx->qps[*(const uint32_t *)a].qp->qp_num;
+	uint32_t y = gt_sort_ctx->qps[*(const uint32_t *)b].qp->qp_num;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Buffer, MR, one CQ and nqps QPs for the layout. */
 static int gt_resources(struct gt_ctx *c)
 {
 	struct vrdma_qp_init_attr qa = { 0 };
-	size_t rx_len = (size_t)c->rx_slots * c->rx_slot_len;
+	size_t rx_len, ctl_len, cqe;
 	const char *what;
+	uint32_t i;
 
 	gt_layout(c);
+	/* One CQ for every QP: one place to poll and to sleep on. */
+	cqe = (size_t)c->nqps * (c->sq_depth + c->rx_slots);
+	if (cqe > GT_CQ_MAX) {
+		fprintf(stderr, "%s: -q %u needs %zu completion entries (%u per QP), "
+			"a CQ holds %u: lower -q or -t\n", c->o->prog, c->nqps, cqe,
+			c->sq_depth + c->rx_slots, GT_CQ_MAX);
+		return -EINVAL;
+	}
 	rx_len = (size_t)c->rx_slots * c->rx_slot_len;
-	c->buf_len = gt_round(c->data_len + rx_len + GT_CTL_SLOTS * GT_CTL_LEN, GT_PAGE);
+	ctl_len = GT_CTL_SLOTS * GT_CTL_LEN;
+	c->buf_len = gt_round(c->data_len + c->nqps * (rx_len + ctl_len), GT_PAGE);
+	what = "calloc";
+	c->qps = calloc(c->nqps, sizeof(*c->qps));
+	c->qp_order = calloc(c->nqps, sizeof(*c->qp_order));
+	c->credit_due = calloc(c->nqps, sizeof(*c->credit_due));
+	errno = ENOMEM;
+	if (!c->qps || !c->qp_order || !c->credit_due)
+		goto fail;
 	what = "vrdma_alloc_buf";
 	c->buf = vrdma_alloc_buf(c->dev, c->buf_len);
 	if (!c->buf)
 		goto fail;
 	c->data = c->buf;
-	c->rx = c->buf + c->data_len;
-	c->ctl = c->rx + rx_len;
+	c->exp = c->data_len > c->region_len ? c->data + c->region_len : c->data;
 	what = "vrdma_reg_mr";
 	c->mr = vrdma_reg_mr(c->pd, c->buf, c->buf_len, VRDMA_ACCESS_LOCAL_WRITE |
 			     VRDMA_ACCESS_REMOTE_WRITE | VRDMA_ACCESS_REMOTE_READ);
 	if (!c->mr)
 		goto fail;
 	what = "vrdma_create_cq";
-	c->cq = vrdma_create_cq(c->dev, (int)(c->sq_depth + c->rx_slots), c);
+	c->cq = vrdma_create_cq(c->dev, (int)cqe, c);
 	if (!c->cq)
 		goto fail;
 	qa.send_cq = c->cq;
@@ -160,13 +227,25 @@ static int gt_resources(struct gt_ctx *c)
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
 	what = "vrdma_create_qp";
-	c->qp = vrdma_create_qp(c->pd, &qa);
-	if (!c->qp)
-		goto fail;
-	c->use_credits = c->test == GT_BW && c->mode == GT_MODE_SEND && !c->server;
+	for (i = 0; i < c->nqps; i++) {
+		struct gt_qp *q = &c->qps[i];
+
+		q->idx = i;
+		q->rx = c->buf + c->data_len + (size_t)i * rx_len;
+		q->ctl = c->buf + c->data_len + c->nqps * rx_len + (size_t)i * ctl_len;
+		q->qp = vrdma_create_qp(c->pd, &qa);
+		if (!q->qp)
+			goto fail;
+		c->qp_order[i] = i;
+	}
+	gt_sort_ctx = c;
+	qsort(c->qp_order, c->nqps, sizeof(*c->qp_order), gt_cmp_qpn);
+	c->use_credits = c->test == GT_BW && c->mode == GT_MODE_SEND && (!c->server || c->bidir);
+	c->gives_credits = c->rx_credits != 0;
 	return 0;
 fail:
-	fprintf(stderr, "%s: %s: %s\n", c->o->prog, what, strerror(errno));
+	fprintf(stderr, "%s: %s: %s%s\n", c->o->prog, what, strerror(errno),
+		c->nqps > 1 && errno == ENOMEM ? " (lower -q, -t or -s)" : "");
 	return -errno;
 }
 
@@ -175,11 +254,82 @@ static void gt_err(struct gt_ctx *c, const char *what, int err)
 	fprintf(stderr, "%s: %s: %s\n", c->o->prog, what, strerror(err));
 }
 
+/* The client's private data for QP idx. */
+static void gt_client_pd(const struct gt_ctx *c, uint8_t *pd, uint32_t idx)
+{
+	memset(pd, 0, GT_PD_LEN);
+	gt_put16(pd + 0, GT_PD_MAGIC);
+	pd[2] = GT_PD_VERSION;
+	pd[3] = (uint8_t)c->test;
+	pd[4] = (uint8_t)c->mode;
+	pd[5] = (uint8_t)((c->verify ? GT_F_VERIFY : 0) | (c->all ? GT_F_ALL : 0) |
+			  (c->bidir ? GT_F_BIDIR : 0));
+	gt_put16(pd + 6, (uint16_t)c->tx_depth);
+	gt_put32(pd + 8, c->max_size);
+	gt_put16(pd + 12, (uint16_t)c->nqps);
+	gt_put16(pd + 14, (uint16_t)idx);
+	gt_put64(pd + 16, (uintptr_t)c->exp);
+	gt_put32(pd + 24, c->mr->rkey);
+	gt_put32(pd + 28, (uint32_t)c->region_len);
+}
+
+/* Connect QP idx; the first answer sets what the peer offers. */
+static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
+{
+	uint8_t pd[GT_PD_LEN], peer[VRDMA_MAX_PRIVATE_DATA];
+	size_t peer_len = sizeof(peer);
+	struct gt_opts *o = c->o;
+	uint32_t credits;
+	int ret;
+
+	gt_client_pd(c, pd, idx);
+	ret = vrdma_connect(c->qps[idx].qp, o->node, o->service, pd, sizeof(pd), peer,
+			    &peer_len, o->timeout_s * 1000);
+	if (ret == ECONNREFUSED && !idx) {
+		fprintf(stderr, "%s: the server refused these parameters (a server given "
+			"-q or -b takes only the same; an older vrdma-bw takes no -q "
+			"or -b): its output says why\n", o->prog);
+		return -ret;
+	}
+	if (ret) {
+		fprintf(stderr, "%s: vrdma_connect (QP %u of %u): %s\n", o->prog, idx + 1,
+			c->nqps, strerror(ret));
+		return -ret;
+	}
+	if (peer_len < GT_PD_LEN || gt_get16(peer) != GT_PD_MAGIC ||
+	    peer[2] != GT_PD_VERSION || peer[3] != 0 || gt_get16(peer + 6) != idx) {
+		fprintf(stderr, "%s: server answered with unexpected private data\n", o->prog);
+		return -EPROTO;
+	}
+	credits = gt_get16(peer + 4);
+	if (idx) {
+		/* Every QP reaches the same buffer and receives. */
+		if (gt_get64(peer + 16) != c->raddr || gt_get32(peer + 24) != c->rkey ||
+		    credits != c->qps[0].credits) {
+			fprintf(stderr, "%s: server answered QP %u unlike QP 1\n", o->prog, idx + 1);
+			return -EPROTO;
+		}
+		c->qps[idx].credits = credits;
+		return 0;
+	}
+	c->raddr = gt_get64(peer + 16);
+	c->rkey = gt_get32(peer + 24);
+	c->rlen = gt_get32(peer + 28);
+	c->qps[0].credits = credits;
+	c->peer_rx_slots = credits;
+	if ((c->mode == GT_MODE_SEND && c->test == GT_BW && !credits) ||
+	    gt_get32(peer + 8) < (c->mode == GT_MODE_SEND ? c->max_size : GT_CTL_LEN) ||
+	    (c->mode != GT_MODE_SEND && c->rlen < (c->test == GT_LAT ? c->max_size : c->region_len))) {
+		fprintf(stderr, "%s: server's buffer does not fit the test\n", o->prog);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 {
-	uint8_t pd[GT_PD_LEN] = { 0 }, peer[VRDMA_MAX_PRIVATE_DATA];
-	size_t peer_len = sizeof(peer);
 	int ret, rx_early;
+	uint32_t i;
 
 	ret = gt_open(c, o);
 	if (ret)
@@ -191,46 +341,20 @@ int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 	c->tx_depth = o->tx_depth;
 	c->max_size = (uint32_t)(o->all ? GT_MAX_SIZE : o->size);
 	c->iters = o->iters;
+	c->nqps = o->nqps;
+	c->bidir = o->bidir;
 	ret = gt_resources(c);
 	if (ret)
 		return ret;
 	/* Receives before connect if the library allows it, else right after. */
-	rx_early = gt_post_rx_all(c) == 0;
-
-	gt_put16(pd + 0, GT_PD_MAGIC);
-	pd[2] = GT_PD_VERSION;
-	pd[3] = (uint8_t)c->test;
-	pd[4] = (uint8_t)c->mode;
-	pd[5] = (uint8_t)((c->verify ? GT_F_VERIFY : 0) | (c->all ? GT_F_ALL : 0));
-	gt_put16(pd + 6, (uint16_t)c->tx_depth);
-	gt_put32(pd + 8, c->max_size);
-	gt_put32(pd + 12, c->iters);
-	gt_put64(pd + 16, (uintptr_t)(c->test == GT_LAT ? c->data + c->data_len / 2 : c->data));
-	gt_put32(pd + 24, c->mr->rkey);
-	gt_put32(pd + 28, (uint32_t)(c->test == GT_LAT ? c->data_len / 2 : c->data_len));
-	ret = vrdma_connect(c->qp, o->node, o->service, pd, sizeof(pd), peer,
-			    &peer_len, o->timeout_s * 1000);
-	if (ret) {
-		gt_err(c, "vrdma_connect", ret);
-		return -ret;
-	}
-	if (peer_len < GT_PD_LEN || gt_get16(peer) != GT_PD_MAGIC ||
-	    peer[2] != GT_PD_VERSION || peer[3] != 0) {
-		fprintf(stderr, "%s: server answered with unexpected private data\n", o->prog);
-		return -EPROTO;
-	}
-	c->peer_rx_slots = gt_get16(peer + 4);
-	c->raddr = gt_get64(peer + 16);
-	c->rkey = gt_get32(peer + 24);
-	c->rlen = gt_get32(peer + 28);
-	c->credits = c->peer_rx_slots;
-	if (!c->peer_rx_slots || gt_get32(peer + 8) < (c->mode == GT_MODE_SEND ? c->max_size : GT_CTL_LEN) ||
-	    (c->mode != GT_MODE_SEND && c->rlen < (c->test == GT_LAT ? c->max_size : c->data_len))) {
-		fprintf(stderr, "%s: server's buffer does not fit the test\n", o->prog);
-		return -EPROTO;
+	rx_early = gt_post_rx_qps(c) == 0;
+	for (i = 0; i < c->nqps; i++) {
+		ret = gt_connect_one(c, i);
+		if (ret)
+			return ret;
 	}
 	if (!rx_early) {
-		ret = gt_post_rx_all(c);
+		ret = gt_post_rx_qps(c);
 		if (ret) {
 			gt_err(c, "vrdma_post_recv", -ret);
 			return ret;
@@ -239,33 +363,125 @@ int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 	return 0;
 }
 
-/* Parse and check the client's parameters; -EPROTO rejects it. */
+/* Parse and check the client's first request; -EPROTO rejects it. */
 static int gt_parse_request(struct gt_ctx *c, const struct vrdma_conn_req *req)
 {
 	const uint8_t *p = req->private_data;
 
 	if (req->private_data_len < GT_PD_LEN || gt_get16(p) != GT_PD_MAGIC ||
-	    p[2] != GT_PD_VERSION || p[3] != c->o->test || p[4] > GT_MODE_SEND)
+	    p[2] != GT_PD_VERSION || p[3] != c->o->test || p[4] > GT_MODE_SEND ||
+	    gt_get16(p + 14) != 0)
 		return -EPROTO;
 	c->test = p[3];
 	c->mode = p[4];
 	c->verify = !!(p[5] & GT_F_VERIFY);
 	c->all = !!(p[5] & GT_F_ALL);
+	c->bidir = !!(p[5] & GT_F_BIDIR);
 	c->tx_depth = gt_get16(p + 6);
 	c->max_size = gt_get32(p + 8);
-	c->iters = gt_get32(p + 12);
+	c->nqps = gt_get16(p + 12);
 	c->raddr = gt_get64(p + 16);
 	c->rkey = gt_get32(p + 24);
 	c->rlen = gt_get32(p + 28);
 	if (!c->tx_depth || c->tx_depth > 1024 || !c->max_size ||
-	    c->max_size > GT_MAX_SIZE || (c->test == GT_LAT && c->mode == GT_MODE_READ))
+	    c->max_size > GT_MAX_SIZE || (c->test == GT_LAT && c->mode == GT_MODE_READ) ||
+	    !c->nqps || c->nqps > GT_MAX_QPS ||
+	    (c->test == GT_LAT && (c->nqps > 1 || c->bidir)))
 		return -EPROTO;
+	return 0;
+}
+
+/* A server given -q or -b takes only a client that asks for the same
+ * (perftest compares its parameters too); 0 or -EPROTO after saying so. */
+static int gt_server_agrees(const struct gt_ctx *c)
+{
+	const struct gt_opts *o = c->o;
+
+	if (o->nqps_set && o->nqps != c->nqps) {
+		fprintf(stderr, "%s: the client asks for -q %u, this server was started "
+			"with -q %u: refused\n", o->prog, c->nqps, o->nqps);
+		return -EPROTO;
+	}
+	if (o->bidir && !c->bidir) {
+		fprintf(stderr, "%s: this server was started with -b, the client without: "
+			"refused\n", o->prog);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* The server's answer on QP idx. */
+static int gt_accept_one(struct gt_ctx *c, const struct vrdma_conn_req *req, uint32_t idx)
+{
+	uint8_t pd[GT_PD_LEN] = { 0 };
+	int ret;
+
+	gt_put16(pd + 0, GT_PD_MAGIC);
+	pd[2] = GT_PD_VERSION;
+	gt_put16(pd + 4, (uint16_t)c->rx_credits);
+	gt_put16(pd + 6, (uint16_t)idx);
+	gt_put32(pd + 8, c->rx_slot_len);
+	gt_put64(pd + 16, (uintptr_t)c->exp);
+	gt_put32(pd + 24, c->mr->rkey);
+	gt_put32(pd + 28, (uint32_t)c->region_len);
+	ret = vrdma_accept(c->lst, c->qps[idx].qp, req, pd, sizeof(pd));
+	if (ret) {
+		fprintf(stderr, "%s: vrdma_accept (QP %u of %u): %s\n", c->o->prog, idx + 1,
+			c->nqps, strerror(ret));
+		return -ret;
+	}
+	/* -b SEND: the client's receives are laid out as ours. */
+	c->qps[idx].credits = c->use_credits ? c->rx_credits : 0;
+	c->peer_rx_slots = c->qps[idx].credits;
+	return 0;
+}
+
+/*
+ * QPs 2..nqps: requests whose private data is the first one's with the
+ * next index.  Anything else is some other client: refused, and the wait
+ * goes on, up to the time limit.
+ */
+static int gt_accept_rest(struct gt_ctx *c, const struct vrdma_conn_req *first)
+{
+	uint64_t deadline = gt_deadline(c);
+	struct vrdma_conn_req req;
+	uint32_t idx = 1;
+	int ret;
+
+	while (idx < c->nqps) {
+		int left = gt_ms_left(deadline);
+
+		if (left <= 0) {
+			fprintf(stderr, "%s: timed out waiting for QP %u of %u from the client\n",
+				c->o->prog, idx + 1, c->nqps);
+			return -ETIMEDOUT;
+		}
+		ret = vrdma_get_request(c->lst, &req, left);
+		if (ret == ETIMEDOUT)
+			continue;
+		if (ret) {
+			gt_err(c, "waiting for the client's next QP", ret);
+			return -ret;
+		}
+		if (req.private_data_len != first->private_data_len ||
+		    memcmp(req.private_data, first->private_data, 14) ||
+		    gt_get16(req.private_data + 14) != idx ||
+		    memcmp(req.private_data + 16, first->private_data + 16, GT_PD_LEN - 16)) {
+			fprintf(stderr, "%s: refusing a request that is not the client's QP %u\n",
+				c->o->prog, idx + 1);
+			vrdma_reject(c->lst, &req);
+			continue;
+		}
+		ret = gt_accept_one(c, &req, idx);
+		if (ret)
+			return ret;
+		idx++;
+	}
 	return 0;
 }
 
 int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 {
-	uint8_t pd[GT_PD_LEN] = { 0 };
 	struct vrdma_conn_req req;
 	int ret, rx_early;
 
@@ -286,31 +502,32 @@ int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 		return -ret;
 	}
 	ret = gt_parse_request(c, &req);
+	if (ret)
+		fprintf(stderr, "%s: rejecting a client with unknown parameters "
+			"(another version of %s?)\n", o->prog, o->prog);
+	else
+		ret = gt_server_agrees(c);
 	if (ret) {
-		fprintf(stderr, "%s: rejecting a client with unknown parameters\n", o->prog);
 		vrdma_reject(c->lst, &req);
 		return ret;
 	}
 	ret = gt_resources(c);
+	if (!ret && c->bidir && c->mode != GT_MODE_SEND && c->rlen < c->region_len) {
+		fprintf(stderr, "%s: the client's buffer does not fit the test\n", o->prog);
+		ret = -EPROTO;
+	}
 	if (ret) {
 		vrdma_reject(c->lst, &req);
 		return ret;
 	}
-	rx_early = gt_post_rx_all(c) == 0;
-	gt_put16(pd + 0, GT_PD_MAGIC);
-	pd[2] = GT_PD_VERSION;
-	gt_put16(pd + 4, (uint16_t)c->rx_slots);
-	gt_put32(pd + 8, c->rx_slot_len);
-	gt_put64(pd + 16, (uintptr_t)(c->test == GT_LAT ? c->data + c->data_len / 2 : c->data));
-	gt_put32(pd + 24, c->mr->rkey);
-	gt_put32(pd + 28, (uint32_t)(c->test == GT_LAT ? c->data_len / 2 : c->data_len));
-	ret = vrdma_accept(c->lst, c->qp, &req, pd, sizeof(pd));
-	if (ret) {
-		gt_err(c, "vrdma_accept", ret);
-		return -ret;
-	}
+	rx_early = gt_post_rx_qps(c) == 0;
+	ret = gt_accept_one(c, &req, 0);
+	if (!ret)
+		ret = gt_accept_rest(c, &req);
+	if (ret)
+		return ret;
 	if (!rx_early) {
-		ret = gt_post_rx_all(c);
+		ret = gt_post_rx_qps(c);
 		if (ret) {
 			gt_err(c, "vrdma_post_recv", -ret);
 			return ret;
@@ -322,8 +539,11 @@ int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 /* Undo whatever exists, in reverse order of creation. */
 void gt_teardown(struct gt_ctx *c)
 {
-	if (c->qp)
-		vrdma_destroy_qp(c->qp);
+	uint32_t i;
+
+	for (i = 0; c->qps && i < c->nqps; i++)
+		if (c->qps[i].qp)
+			vrdma_destroy_qp(c->qps[i].qp);
 	if (c->cq)
 		vrdma_destroy_cq(c->cq);
 	if (c->mr)
@@ -336,5 +556,8 @@ void gt_teardown(struct gt_ctx *c)
 		vrdma_dealloc_pd(c->pd);
 	if (c->dev)
 		vrdma_close(c->dev);
+	free(c->credit_due);
+	free(c->qp_order);
+	free(c->qps);
 	memset(c, 0, sizeof(*c));
 }

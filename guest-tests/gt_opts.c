@@ -19,7 +19,6 @@
 
 #define GT_MAX_ITERS	100000000u
 #define GT_MAX_DEPTH	1024u
-#define GT_MAX_QPS	16384u		/* perftest's MAX_QP_NUM */
 #define GT_MAX_DURATION	86400u
 
 /* long-only options: codes beyond any character */
@@ -94,7 +93,8 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"  -e, --events          sleep on the CQ's event channel at once (no spinning)\n"
 		"  -F, --CPU-freq        accepted: vrdma's clock never depends on cpufreq\n"
 		"  -R, --rdma_cm         accepted: vrdma always connects through its CM\n"
-		"  -c RC, -i 1, -q 1, -x 0  accepted; other values are refused\n"
+		"%s"
+		"  -c RC, -i 1, -x 0     accepted; other values are refused\n"
 		"      --output=%s\n"
 		"                        print only that number, one per size\n"
 		"%s"
@@ -107,18 +107,24 @@ static void gt_usage(FILE *f, const struct gt_opts *o)
 		"      --timeout=SEC     limit for every wait (default 30)\n"
 		"      --csv, --json     machine-readable output\n"
 		"      --service, --device  the same as -p, -d\n"
-		"Refused with the reason: -b, -l, -m, -r, -T, -w, -y and perftest's other\n"
+		"Refused with the reason: -l, -m, -r, -T, -w, -y and perftest's other\n"
 		"letters vrdma cannot honour.  The client's parameters rule: the server\n"
-		"follows what the client asks for.\n"
+		"follows what the client asks for%s.\n"
 		"Exit: 0 success, 1 failed completion / timeout / verify, 2 bad options.\n",
 		o->prog, o->prog, bw ? "ib_write_bw" : "ib_write_lat",
 		bw ? "vrdma-bw" : "vrdma-lat",
-		bw ? "  -t, --tx-depth=N      outstanding work requests (default 64)\n"
+		bw ? "  -t, --tx-depth=N      outstanding work requests per QP (default 64)\n"
 		     "  -Q, --cq-mod=N        signal every N-th work request (default tx-depth/2)\n" : "",
+		bw ? "  -q, --qp=N            N QPs to the server, work round-robin over them;\n"
+		     "                        -n is per QP, the row is the total (default 1)\n"
+		     "  -b, --bidirectional   both sides stream at once; the row is the sum\n"
+		   : "  -q 1                  accepted; more QPs are vrdma-bw's\n",
 		bw ? "bandwidth|message_rate" : "latency",
 		bw ? "      --report_gbits    bandwidth in Gb/s (10^9 bit) instead of MiB/s\n" : "",
 		bw ? "write | read | send" : "write | send",
-		bw ? "2 x tx-depth" : "100");
+		bw ? "2 x tx-depth per QP" : "100",
+		bw ? " (a server given -q or -b\n"
+		     "refuses a client whose -q or -b differ)" : "");
 }
 
 /* "-s/--size" or "--verify": the option as the user may have spelt it. */
@@ -254,8 +260,10 @@ static int gt_opt(struct gt_opts *o, int c, const char *arg, int *iters_set)
 		o->all = 1;
 		return 0;
 	case 'b':
-		return gt_bw_only(o, c) ? -EINVAL :
-		       gt_refuse(o, c, "the server only answers; run a second pair the other way");
+		if (gt_bw_only(o, c))
+			return -EINVAL;
+		o->bidir = 1;
+		return 0;
 	case 'c':
 		if (!strcmp(arg, "RC"))
 			return 0;
@@ -321,10 +329,11 @@ static int gt_opt(struct gt_opts *o, int c, const char *arg, int *iters_set)
 	case 'q':
 		if (gt_u32(o, c, arg, 1, GT_MAX_QPS, &v))
 			return -EINVAL;
-		if (v == 1)
-			return 0;
-		return gt_bw_only(o, c) ? -EINVAL :
-		       gt_refuse(o, c, "one QP per pair; run pairs on several -p services for more");
+		if (v > 1 && gt_bw_only(o, c))
+			return -EINVAL;
+		o->nqps = v;
+		o->nqps_set = 1;
+		return 0;
 	case 'Q':
 		if (gt_bw_only(o, c))
 			return -EINVAL;
@@ -425,6 +434,9 @@ static int gt_check_opts(const struct gt_opts *o, int iters_set)
 		why = "-D/--duration and -n/--iters exclude each other";
 	else if (o->duration_s && o->all)
 		why = "-D/--duration runs one size, not -a/--all (as perftest)";
+	else if (!o->duration_s && (uint64_t)o->iters * o->nqps > GT_MAX_ITERS)
+		why = "-n/--iters is per QP (as perftest): -n x -q is more than "
+		      "100000000 iterations";
 	else if (o->output != GT_OUT_FULL && o->fmt != GT_FMT_TEXT)
 		why = "--output prints one number: not with --csv or --json";
 	else if (o->events && o->test == GT_LAT && o->mode == GT_MODE_WRITE)
@@ -450,6 +462,7 @@ int gt_parse_opts(struct gt_opts *o, enum gt_test test, int argc, char **argv)
 	o->mode = GT_MODE_WRITE;
 	o->tx_depth = test == GT_BW ? 64 : 1;
 	o->timeout_s = 30;
+	o->nqps = 1;
 	o->fmt = GT_FMT_TEXT;
 	o->output = GT_OUT_FULL;
 

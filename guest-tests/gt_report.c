@@ -104,6 +104,7 @@ void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
 		total = 1e-9;
 	r->size = size;
 	r->iters = iters;
+	r->ns = n > 1 ? t_ns[n - 1] - t_ns[0] : 0;
 	r->avg_mib = (double)size * (double)iters / GT_MIB / total;
 	r->mpps = (double)iters / total / 1e6;
 	for (i = 0; i < n; i++) {
@@ -121,6 +122,14 @@ void gt_bw_compute(struct gt_bw_res *r, size_t size, uint64_t iters,
 			best = bw;
 	}
 	r->peak_mib = best > r->avg_mib ? best : r->avg_mib;
+}
+
+/* -b: perftest's row is the sum of both sides; #iterations stays ours. */
+void gt_bw_add(struct gt_bw_res *r, const struct gt_bw_res *peer)
+{
+	r->peak_mib += peer->peak_mib;
+	r->avg_mib += peer->avg_mib;
+	r->mpps += peer->mpps;
 }
 
 const char *gt_mode_name(enum gt_mode m)
@@ -145,15 +154,21 @@ void gt_report_begin(const struct gt_opts *o)
 	switch (o->fmt) {
 	case GT_FMT_CSV:
 		if (bw)
-			printf("test,mode,bytes,iterations,bw_peak_%s,bw_avg_%s,msg_rate_mpps\n", u, u);
+			printf("test,mode,bytes,iterations,bw_peak_%s,bw_avg_%s,msg_rate_mpps,"
+			       "qps,bidirectional\n", u, u);
 		else if (o->duration_s)
 			printf("test,mode,bytes,iterations,t_avg_us,tps\n");
 		else
 			printf("test,mode,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p99_us,p999_us\n");
 		break;
 	case GT_FMT_JSON:
-		printf("{\"test\":\"%s\",\"mode\":\"%s\",\"results\":[",
-		       bw ? "bw" : "lat", gt_mode_name(o->mode));
+		printf("{\"test\":\"%s\",\"mode\":\"%s\",", bw ? "bw" : "lat",
+		       gt_mode_name(o->mode));
+		/* -q, -b: the rows are totals over the QPs and both sides */
+		if (bw)
+			printf("\"qps\":%u,\"bidirectional\":%s,", o->nqps,
+			       o->bidir ? "true" : "false");
+		printf("\"results\":[");
 		break;
 	default:
 		printf("%s\n%s\n", GT_RULE, bw ? (o->gbits ? GT_BW_HDR_G : GT_BW_HDR) :
@@ -172,8 +187,8 @@ void gt_report_bw(const struct gt_opts *o, const struct gt_bw_res *r)
 	else if (o->output == GT_OUT_MSG_RATE)
 		printf("%f\n", r->mpps);
 	else if (o->fmt == GT_FMT_CSV)
-		printf("bw,%s,%zu,%" PRIu64 ",%.2f,%.2f,%.6f\n", gt_mode_name(o->mode),
-		       r->size, r->iters, peak, avg, r->mpps);
+		printf("bw,%s,%zu,%" PRIu64 ",%.2f,%.2f,%.6f,%u,%d\n", gt_mode_name(o->mode),
+		       r->size, r->iters, peak, avg, r->mpps, o->nqps, o->bidir);
 	else if (o->fmt == GT_FMT_JSON)
 		printf("%s\n{\"bytes\":%zu,\"iterations\":%" PRIu64 ",\"bw_peak_%s\":%.2f,"
 		       "\"bw_avg_%s\":%.2f,\"msg_rate_mpps\":%.6f}", gt_rows ? "," : "",

@@ -12,7 +12,7 @@
 static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 		    uint32_t *sizes, int *verify_ok)
 {
-	uint32_t last_size = 0;
+	uint32_t last_size = 0, i;
 	struct gt_ctl m, r;
 	int ret;
 
@@ -26,6 +26,8 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 			if (!m.size || m.size > c->max_size || !m.iters)
 				return -EPROTO;
 			c->rx_data = 0;
+			for (i = 0; i < c->nqps; i++)
+				c->qps[i].rx_data = 0;
 			c->rx_size = m.size;
 			c->rx_seed = m.seed;
 			c->rx_bad = 0;
@@ -39,6 +41,8 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 		case GT_CTL_DONE:
 			r.type = GT_CTL_RESULT;
 			r.status = ops->verify && ops->verify(c, &m) ? 1 : 0;
+			if (ops->result)
+				ops->result(c, &r);
 			if (r.status)
 				*verify_ok = 0;
 			/* vrdma-lat -D runs one size in several rounds. */
@@ -75,8 +79,9 @@ int gt_server_main(struct gt_opts *o, const struct gt_server_ops *ops)
 	/* One summary line; the client prints the table. */
 	if (!ret)
 		fprintf(o->fmt == GT_FMT_TEXT && o->output == GT_OUT_FULL ? stdout : stderr,
-			"%s server: %s mode, %u size(s) served%s%s\n", o->prog,
-			gt_mode_name(c.mode), sizes, c.verify ? ", verify: " : "",
+			"%s server: %s mode%s, %u QP(s), %u size(s) served%s%s\n", o->prog,
+			gt_mode_name(c.mode), c.bidir ? ", bidirectional" : "", c.nqps,
+			sizes, c.verify ? ", verify: " : "",
 			c.verify ? (verify_ok ? "OK" : "FAILED") : "");
 	if (!ret && !verify_ok)
 		ret = -EBADMSG;

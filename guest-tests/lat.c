@@ -34,10 +34,10 @@ static int lat_post(struct gt_ctx *c, uint32_t size, uint32_t seed, uint64_t i,
 		gt_fill(src, size, seed, i);
 	if (c->mode == GT_MODE_WRITE)
 		src[size - 1] = lat_tag(i);
-	ret = gt_wait_sq(c, c->sq_depth - GT_CTL_SLOTS);
+	ret = gt_wait_sq(c, &c->qps[0], c->sq_depth - GT_CTL_SLOTS);
 	if (ret)
 		return ret;
-	return gt_post(c, c->mode == GT_MODE_WRITE ? VRDMA_WR_RDMA_WRITE : VRDMA_WR_SEND,
+	return gt_post(c, &c->qps[0], c->mode == GT_MODE_WRITE ? VRDMA_WR_RDMA_WRITE : VRDMA_WR_SEND,
 		       src, size, c->raddr, (i + 1) % LAT_SIG == 0 || i == total - 1);
 }
 
@@ -92,6 +92,7 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t warm,
 	/* Clear the landing area before the server may write into it. */
 	memset(c->data + c->data_len / 2, 0, c->data_len / 2);
 	c->rx_data = 0;
+	c->qps[0].rx_data = 0;
 	c->rx_size = size;
 	c->rx_seed = seed ^ LAT_SALT;
 	c->rx_bad = 0;

@@ -4,7 +4,8 @@
 #   perftest's letters mean what they mean in perftest; what vrdma cannot
 #   honour is refused by name; a bad value names the option and itself;
 #   all of these exit 2 without the usage text.  Then real pairs against a
-#   private vrdmad: -D, --report_gbits, --output, -Q, -e, -d, -F -R -c RC.
+#   private vrdmad: -D, --report_gbits, --output, -Q, -e, -d, -F -R -c RC,
+#   -q and -b with --verify, and a -q mismatch that fails at once.
 # Functional only: no figure is asserted; every wait is bounded.
 # Usage: tests/gtopts.sh BUILD_DIR
 set -u
@@ -90,8 +91,10 @@ for p in vrdma-bw vrdma-lat; do
 	refused $p "one NODE at most, not also 'b'" a b
 	accepted $p -F -R -c RC -i 1 -x 0 -q 1 -d host -p svc -s 4K -n 5
 done
-refused vrdma-bw "-q/--qp is not supported: one QP per pair" -q 4
-refused vrdma-bw "-b/--bidirectional is not supported" -b
+refused vrdma-bw "bad value '16385' for -q/--qp: 16385 is out of range 1..16384" -q 16385
+refused vrdma-bw "bad value '4x' for -q/--qp: not a number" -q 4x
+refused vrdma-bw "-n/--iters is per QP (as perftest): -n x -q is more than 100000000" -q 100 -n 2000000
+refused vrdma-lat "-q/--qp is an option of vrdma-bw" -q 2
 refused vrdma-bw "-l/--post_list is not supported" -l 4
 refused vrdma-bw "-w/--limit_bw is not supported" -w 0
 refused vrdma-bw "the warm-up count is --warmup N" -w 0
@@ -107,6 +110,8 @@ refused vrdma-lat "bad value 'bandwidth' for --output: vrdma-lat prints latency 
 refused vrdma-lat "-e/--events: RDMA WRITE latency polls memory" -e
 refused vrdma-lat "-C/--report-cycles is not supported" -C
 accepted vrdma-bw -Q 8 -t 16 -e --report_gbits --output=message_rate --mode read
+accepted vrdma-bw -q 4 -b --mode send
+accepted vrdma-bw --qp=16384 --bidirectional -D 5
 accepted vrdma-lat --mode send -e --output=latency --warmup 0
 
 # ---- real pairs on a private vrdmad ----
@@ -156,6 +161,48 @@ if run bwmr vrdma-bw -s 8 -a --output=message_rate --warmup 0 -n 50 &&
 else
 	bad "vrdma-bw -a --output=message_rate"; cat "$RUN/bwmr.c" "$RUN/bwmr.s"
 fi
+# -q: N QPs, -n per QP, the row counts all; -b: both stream, the row is the sum
+if run bwq4 vrdma-bw -q 4 -s 65536 -n 500 --verify &&
+   grep -qE '^ 65536 +2000 +[0-9.]+ +[0-9.]+' "$RUN/bwq4.c" && grep -q 'verify: OK' "$RUN/bwq4.c" &&
+   grep -q '4 QP(s), 1 size(s) served, verify: OK' "$RUN/bwq4.s"; then
+	ok "vrdma-bw -q 4 --verify: 4 x 500 iterations, verify OK"
+else
+	bad "vrdma-bw -q 4 --verify"; cat "$RUN/bwq4.c" "$RUN/bwq4.e" "$RUN/bwq4.s"
+fi
+for m in write send read; do
+	if run bwb$m vrdma-bw -b -s 4096 -n 1000 --mode $m --verify &&
+	   grep -qE '^ 4096 +1000 +[0-9.]+ +[0-9.]+' "$RUN/bwb$m.c" && grep -q 'verify: OK' "$RUN/bwb$m.c" &&
+	   grep -q "$m mode, bidirectional, 1 QP(s), 1 size(s) served, verify: OK" "$RUN/bwb$m.s"; then
+		ok "vrdma-bw -b --mode $m --verify: both ways, verify OK"
+	else
+		bad "vrdma-bw -b --mode $m --verify"; cat "$RUN/bwb$m.c" "$RUN/bwb$m.e" "$RUN/bwb$m.s"
+	fi
+done
+if run bwqbd vrdma-bw -q 3 -b -D 1 -s 8192 --mode send --verify --csv &&
+   grep -qx 'test,mode,bytes,iterations,bw_peak_mib,bw_avg_mib,msg_rate_mpps,qps,bidirectional' "$RUN/bwqbd.c" &&
+   grep -qE '^bw,send,8192,[1-9][0-9]*,[0-9.]+,[0-9.]+,[0-9.]+,3,1$' "$RUN/bwqbd.c" &&
+   grep -q '# verify: OK' "$RUN/bwqbd.c"; then
+	ok "vrdma-bw -q 3 -b -D 1 --mode send --csv: qps and bidirectional columns"
+else
+	bad "vrdma-bw -q 3 -b -D 1 --csv"; cat "$RUN/bwqbd.c" "$RUN/bwqbd.e" "$RUN/bwqbd.s"
+fi
+# A server given -q takes only the same -q: both sides fail at once, saying why.
+timeout 60 "$B/bin/vrdma-bw" -p bwmis --timeout 30 -q 2 >"$RUN/bwmis.s" 2>&1 &
+sp=$!
+for _ in $(seq 200); do grep -qs "listening on service" "$RUN/bwmis.s" && break; sleep 0.05; done
+t0=$(date +%s)
+timeout 60 "$B/bin/vrdma-bw" -p bwmis --timeout 30 -q 4 -n 10 local >"$RUN/bwmis.c" 2>&1
+crc=$?
+wait $sp
+src=$?
+if [ $crc -eq 1 ] && [ $src -eq 1 ] && [ $(( $(date +%s) - t0 )) -lt 10 ] &&
+   grep -q 'the server refused these parameters' "$RUN/bwmis.c" &&
+   grep -q 'the client asks for -q 4, this server was started with -q 2: refused' "$RUN/bwmis.s"; then
+	ok "vrdma-bw -q 4 against a server's -q 2: refused at once on both sides"
+else
+	bad "vrdma-bw -q mismatch: client $crc, server $src"; cat "$RUN/bwmis.c" "$RUN/bwmis.s"
+fi
+
 t0=$(date +%s%N)
 if run latdur vrdma-lat -s 8 -D 1 --verify &&
    [ $(( $(date +%s%N) - t0 )) -ge 1000000000 ] &&
