@@ -5,6 +5,10 @@
  * over it, then its directory fsynced so the rename survives a power cut.
  * Once renamed the new file is what a restart loads, so a directory that
  * cannot be synced is only a warning: the caller's change stands.
+ *
+ * The temporary is made fresh (O_EXCL, O_NOFOLLOW) with mode 0600, so the
+ * file is 0600 too: nothing planted at FILE.new is written through, and
+ * tenant names and VM settings are not for every local user to read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,14 +43,29 @@ int vbe_file_replace(const char *path, const char *what,
 {
 	char tmp[VBE_FILE_PATH_MAX + 8];
 	FILE *f;
-	int err;
+	int fd, err;
 
 	if (strlen(path) >= VBE_FILE_PATH_MAX)
 		return -ENAMETOOLONG;
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	/* A FILE.new still there is a crash's leftover (ours are removed
+	 * below).  It sits beside a file only vrdmad writes (its state dir,
+	 * or the policy file it was given), so it is ours to remove; unlink
+	 * removes a symlink, never its target, and whatever appears there
+	 * again before the open fails it (EEXIST) instead of being followed. */
+	if (!unlink(tmp))
+		vlog_info("%s: removed %s, left by an earlier run", what, tmp);
+	else if (errno != ENOENT)
+		vlog_warn("%s: cannot remove %s: %s", what, tmp, strerror(errno));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		goto err_unlink;
+	}
 	err = fill(f, arg);
 	errno = 0;
 	if (!err && (fflush(f) || ferror(f) || fsync(fileno(f))))
@@ -55,13 +74,15 @@ int vbe_file_replace(const char *path, const char *what,
 		err = -errno;
 	if (!err && rename(tmp, path))
 		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
+	if (err)
+		goto err_unlink;
 	err = vbe_sync_dir_of(path);
 	if (err)
 		vlog_warn("%s: %s written, but its directory not synced: %s", what, path,
 			  strerror(-err));
 	return 0;
+
+err_unlink:
+	unlink(tmp);
+	return err;
 }

@@ -4,14 +4,17 @@
  * per-VM settings and tenant limits outlive vrdmad (a restart with the
  * same state dir applies them to the VM's next guest), `set` on a VM with
  * no guest stores them, hostile VM names cannot break the settings file,
- * a broken file stops vrdmad with file:line; vrdmad.conf's errors name
- * file:line and the key (exit 2), and the command line overrides it.
+ * a broken file stops vrdmad with file:line, settings.new is made afresh
+ * (a symlink planted there is not followed) and the file is 0600;
+ * vrdmad.conf's errors name file:line and the key (exit 2), and the
+ * command line overrides it.
  * Every wait is bounded.
  */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,6 +447,99 @@ START_TEST(test_conf_override)
 }
 END_TEST
 
+/* path's whole content is text. */
+static void file_is(const char *path, const char *text)
+{
+	char buf[256];
+	size_t got;
+	FILE *f = fopen(path, "r");
+
+	ck_assert_ptr_nonnull(f);
+	got = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+	ck_assert_str_eq(buf, text);
+}
+
+/* Does path hold a line that starts with pfx (anywhere: in)? */
+static bool file_line_at(const char *path, const char *pfx, bool anywhere)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = anywhere ? strstr(line, pfx) != NULL : !strncmp(line, pfx, strlen(pfx));
+	fclose(f);
+	return found;
+}
+
+static bool file_line(const char *path, const char *pfx)
+{
+	return file_line_at(path, pfx, false);
+}
+
+static bool file_has(const char *path, const char *what)
+{
+	return file_line_at(path, what, true);
+}
+
+/* state/settings: a regular file, owner only, holding a line pfx... */
+static void settings_has(const char *pfx)
+{
+	struct stat st;
+
+	ck_assert_int_eq(lstat(tmp_path("settings"), &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	ck_assert_msg(file_line(tmp_path("settings"), pfx), "settings lack '%s'", pfx);
+	ck_assert_int_eq(lstat(tmp_path("settings.new"), &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+
+/*
+ * The settings file's temporary is made afresh: a symlink planted at
+ * settings.new is removed, not followed (its target keeps its bytes; a
+ * dangling one makes nothing), a crash's leftover is replaced, the file
+ * is 0600.  Each `set` is in the file when vrdmactl returns.
+ */
+START_TEST(test_settings_new_planted)
+{
+	char out[4096], victim[128], made[128], log[128];
+	pid_t d;
+
+	snprintf(victim, sizeof(victim), "%s/victim", T.dir);
+	vdt_write_file(victim, "precious\n");
+	ck_assert_int_eq(symlink(victim, tmp_path("settings.new")), 0);
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set tenant:default guests=10", out, sizeof(out)), 0);
+	file_is(victim, "precious\n");
+	settings_has("tenant default guests=10");
+
+	snprintf(made, sizeof(made), "%s/made", T.dir);
+	ck_assert_int_eq(symlink(made, tmp_path("settings.new")), 0);
+	ck_assert_int_eq(vrdmactl("set tenant:default guests=11", out, sizeof(out)), 0);
+	ck_assert_int_eq(access(made, F_OK), -1);
+	settings_has("tenant default guests=11");
+
+	vdt_write_file(tmp_path("settings.new"), "junk from a crash\n");
+	ck_assert_int_eq(chmod(tmp_path("settings.new"), 0644), 0);
+	ck_assert_int_eq(vrdmactl("set later-vm weight=3", out, sizeof(out)), 0);
+	settings_has("vm later-vm 0 weight=3");
+	settings_has("tenant default guests=11");
+	stop(d);
+	snprintf(log, sizeof(log), "%s/vrdmad.log", T.dir);
+	ck_assert(file_has(log, "settings: removed ") && file_has(log, "left by an earlier run"));
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:default", out, sizeof(out)), 0);
+	has(out, "guests=11 ");
+	stop(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vrdmad_conf");
@@ -458,6 +554,7 @@ int main(void)
 	tcase_add_test(tc, test_hostile_names);
 	tcase_add_test(tc, test_conf_errors);
 	tcase_add_test(tc, test_conf_override);
+	tcase_add_test(tc, test_settings_new_planted);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return ck_run(sr);
