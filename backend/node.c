@@ -256,6 +256,8 @@ void vbe_node_free(struct vbe_node *n)
 
 	if (!n)
 		return;
+	if (n->store_dirty)	/* what the last ticks did not write */
+		vbe_store_save(n);
 	vplat_unwatch(n->plat, VRDMA_XS_BACK_ROOT, n);
 	vbe_tenant_unwatch(n);
 	while ((g = n->guests)) {
@@ -362,5 +364,6 @@ void vbe_node_tick(struct vbe_node *n, int64_t now_ms)
 	vbe_qpn_tick(n, now_ms);
 	vbe_sched_tick(n, now_ms);
 	vbe_vx_tick(n, now_ms);
+	vbe_store_tick(n);
 	vbe_node_flush(n);
 }

@@ -116,12 +116,13 @@ int vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
 	return err;
 }
 
-/* g's settings changed (a watch, its departure): the VM's now, in memory
- * even when the file cannot be written (vbe_store_save logs that). */
+/* g's settings changed (a watch, its departure): the VM's now, in
+ * memory at once, on disk at the next tick (one write for every guest
+ * that left in one rescan). */
 void vbe_prio_keep(struct vbe_guest *g)
 {
 	if (g->vm[0] && vbe_keep_put(g->node, g->vm, g->devid, &g->prio))
-		vbe_store_save(g->node);
+		vbe_store_later(g->node);
 }
 
 /*

@@ -4,9 +4,10 @@
  * and device (the keep table of prio_keep.c) and every tenant's limits
  * (the keys below VPLAT_TENANT_ROOT), in one file, STATE_DIR/settings,
  * so a restarted vrdmad -- or one on a rebooted host -- applies them
- * again.  Written whole at every change, before `vrdmactl set` answers:
- * a temporary beside it, fsync, rename, fsync of the directory, as the
- * policy file.  Loaded once, at start.
+ * again.  Written whole (filesave.c: a temporary beside it, fsync,
+ * rename, fsync of the directory, as the policy file): at a `vrdmactl
+ * set`, before it answers; for changes no one waits for (guests
+ * leaving), at most once per tick.  Loaded once, at start.
  *
  * One line per VM device or tenant, words split by blanks:
  *
@@ -145,9 +146,35 @@ int vbe_store_save(struct vbe_node *n)
 		return 0;
 	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, n->state_dir);
 	err = vbe_file_replace(path, "settings", vbe_store_fill, n);
-	if (err)
+	if (err) {
 		vlog_err("settings: cannot write %s: %s", path, strerror(-err));
-	return err;
+		return err;
+	}
+	n->store_dirty = false;	/* the whole table went: pending changes too */
+	n->store_writes++;
+	return 0;
+}
+
+/*
+ * A change nobody waits for (a guest leaving, an operator's key write):
+ * the file is written at the next tick, once however many came, since
+ * each write is an fsync of the file and of its directory.  `vrdmactl
+ * set` calls vbe_store_save itself: its answer waits for the disk.
+ */
+void vbe_store_later(struct vbe_node *n)
+{
+	if (n->state_dir[0])
+		n->store_dirty = true;
+}
+
+#define VBE_STORE_RETRY_MS	1000	/* a failing disk: one try (and log) a second */
+
+void vbe_store_tick(struct vbe_node *n)
+{
+	if (!n->store_dirty || n->now_ms < n->store_retry_ms)
+		return;
+	if (vbe_store_save(n))
+		n->store_retry_ms = n->now_ms + VBE_STORE_RETRY_MS;
 }
 
 /* ---- load ---- */

@@ -434,6 +434,9 @@ struct vbe_node {
 	} keep[VBE_KEEP_MAX];
 	uint64_t keep_stamp;
 	char state_dir[200];		/* prio_store.c; "" = settings in memory only */
+	bool store_dirty;		/* changes the file lacks: written at the tick */
+	int64_t store_retry_ms;		/* a failed tick's write: not again before */
+	uint64_t store_writes;		/* the file written (tests count them) */
 	struct vbe_rng rng;		/* memory keys (key.c) */
 	/* Tests without a device: DEREG_MRs held as if on an MR lane that
 	 * has run `done` of the `queued` jobs (verbs_dev.c). */
@@ -683,6 +686,8 @@ int  vbe_file_replace(const char *path, const char *what,
 bool vbe_keep_name_ok(const char *s);	/* a VM name the node remembers */
 int  vbe_store_open(struct vbe_node *n, const char *dir);	/* load at start */
 int  vbe_store_save(struct vbe_node *n);	/* the whole file, atomically */
+void vbe_store_later(struct vbe_node *n);	/* written at the next tick */
+void vbe_store_tick(struct vbe_node *n);	/* then, if anything changed */
 
 /* tenant.c */
 extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */

@@ -8,7 +8,10 @@
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "backend_tg.h"
 #include "../backend/vbe.h"
@@ -543,6 +546,135 @@ START_TEST(settings_follow_the_vm)
 }
 END_TEST
 
+/* The node again, keeping its settings in a fresh dir (store_dir). */
+static char store_dir[64];
+
+static void store_node(void)
+{
+	struct vbe_node_cfg cfg = { .node_name = "n1", .plat = dom0 };
+
+	snprintf(store_dir, sizeof(store_dir), "/tmp/vrdma-store-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(store_dir));
+	cfg.state_dir = store_dir;
+	vbe_node_free(node);
+	ck_assert_int_eq(vbe_node_new(&cfg, &node), 0);
+	stub_run();
+}
+
+static void store_rm(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/settings", store_dir);
+	unlink(path);
+	ck_assert_int_eq(rmdir(store_dir), 0);
+}
+
+/* Lines of store_dir/settings that start with pfx. */
+static unsigned store_lines(const char *pfx)
+{
+	char path[128], line[512];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/settings", store_dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, pfx, strlen(pfx));
+	fclose(f);
+	return n;
+}
+
+/* Changes nobody waits for (an operator's key writes, guests leaving)
+ * are written at the next tick, once for all of them; `set` answers
+ * after its own write; a failing write is tried again a second later,
+ * not at every tick. */
+START_TEST(settings_written_once_per_tick)
+{
+	struct tg t[8], x;
+	struct vbe_guest *bg;
+	char vm[32], path[160], line[64];
+	uint64_t w;
+	unsigned i;
+
+	store_node();
+	for (i = 0; i < 8; i++) {
+		snprintf(vm, sizeof(vm), "flood-%u", i);
+		vm_start(&t[i], 20 + i, vm);
+	}
+	w = node->store_writes;
+	for (i = 0; i < 8; i++) {
+		snprintf(path, sizeof(path), "%s/weight", t[i].bdir);
+		snprintf(line, sizeof(line), "%u", i + 2);
+		ck_assert_int_eq(vplat_key_write(dom0, path, line), 0);
+	}
+	stub_run();
+	for (i = 0; i < 8; i++)
+		ck_assert_uint_eq(vbe_node_guest(node, 20 + i, 0)->prio.weight, i + 2);
+	ck_assert_uint_eq(node->store_writes, w);
+	ck_assert_uint_eq(store_lines("vm flood-"), 0);
+	vbe_node_tick(node, 1000);
+	ck_assert_uint_eq(node->store_writes, w + 1);
+	ck_assert_uint_eq(store_lines("vm flood-"), 8);
+	vbe_node_tick(node, 1100);
+	ck_assert_uint_eq(node->store_writes, w + 1);
+
+	/* All leave in one rescan, each with settings the table lacks (as
+	 * after it forgot them): still one write, at the tick. */
+	for (i = 0; i < 8; i++) {
+		bg = vbe_node_guest(node, 20 + i, 0);
+		bg->prio.weight = 50 + i;
+		tg_stop(&t[i]);
+		ck_assert_int_eq(vplat_key_rm(dom0, t[i].bdir), 0);
+		snprintf(path, sizeof(path), "/local/domain/%u", t[i].domid);
+		vplat_key_rm(dom0, path);
+	}
+	stub_run();
+	for (i = 0; i < 8; i++)
+		ck_assert_ptr_null(vbe_node_guest(node, 20 + i, 0));
+	ck_assert_uint_eq(node->store_writes, w + 1);
+	ck_assert_uint_eq(store_lines("vm flood-0 0 weight=50"), 0);
+	vbe_node_tick(node, 1200);
+	ck_assert_uint_eq(node->store_writes, w + 2);
+	ck_assert_uint_eq(store_lines("vm flood-0 0 weight=50"), 1);
+	ck_assert_uint_eq(store_lines("vm flood-7 0 weight=57"), 1);
+
+	/* `set` is on disk when it answers, ticks aside. */
+	ck_assert_int_eq(set("flood-3", "weight=9"), 0);
+	ck_assert_uint_eq(node->store_writes, w + 3);
+	ck_assert_uint_eq(store_lines("vm flood-3 0 weight=9"), 1);
+
+	/* A write that fails (settings.new a directory) keeps the change
+	 * pending and is tried again after VBE_STORE_RETRY_MS. */
+	bg = vm_start(&x, 40, "late");
+	snprintf(path, sizeof(path), "%s/weight", x.bdir);
+	ck_assert_int_eq(vplat_key_write(dom0, path, "4"), 0);
+	stub_run();
+	ck_assert_uint_eq(bg->prio.weight, 4);
+	snprintf(path, sizeof(path), "%s/settings.new", store_dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	vbe_node_tick(node, 2000);
+	ck_assert_uint_eq(node->store_writes, w + 3);
+	ck_assert_int_eq(rmdir(path), 0);
+	vbe_node_tick(node, 2100);
+	ck_assert_uint_eq(node->store_writes, w + 3);
+	vbe_node_tick(node, 3000);
+	ck_assert_uint_eq(node->store_writes, w + 4);
+	ck_assert_uint_eq(store_lines("vm late 0 weight=4"), 1);
+
+	/* What no tick wrote yet is written when the node goes. */
+	bg->prio.weight = 6;
+	vm_leave(&x);
+	ck_assert_uint_eq(store_lines("vm late 0 weight=6"), 0);
+	vbe_node_free(node);
+	node = NULL;
+	ck_assert_uint_eq(store_lines("vm late 0 weight=6"), 1);
+	store_rm();
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -560,6 +692,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, commands_per_second);
 	tcase_add_test(t, bad_values_refused);
 	tcase_add_test(t, settings_follow_the_vm);
+	tcase_add_test(t, settings_written_once_per_tick);
 	suite_add_tcase(s, t);
 	return s;
 }
