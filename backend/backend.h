@@ -37,7 +37,21 @@ struct vbe_node_cfg {
 	/* Issue 13: per-VM settings and tenant limits persist in
 	 * state_dir/settings, loaded now; NULL or "" = in memory only. */
 	const char *state_dir;
+	/* The node's defaults for every tenant without a value of its own
+	 * or in tenant:default (vrdmad.conf [limits]): VBE_TQ_N values,
+	 * VBE_TQ_* order; NULL = the built-in ones. */
+	const uint64_t *tenant_defaults;
 };
+
+/* Tenant limits (docs/tenants.md), named in vbe_tenant_keys as `vrdmactl
+ * set tenant:` takes them. */
+enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
+       VBE_TQ_MRS, VBE_TQ_PAGES, VBE_TQ_CMDS, VBE_TQ_N };
+extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */
+void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N]);	/* built in */
+/* val (a number, mem also K/M/G/T) for limit q: 0, or -EINVAL. */
+int  vbe_tenant_parse(unsigned q, const char *val, uint64_t *out);
+uint64_t vbe_tenant_max(unsigned q);	/* the largest value q takes */
 
 /* Wait (bounded) until the kernel's CSPRNG is seeded: memory keys take
  * random bytes without ever blocking, so a daemon waits here once, at

@@ -190,11 +190,15 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 {
 	struct vbe_node *n;
+	unsigned q;
 	int err;
 
 	if (!cfg->plat || !cfg->node_name ||
 	    strnlen(cfg->node_name, VRDMA_NAME_MAX) >= VRDMA_NAME_MAX)
 		return -EINVAL;
+	for (q = 0; cfg->tenant_defaults && q < VBE_TQ_N; q++)
+		if (cfg->tenant_defaults[q] > vbe_tenant_max(q))
+			return -EINVAL;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -207,6 +211,10 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	n->dev_max = VBE_DEV_BYTES;
 	n->poll_wrs = VBE_POLL_WRS;
 	n->poll_reqs = VBE_POLL_REQS;
+	if (cfg->tenant_defaults)
+		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
+	else
+		vbe_tenant_defaults(n->tenant_def);
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
 	if (!n->qpn_map) {
 		free(n);

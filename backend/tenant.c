@@ -7,9 +7,10 @@
  * pending CONNECTs, QPs and registered bytes are summed over its guests
  * and checked where each is asked for.  Limits are keys
  * (VPLAT_TENANT_ROOT/<tenant>/<key>, then .../default/<key>, then the
- * built-in defaults), cached per tenant and re-read after the watch on
- * VPLAT_TENANT_ROOT fired, so `vrdmactl set` and an operator's key write
- * both apply to the next request.
+ * node's defaults: vrdmad.conf's [limits], else built in), cached per
+ * tenant and re-read after the watch on VPLAT_TENANT_ROOT fired, so
+ * `vrdmactl set` and an operator's key write both apply to the next
+ * request.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ const char *const vbe_tenant_keys[] = {
 	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,
 };
 
-static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
+static const uint64_t vbe_tenant_top[VBE_TQ_N] = {
 	[VBE_TQ_GUESTS] = 256, [VBE_TQ_LISTENERS] = VBE_MAX_LISTENERS,
 	[VBE_TQ_CONNS] = VBE_MAX_CONNS, [VBE_TQ_QPS] = 1u << 24,	/* QPNs */
 	[VBE_TQ_MEM] = 1ull << 50,
@@ -31,6 +32,11 @@ static const uint64_t vbe_tenant_max[VBE_TQ_N] = {
 	[VBE_TQ_PAGES] = 256u * VBE_MAX_PAGES,
 	[VBE_TQ_CMDS] = 1000000,		/* per second, as a guest's */
 };
+
+uint64_t vbe_tenant_max(unsigned q)
+{
+	return q < VBE_TQ_N ? vbe_tenant_top[q] : 0;
+}
 
 void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 {
@@ -141,7 +147,7 @@ int vbe_tenant_parse(unsigned q, const char *val, uint64_t *out)
 	const char *e;
 	uint64_t v;
 
-	if (vbe_prio_size(val, &e, &v) || *e || v > vbe_tenant_max[q])
+	if (vbe_prio_size(val, &e, &v) || *e || v > vbe_tenant_top[q])
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -157,7 +163,7 @@ static bool vbe_tenant_key(struct vbe_node *n, const char *dir, unsigned q, uint
 		return false;
 	if (vbe_tenant_parse(q, val, out)) {
 		vlog_warn("backend: %s is '%s': not 0..%llu, ignored", path, val,
-			  (unsigned long long)vbe_tenant_max[q]);
+			  (unsigned long long)vbe_tenant_top[q]);
 		return false;
 	}
 	return true;
@@ -169,7 +175,7 @@ void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_
 {
 	unsigned q;
 
-	vbe_tenant_defaults(lim);
+	memcpy(lim, n->tenant_def, sizeof(n->tenant_def));
 	for (q = 0; q < VBE_TQ_N; q++) {
 		bool mine = vbe_tenant_key(n, tenant, q, &lim[q]);
 
@@ -436,8 +442,9 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 }
 
 /* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N
- * pages=N cmds=N; a
- * tenant's value `default` drops its own key.  All or nothing. */
+ * pages=N cmds=N; the value `default` drops the key (a tenant's: then
+ * tenant:default's applies; tenant:default's: then the node's, from
+ * vrdmad.conf [limits] or built in).  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
 		   struct vout *o)
 {
@@ -456,13 +463,12 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
 		if (vbe_tenant_word(kv[i], &q, &v))
 			return vout_err(o, -ENOENT, "set: unknown tenant key in '%.64s' (allowed: "
 					"guests listeners conns qps mem cqs mrs pages cmds)", kv[i]);
-		if (!strcmp(v, "default") && strcmp(tenant, "default"))
+		if (!strcmp(v, "default"))
 			continue;
 		if (vbe_tenant_parse(q, v, &x))
-			return vout_err(o, -EINVAL, "set: bad %s '%.64s' (allowed: 0..%llu%s)",
-					vbe_tenant_keys[q], v,
-					(unsigned long long)vbe_tenant_max[q],
-					strcmp(tenant, "default") ? " or default" : "");
+			return vout_err(o, -EINVAL, "set: bad %s '%.64s' (allowed: 0..%llu "
+					"or default)", vbe_tenant_keys[q], v,
+					(unsigned long long)vbe_tenant_top[q]);
 	}
 	for (i = 0; i < nkv; i++) {
 		vbe_tenant_word(kv[i], &q, &v);

@@ -76,9 +76,8 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_TENANT_MEM		(16ull * VBE_PRIO_MEM_DEF)
 #define VBE_TENANT_CQS		(16u * VBE_MAX_CQS)
 #define VBE_TENANT_MRS		(16u * VBE_MAX_MRS)
-enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
-       VBE_TQ_MRS, VBE_TQ_PAGES, VBE_TQ_CMDS, VBE_TQ_N };
-/* cmds is a rate (commands per second, 0 = off), not a count. */
+/* VBE_TQ_* (backend.h); cmds is a rate (commands per second, 0 = off),
+ * not a count. */
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_TENANT_PAGES	(16u * VBE_MAX_PAGES)	/* mapped in dom0: 16 GiB */
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
@@ -394,6 +393,7 @@ struct vbe_node {
 	void *fd_arg;
 	struct vbe_guest *guests;
 	struct vbe_tenant *tenants;	/* of the guests, issue 12 */
+	uint64_t tenant_def[VBE_TQ_N];	/* below tenant:default's keys */
 	struct vbe_policy *pol;		/* connect policy (policy.c) */
 	uint32_t next_qpn;
 	uint64_t next_conn_id;
@@ -690,14 +690,11 @@ void vbe_store_later(struct vbe_node *n);	/* written at the next tick */
 void vbe_store_tick(struct vbe_node *n);	/* then, if anything changed */
 
 /* tenant.c */
-extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */
 bool vbe_tenant_name_ok(const char *s);
 int  vbe_tenant_watch(struct vbe_node *n);	/* limits re-read on change */
 void vbe_tenant_unwatch(struct vbe_node *n);
 int  vbe_tenant_init(struct vbe_guest *g);	/* joins its `tenant` or dom<N> */
 void vbe_tenant_fini(struct vbe_guest *g);	/* leaves (before it is freed) */
-void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N]);
-int  vbe_tenant_parse(unsigned q, const char *val, uint64_t *out);
 void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_TQ_N],
 		       bool own[VBE_TQ_N]);
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);

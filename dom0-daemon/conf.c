@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * vrdmad.conf (issue 13, vrdmad.conf(5)): INI, read by libinih (Debian's
- * libinih-dev), one section [vrdmad] whose keys are vrdmad's long options.
- * Strict: an unknown section or key, a key given twice or a bad value is
- * an error naming FILE:LINE and the key, as a bad policy file is.  inih
+ * libinih-dev): [vrdmad], whose keys are vrdmad's long options, and
+ * [limits], the node's default tenant limits (named as `vrdmactl set
+ * tenant:default` names them).  Strict: an unknown section or key, a
+ * key given twice or a bad value is an error naming FILE:LINE and the
+ * key, as a bad policy file is.  inih
  * gives its handler no line number in Debian's build, so the file is
  * read through our own line reader, which counts.
  */
@@ -26,7 +28,7 @@ struct vd_conf_rd {
 	unsigned line;		/* of the line inih has now */
 	unsigned err_line;	/* first error of ours, 0 = none */
 	char err[320];
-	unsigned seen;		/* keys given, by bit in vd_conf_keys order */
+	unsigned seen;		/* [vrdmad] keys given, by bit in vd_conf_keys order */
 };
 
 static const char *const vd_conf_keys[] = {
@@ -110,6 +112,27 @@ static int vd_conf_str(char **dst, const char *val)
 	return 0;
 }
 
+/* [limits] name = val: one of the tenant limits, in its range. */
+static int vd_conf_limit(struct vd_conf_rd *r, const char *name, const char *val)
+{
+	struct vd_conf *c = r->c;
+	unsigned q;
+
+	for (q = 0; vbe_tenant_keys[q] && strcmp(name, vbe_tenant_keys[q]); q++)
+		;
+	if (!vbe_tenant_keys[q])
+		return vd_conf_bad(r, "unknown key '%s' in [limits] (allowed: guests listeners "
+				   "conns qps mem cqs mrs pages cmds)", name);
+	if (c->limits_set & 1u << q)
+		return vd_conf_bad(r, "key '%s' given twice", name);
+	c->limits_set |= 1u << q;
+	if (vbe_tenant_parse(q, val, &c->limits[q]))
+		return vd_conf_bad(r, "%s: bad value '%.64s' (0..%llu%s)", name, val,
+				   (unsigned long long)vbe_tenant_max(q),
+				   !strcmp(name, "mem") ? ", K/M/G/T" : "");
+	return 1;
+}
+
 static int vd_conf_key(void *user, const char *section, const char *name, const char *val)
 {
 	struct vd_conf_rd *r = user;
@@ -118,9 +141,11 @@ static int vd_conf_key(void *user, const char *section, const char *name, const 
 	const char *why;
 	unsigned k;
 
+	if (!strcmp(section, "limits"))
+		return vd_conf_limit(r, name, val);
 	if (strcmp(section, "vrdmad"))
-		return vd_conf_bad(r, "key '%s' in section [%s]: every key is in [vrdmad]",
-				   name, section);
+		return vd_conf_bad(r, "key '%s' in section [%s]: the sections are [vrdmad] "
+				   "and [limits]", name, section);
 	for (k = 0; vd_conf_keys[k] && strcmp(name, vd_conf_keys[k]); k++)
 		;
 	if (!vd_conf_keys[k])
@@ -196,7 +221,7 @@ int vd_conf_load(struct vd_conf *c, const char *path, bool must_exist)
 		return 0;
 	if (line > 0 && (!r.err_line || (unsigned)line < r.err_line))
 		fprintf(stderr, "vrdmad: %s:%d: syntax error (want `key = value`, "
-			"`[vrdmad]` or a `#` comment)\n", path, line);
+			"`[vrdmad]`, `[limits]` or a `#` comment)\n", path, line);
 	else if (r.err_line)
 		fprintf(stderr, "vrdmad: %s:%u: %s\n", path, r.err_line, r.err);
 	else

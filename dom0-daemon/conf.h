@@ -4,6 +4,9 @@
 #define VRDMA_VD_CONF_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "../backend/backend.h"	/* VBE_TQ_* */
 
 #ifndef VD_CONF_DEF
 #define VD_CONF_DEF		"/etc/vrdma/vrdmad.conf"
@@ -27,6 +30,10 @@ struct vd_conf {
 	/* attach: the domain attach policy, none | all | name:GLOB | marker,
 	 * checked by vd_attach_policy_parse (attach.h) as --attach is. */
 	char *attach;
+	/* [limits]: the node's default tenant limits, vbe_tenant_keys
+	 * order; bit q of limits_set: the file gave limit q. */
+	uint64_t limits[VBE_TQ_N];
+	unsigned limits_set;
 };
 
 /*

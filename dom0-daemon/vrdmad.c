@@ -241,11 +241,15 @@ static int vd_path(char *buf, size_t len, const char *dir, const char *name)
 
 static int vd_start(struct vd_daemon *d, unsigned spin_us)
 {
-	struct vplat_cfg pcfg = { .role = VPLAT_DOM0_ROLE, .run_dir = d->run_dir };
+	struct vplat_cfg pcfg = {
+		.role = VPLAT_DOM0_ROLE, .run_dir = d->run_dir,
+		.tenant_guests = d->limits ? &d->tenant_guests : NULL,
+	};
 	struct vbe_node_cfg ncfg = {
 		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
 		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
 		.policy_path = d->policy_path, .state_dir = d->state_dir,
+		.tenant_defaults = d->limits,
 	};
 	int err;
 
@@ -380,6 +384,19 @@ static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
 		*rt_prio = c->rt_prio;
 	if (vlog_level != VLOG_DEBUG && c->verbose_set && c->verbose)
 		vlog_level = VLOG_DEBUG;
+	/* [limits] replace the built-in defaults; tenant:default's keys
+	 * (vrdmactl set, kept in the settings file) still override them. */
+	if (c->limits_set) {
+		uint64_t def[VBE_TQ_N];
+		unsigned q;
+
+		vbe_tenant_defaults(def);
+		for (q = 0; q < VBE_TQ_N; q++)
+			if (!(c->limits_set & 1u << q))
+				c->limits[q] = def[q];
+		d->limits = c->limits;
+		d->tenant_guests = (unsigned)c->limits[VBE_TQ_GUESTS];	/* 0..256 */
+	}
 	/* checked when the file was read */
 	if (!vd_attach_set && c->attach &&
 	    vd_attach_policy_parse(c->attach, &d->attach, NULL))

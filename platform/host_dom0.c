@@ -421,7 +421,8 @@ static void hd_guest_readable(struct hd_guest *g, long *fds_free)
 }
 
 /* A tenant's limit on connected guests: its own key, the default key, or
- * VPLAT_TENANT_GUESTS (docs/tenants.md). */
+ * the node's default (vrdmad.conf [limits], else VPLAT_TENANT_GUESTS;
+ * docs/tenants.md). */
 static unsigned hd_tenant_max(struct hd *d, const char *tenant)
 {
 	char path[VPLAT_KEY_MAX], val[16], *e;
@@ -431,10 +432,10 @@ static unsigned hd_tenant_max(struct hd *d, const char *tenant)
 	if (ks_read(d->ks, path, val, sizeof(val)) < 0) {
 		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/default/guests");
 		if (ks_read(d->ks, path, val, sizeof(val)) < 0)
-			return VPLAT_TENANT_GUESTS;
+			return d->tenant_guests;
 	}
 	v = strtoul(val, &e, 10);
-	return *e || !val[0] || v > HD_MAX_GUESTS ? VPLAT_TENANT_GUESTS : (unsigned)v;
+	return *e || !val[0] || v > HD_MAX_GUESTS ? d->tenant_guests : (unsigned)v;
 }
 
 /*
@@ -586,6 +587,9 @@ static int hd_open(const struct vplat_cfg *cfg, struct vplat **out)
 	d->next_domid = 1;
 	d->levq_tail = &d->levq;
 	d->max_pages = HD_MAX_PAGES;
+	d->tenant_guests = VPLAT_TENANT_GUESTS;
+	if (cfg->tenant_guests && *cfg->tenant_guests <= HD_MAX_GUESTS)
+		d->tenant_guests = *cfg->tenant_guests;
 	hd_fd_caps(d);
 	e = getenv("VRDMA_MAX_GUEST_PAGES");
 	if (e && *e)

@@ -90,6 +90,7 @@ struct hd {
 	unsigned nrefused;
 	uint32_t next_domid;
 	uint64_t max_pages;
+	unsigned tenant_guests;		/* with no key: vplat_cfg's, else the built-in */
 	/* Per-guest fd caps from RLIMIT_NOFILE (review I1): a guest cannot
 	 * drive vrdmad to EMFILE, where every guest's SCM_RIGHTS would fail. */
 	uint32_t max_shares, max_chans;

@@ -54,6 +54,9 @@ struct vplat_cfg {
 	const char *kind;	/* "host", "xen" or NULL = env VRDMA_PLATFORM, else
 				 * auto: "xen" when the Xen devices are there */
 	const char *run_dir;	/* host: socket dir; NULL = env VRDMA_RUN_DIR or /run/vrdma */
+	/* dom0, host: a tenant's limit on guests where no key sets one
+	 * (vrdmad.conf [limits]); NULL = VPLAT_TENANT_GUESTS. */
+	const unsigned *tenant_guests;
 };
 
 /* Open / close.  A guest's open connects to its dom0 (host: vrdmad). */

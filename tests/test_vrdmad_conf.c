@@ -6,8 +6,8 @@
  * no guest stores them, hostile VM names cannot break the settings file,
  * a broken file stops vrdmad with file:line, settings.new is made afresh
  * (a symlink planted there is not followed) and the file is 0600;
- * vrdmad.conf's errors name file:line and the key (exit 2), and the
- * command line overrides it.
+ * vrdmad.conf's errors name file:line and the key (exit 2), the command
+ * line overrides it, and its [limits] are the node's tenant defaults.
  * Every wait is bounded.
  */
 #include <check.h>
@@ -384,6 +384,23 @@ START_TEST(test_conf_errors)
 	has(out, "vrdmad.conf:2: syntax error");
 	ck_assert_int_eq(run_conf("[vrdmad]\nnode = a\n  b\n", "", out, sizeof(out)), 2);
 	has(out, "vrdmad.conf:3: a line that starts with a blank");
+	/* [limits]: the tenant limits, each in its range. */
+	ck_assert_int_eq(run_conf("[vrdmad]\nnode = a\n\n[limits]\nguests = 300\n", "", out,
+				  sizeof(out)), 2);
+	snprintf(want, sizeof(want), "%s/vrdmad.conf:5: guests: bad value '300' (0..256)",
+		 T.dir);
+	has(out, want);
+	ck_assert_int_eq(run_conf("[limits]\nmem = 2P\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: mem: bad value '2P' (0..1125899906842624, K/M/G/T)");
+	ck_assert_int_eq(run_conf("[limits]\nqps = -1\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: qps: bad value '-1'");
+	ck_assert_int_eq(run_conf("[limits]\nguests = 3\nguests = 4\n", "", out,
+				  sizeof(out)), 2);
+	has(out, "vrdmad.conf:3: key 'guests' given twice");
+	ck_assert_int_eq(run_conf("[limits]\nnode = a\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: unknown key 'node' in [limits] (allowed: guests");
+	ck_assert_int_eq(run_conf("[vrdmad]\nguests = 3\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: unknown key 'guests'");
 	/* An explicit file must exist. */
 	ck_assert_int_eq(run_conf("", "-c /nonexistent/vrdmad.conf", out, sizeof(out)), 2);
 	has(out, "/nonexistent/vrdmad.conf: No such file");
@@ -540,6 +557,103 @@ START_TEST(test_settings_new_planted)
 }
 END_TEST
 
+/* Runs of vrdmad for test_conf_limits: -c conf, `get tenant:default`
+ * into out, stopped. */
+static void limits_of(const char *conf, char *out, size_t len)
+{
+	pid_t d = start_args("-c", conf, "-S", T.dir, NULL);
+
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:default", out, len), 0);
+	stop(d);
+}
+
+/*
+ * [limits]: the node's defaults from the file, for every tenant without
+ * its own; the plain host's platform counts guests against them too;
+ * tenant:default's keys win, and their `default` drops back to the file.
+ */
+START_TEST(test_conf_limits)
+{
+	char text[512], conf[128], out[4096], out2[4096], want[64], log[128], vm[16],
+	     line[256];
+	pid_t d, g[4];
+	unsigned i;
+	int st;
+	FILE *in, *f;
+	bool lim = false;
+
+	snprintf(text, sizeof(text),
+		 "[vrdmad]\nrun_dir = %s\nstate_dir = %s\n\n[limits]\nguests = 3\n"
+		 "listeners = 5 ; few\nmem = 1G\n", T.dir, state);
+	snprintf(conf, sizeof(conf), "%s/vrdmad.conf", T.dir);
+	vdt_write_file(conf, text);
+	d = start_args("-c", conf, NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:default", out, sizeof(out)), 0);
+	has(out, "tenant=default guests=3 listeners=5 conns=64 qps=16384 mem=1073741824 ");
+	ck_assert_int_eq(vrdmactl("get tenant:uid4242", out, sizeof(out)), 0);
+	has(out, "guests=0/3(default) listeners=0/5(default) conns=0/64(default) ");
+
+	/* Our uid's guests: the third fits, the fourth is refused. */
+	for (i = 0; i < 3; i++) {
+		snprintf(vm, sizeof(vm), "lim-%u", i);
+		g[i] = start_guest(vm, vm);
+	}
+	snprintf(want, sizeof(want), "get tenant:uid%u", (unsigned)getuid());
+	for (i = 0; i < WAIT_MS / 50; i++) {
+		if (vrdmactl(want, out, sizeof(out)) == 0 && strstr(out, "guests=3/3(default)"))
+			break;
+		vdt_sleep_ms(50);
+	}
+	has(out, "guests=3/3(default)");
+	g[3] = start_guest("lim-3", "lim-3");
+	st = wait_exit(g[3]);
+	ck_assert_msg(st > 0 && st < 128, "the fourth guest: exit %d", st);
+	snprintf(log, sizeof(log), "%s/bw.log", T.dir);
+	ck_assert(file_has(log, "vrdma_open: Too many users"));
+	for (i = 0; i < 3; i++)
+		stop_guest(g[i]);
+
+	/* tenant:default's own key wins; its `default` drops back to 3. */
+	ck_assert_int_eq(vrdmactl("set tenant:default guests=5", out, sizeof(out)), 0);
+	has(out, "tenant=default guests=5 ");
+	ck_assert_int_eq(vrdmactl("set tenant:default guests=default", out, sizeof(out)), 0);
+	has(out, "tenant=default guests=3 ");
+	stop(d);
+	ck_assert(!file_line(tmp_path("settings"), "tenant default"));
+	d = start_args("-c", conf, NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("get tenant:default", out, sizeof(out)), 0);
+	has(out, "tenant=default guests=3 listeners=5 ");
+	stop(d);
+
+	/* The shipped file's commented [limits] are the built-in values:
+	 * uncommented, they change nothing. */
+	limits_of("dom0-daemon/vrdmad.conf", out, sizeof(out));
+	in = fopen("dom0-daemon/vrdmad.conf", "r");
+	ck_assert_ptr_nonnull(in);
+	f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; fgets(line, sizeof(line), in);) {
+		if (line[0] == '[')
+			lim = !strncmp(line, "[limits]", 8);
+		if (lim && line[0] == '#' && line[1] >= 'a' && line[1] <= 'z' &&
+		    strstr(line, " = ")) {
+			fputs(line + 1, f);
+			i++;
+		} else {
+			fputs(line, f);
+		}
+	}
+	fclose(in);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_uint_eq(i, 9);	/* every limit */
+	limits_of(conf, out2, sizeof(out2));
+	ck_assert_str_eq(out2, out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vrdmad_conf");
@@ -554,6 +668,7 @@ int main(void)
 	tcase_add_test(tc, test_hostile_names);
 	tcase_add_test(tc, test_conf_errors);
 	tcase_add_test(tc, test_conf_override);
+	tcase_add_test(tc, test_conf_limits);
 	tcase_add_test(tc, test_settings_new_planted);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
