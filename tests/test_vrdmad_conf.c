@@ -4,10 +4,8 @@
  * per-VM settings and tenant limits outlive vrdmad (a restart with the
  * same state dir applies them to the VM's next guest), `set` on a VM with
  * no guest stores them, hostile VM names cannot break the settings file,
- * a broken file stops vrdmad with file:line, settings.new is made afresh
- * (a symlink planted there is not followed) and the file is 0600;
- * vrdmad.conf's errors name file:line and the key (exit 2), the command
- * line overrides it, and its [limits] are the node's tenant defaults.
+ * a broken file stops vrdmad with file:line; vrdmad.conf's errors name
+ * file:line and the key (exit 2), and the command line overrides it.
  * Every wait is bounded.
  */
 #include <check.h>
