@@ -11,6 +11,7 @@
 #ifndef VRDMA_BACKEND_H
 #define VRDMA_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -97,6 +98,17 @@ int  vbe_node_prio_get(struct vbe_node *n, const char *vm, struct vout *o);
  * quotas summed over a tenant's guests.  May domain domid be given one
  * more device (`vrdmactl attach`)?  0, or -EUSERS with the error in o. */
 int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, struct vout *o);
+/*
+ * Issue 13: the operator's `vrdmactl detach` of VM vm's device 0, kept by
+ * VM name in the settings file until `vrdmactl attach` (on false); the
+ * attach policy leaves such a VM alone, across restarts.  set: 0 once on
+ * disk (or the node keeps no file), -EINVAL for a name the file cannot
+ * hold, -ENOSPC past VBE_DETACHED_MAX VMs, -errno with nothing changed.
+ */
+int  vbe_node_detached_set(struct vbe_node *n, const char *vm, bool on);
+bool vbe_node_detached(const struct vbe_node *n, const char *vm);
+/* `vrdmactl attach-policy`: those VMs. */
+void vbe_node_detached_show(const struct vbe_node *n, struct vout *o);
 /* `vrdmactl policy [show | check F T | change...]` (docs/tenants.md):
  * a change is saved to the policy file before it applies.  0 / -errno
  * with the error in o. */

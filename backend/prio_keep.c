@@ -15,12 +15,15 @@
  * Issue 13: the table holds every VM's settings, running or not (a
  * change to a live guest's is written through), and prio_store.c keeps
  * it on disk, so it outlives vrdmad too; `vrdmactl set` on a VM with no
- * guest changes it alone.
+ * guest changes it alone.  The VMs the operator detached are kept
+ * there too, by name (vbe_node_detached_set).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "log.h"
 #include "vbe.h"
+#include "vout.h"
 
 /* The domain's name: "" when it has none (then nothing is remembered). */
 static void vbe_keep_name(struct vbe_guest *g)
@@ -154,4 +157,69 @@ void vbe_prio_recall(struct vbe_guest *g)
 	}
 	vlog_info("guest %u device %u: settings of VM '%s' restored", g->domid,
 		  g->devid, g->vm);
+}
+
+/* ---- VMs the operator detached (issue 13) ---- */
+
+static int vbe_detached_find(const struct vbe_node *n, const char *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_DETACHED_MAX; i++)
+		if (n->detached[i][0] && !strcmp(n->detached[i], vm))
+			return (int)i;
+	return -1;
+}
+
+int vbe_detached_put(struct vbe_node *n, const char *vm, bool on)
+{
+	int i = vbe_detached_find(n, vm);
+
+	if (!on || i >= 0) {
+		if (i >= 0 && !on)
+			n->detached[i][0] = '\0';
+		return (i >= 0) != on;
+	}
+	for (i = 0; i < VBE_DETACHED_MAX && n->detached[i][0]; i++)
+		;
+	if (i == VBE_DETACHED_MAX)
+		return -ENOSPC;	/* not the oldest forgotten: each is a decision */
+	strcpy(n->detached[i], vm);
+	return 1;
+}
+
+bool vbe_node_detached(const struct vbe_node *n, const char *vm)
+{
+	return vbe_detached_find(n, vm) >= 0;
+}
+
+int vbe_node_detached_set(struct vbe_node *n, const char *vm, bool on)
+{
+	int r, err;
+
+	if (!vbe_keep_name_ok(vm))
+		return -EINVAL;
+	r = vbe_detached_put(n, vm, on);
+	if (r <= 0)
+		return r;
+	err = vbe_store_save(n);
+	if (err)
+		vbe_detached_put(n, vm, !on);	/* as it was; room is there */
+	return err;
+}
+
+void vbe_node_detached_show(const struct vbe_node *n, struct vout *o)
+{
+	unsigned i, k = 0;
+
+	vout_arr(o, "detached_vms");
+	for (i = 0; i < VBE_DETACHED_MAX; i++) {
+		if (!n->detached[i][0])
+			continue;
+		vout_str(o, NULL, n->detached[i], "%s%s", k++ ? " " : "VMs detached by the "
+			 "operator (kept until vrdmactl attach): ", n->detached[i]);
+	}
+	vout_end(o);
+	if (k)
+		vout_text(o, "\n");
 }

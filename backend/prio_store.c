@@ -9,11 +9,16 @@
  * set`, before it answers; for changes no one waits for (guests
  * leaving), at most once per tick.  Loaded once, at start.
  *
- * One line per VM device or tenant, words split by blanks:
+ * One line per VM device, tenant or detached VM, words split by blanks:
  *
+ *     version 2                         first, when a line below needs it
  *     vm NAME DEVID key=value...        keys of vbe_prio_keys, defaults left out
  *     tenant NAME key=value...          keys of vbe_tenant_keys
+ *     detached NAME                     `vrdmactl detach` of its device 0 (v2)
  *
+ * No version line is version 1 (vrdma 1.0: vm and tenant lines), which
+ * is what is written while no VM is detached, so 1.0 reads such a file; a
+ * version above VBE_STORE_VERSION is refused, naming it.
  * VM names are what vbe_keep_name accepts (printable ASCII, no blank,
  * under VBE_VM_NAME) and tenant names what vbe_tenant_name_ok accepts, so
  * no word needs quoting; a file with anything else is refused whole, with
@@ -31,6 +36,7 @@
 
 #define VBE_STORE_NAME	"settings"
 #define VBE_STORE_WORDS	(2 + 16)
+#define VBE_STORE_VERSION	2	/* the highest this vrdmad reads */
 
 bool vbe_keep_name_ok(const char *s)
 {
@@ -127,12 +133,27 @@ static int vbe_store_tenants(const struct vbe_node *n, FILE *f)
 	return err;
 }
 
+static void vbe_store_detached(const struct vbe_node *n, FILE *f)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_DETACHED_MAX; i++)
+		if (n->detached[i][0])
+			fprintf(f, "detached %s\n", n->detached[i]);
+}
+
 static int vbe_store_fill(FILE *f, void *arg)
 {
 	struct vbe_node *n = arg;
+	unsigned i;
 
 	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
+	for (i = 0; i < VBE_DETACHED_MAX && !n->detached[i][0]; i++)
+		;
+	if (i < VBE_DETACHED_MAX)	/* else version 1: vrdma 1.0 reads it */
+		fprintf(f, "version %d\n", VBE_STORE_VERSION);
 	vbe_store_vms(n, f);
+	vbe_store_detached(n, f);
 	return vbe_store_tenants(n, f);
 }
 
@@ -264,6 +285,44 @@ static int vbe_store_tenant(struct vbe_node *n, int argc, char **argv, const cha
 	return 0;
 }
 
+static int vbe_store_version(int argc, char **argv, const char **why)
+{
+	static char buf[128];	/* at start, one thread */
+	unsigned long v;
+	char *e;
+
+	errno = 0;
+	v = argc == 2 ? strtoul(argv[1], &e, 10) : 0;
+	if (argc != 2 || errno || e == argv[1] || *e || !v) {
+		*why = "want: version N";
+		return -EINVAL;
+	}
+	if (v > VBE_STORE_VERSION) {
+		snprintf(buf, sizeof(buf), "version %lu: written by a newer vrdmad (this one "
+			 "reads versions 1 to %d)", v, VBE_STORE_VERSION);
+		*why = buf;
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
+}
+
+static int vbe_store_detached_vm(struct vbe_node *n, int argc, char **argv,
+				 const char **why)
+{
+	int r;
+
+	if (argc != 2 || !vbe_keep_name_ok(argv[1])) {
+		*why = "want: detached NAME (NAME printable, no blank, under 64 bytes)";
+		return -EINVAL;
+	}
+	r = vbe_detached_put(n, argv[1], true);
+	if (r == 0)
+		*why = "that VM is given twice";
+	else if (r < 0)
+		*why = "more detached VMs than vrdmad keeps (256)";
+	return r > 0 ? 0 : r ? r : -EINVAL;
+}
+
 static int vbe_store_line(struct vbe_node *n, char *line, const char **why)
 {
 	char *argv[VBE_STORE_WORDS], *save = NULL, *tok;
@@ -282,7 +341,11 @@ static int vbe_store_line(struct vbe_node *n, char *line, const char **why)
 		return vbe_store_vm(n, argc, argv, why);
 	if (!strcmp(argv[0], "tenant"))
 		return vbe_store_tenant(n, argc, argv, why);
-	*why = "a line starts with vm or tenant";
+	if (!strcmp(argv[0], "detached"))
+		return vbe_store_detached_vm(n, argc, argv, why);
+	if (!strcmp(argv[0], "version"))
+		return vbe_store_version(argc, argv, why);
+	*why = "a line starts with version, vm, tenant or detached";
 	return -EINVAL;
 }
 
@@ -294,7 +357,7 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 {
 	char path[sizeof(n->state_dir) + 16], line[2048];
 	const char *why = NULL;
-	unsigned lineno = 0, nvm = 0, i;
+	unsigned lineno = 0, nvm = 0, ndet = 0, i;
 	int err = 0;
 	FILE *f;
 
@@ -337,6 +400,8 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 	}
 	for (i = 0; i < VBE_KEEP_MAX; i++)
 		nvm += !!n->keep[i].vm[0];
-	vlog_info("settings: %s: %u VM devices", path, nvm);
+	for (i = 0; i < VBE_DETACHED_MAX; i++)
+		ndet += !!n->detached[i][0];
+	vlog_info("settings: %s: %u VM devices, %u VMs detached", path, nvm, ndet);
 	return 0;
 }

@@ -113,6 +113,7 @@ enum vbe_class { VBE_CLASS_HIGH, VBE_CLASS_NORMAL, VBE_CLASS_LOW, VBE_NCLASS };
 #define VBE_PRIO_CMDS_MAX	1000000
 #define VBE_KEEP_MAX		256	/* VMs whose settings are remembered */
 #define VBE_VM_NAME		64	/* longest VM name remembered */
+#define VBE_DETACHED_MAX	256	/* VMs the operator detached, kept */
 
 #define VBE_QPN_BUCKETS		4096
 
@@ -433,6 +434,8 @@ struct vbe_node {
 		uint64_t stamp;		/* last use, for replacement */
 	} keep[VBE_KEEP_MAX];
 	uint64_t keep_stamp;
+	/* VMs whose device 0 the operator detached (prio_keep.c), "" = free */
+	char detached[VBE_DETACHED_MAX][VBE_VM_NAME];
 	char state_dir[200];		/* prio_store.c; "" = settings in memory only */
 	bool store_dirty;		/* changes the file lacks: written at the tick */
 	int64_t store_retry_ms;		/* a failed tick's write: not again before */
@@ -675,6 +678,8 @@ int  vbe_keep_put(struct vbe_node *n, const char *vm, uint32_t devid,
 		  const struct vbe_prio *p);	/* 1: changed */
 int  vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
 		    const struct vbe_prio *p);	/* put, then on disk */
+/* VM vm detached (on) or not: 1 changed, 0 already so, -ENOSPC full. */
+int  vbe_detached_put(struct vbe_node *n, const char *vm, bool on);
 
 /* filesave.c: replace a kept file whole (temp, fsync, rename, dir fsync);
  * fill writes the content, 0 / -errno.  what names it in the log. */

@@ -2,13 +2,16 @@
 /*
  * Attach policy (attach.h): parse, match, and the watches that apply it.
  *
- * Every @introduceDomain or @releaseDomain event lists /local/domain:
+ * A @introduceDomain or @releaseDomain event only marks the domain list
+ * dirty; vd_auto_run, once per event-loop pass, lists /local/domain:
  * domains not seen before are decided, domains gone are forgotten (their
  * devices are the backend's business: it tears a guest down when its
- * frontend dir goes).  xl writes a domain's `name` before it introduces
- * the domain; a name still missing is looked for again on each event and
- * tick, for VD_ATTACH_NAME_WAIT_MS.  Under `marker`, a domain without its
- * marker gets a watch on the marker key until it has one or goes.
+ * frontend dir goes).  Domains are indexed by domid (a table of 256-domid
+ * chunks), so a listing costs one lookup a domain.  xl writes a domain's
+ * `name` before it introduces the domain; a name still missing is looked
+ * for again on each listing and tick, for VD_ATTACH_NAME_WAIT_MS.  Under
+ * `marker`, a domain whose marker is not "1" gets a watch on the marker
+ * key until it is, or the domain goes.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -26,39 +29,50 @@
 #define VD_AUTO_LIST_MAX	(256u << 10)	/* 32752 domids of 5 digits fit */
 #define VD_AUTO_DOMID_MAX	0x7ff0u		/* DOMID_FIRST_RESERVED */
 #define VD_AUTO_NAME		64		/* shown, with its NUL */
+#define VD_AUTO_CHUNK		256		/* domids per index chunk */
+#define VD_AUTO_CHUNKS		((VD_AUTO_DOMID_MAX + VD_AUTO_CHUNK - 1) / VD_AUTO_CHUNK)
 
 enum vd_dom_state {
 	VD_DOM_WAIT,		/* name or marker not there yet */
-	VD_DOM_ATTACHED,	/* we attached device 0 */
+	VD_DOM_ATTACHED,	/* device 0 attached: by us, or by hand */
 	VD_DOM_HAD,		/* it had device 0 already (vrdmactl, an earlier vrdmad) */
 	VD_DOM_REFUSED,		/* attach failed: logged, not retried */
 	VD_DOM_NO,		/* the policy says no */
 	VD_DOM_NONAME,		/* no name within VD_ATTACH_NAME_WAIT_MS */
+	VD_DOM_DETACHED,	/* the operator detached device 0 (now or kept) */
 };
 
 static const char *const vd_dom_states[] = {
 	[VD_DOM_WAIT] = "waiting", [VD_DOM_ATTACHED] = "attached",
 	[VD_DOM_HAD] = "had-device", [VD_DOM_REFUSED] = "refused",
 	[VD_DOM_NO] = "not-matched", [VD_DOM_NONAME] = "no-name",
+	[VD_DOM_DETACHED] = "detached",
 };
 
 struct vd_dom {
-	struct vd_dom *next;
 	struct vd_auto *a;	/* for the marker watch's callback */
 	uint32_t domid;
 	enum vd_dom_state state;
-	bool listed;		/* in the listing being synced */
+	uint32_t gen;		/* the last listing that had it */
 	bool marker_watch;
 	int64_t since_ms;	/* first seen */
 	char name[VD_AUTO_NAME];
 };
 
+struct vd_chunk {
+	unsigned n;		/* domains in it: freed at 0 */
+	struct vd_dom *d[VD_AUTO_CHUNK];
+};
+
 struct vd_auto {
 	struct vd_attach pol;
 	struct vplat *p;
-	vd_attach_fn *fn;
-	void *fn_arg;
-	struct vd_dom *doms;
+	struct vd_attach_ops ops;
+	void *arg;
+	struct vd_chunk *idx[VD_AUTO_CHUNKS];	/* by domid */
+	unsigned ndoms;
+	uint32_t gen;		/* listings so far */
+	bool dirty;		/* a domain event since the last listing */
 	char *list;
 	size_t list_len;
 	unsigned watches;	/* 0, or 2 while introduce + release are watched */
@@ -134,12 +148,86 @@ int vd_attach_match(const struct vd_attach *a, uint32_t domid, const char *name,
 			return -EAGAIN;
 		return fnmatch(a->glob, name, 0) == 0;
 	case VD_ATTACH_MARKER:
-		if (!marker)
-			return -EAGAIN;
-		return !strcmp(marker, "1");
+		/* Not final: dom0 may write "1" later (xl create -p, then the
+		 * marker, then xl unpause; or a value first and "1" after). */
+		return marker && !strcmp(marker, "1") ? 1 : -EAGAIN;
 	default:
 		return 0;
 	}
+}
+
+/* ---- the domain index ---- */
+
+static struct vd_dom *vd_auto_find(const struct vd_auto *a, uint32_t domid)
+{
+	const struct vd_chunk *c;
+
+	if (domid >= VD_AUTO_DOMID_MAX)
+		return NULL;
+	c = a->idx[domid / VD_AUTO_CHUNK];
+	return c ? c->d[domid % VD_AUTO_CHUNK] : NULL;
+}
+
+/* The first domain from domid *pos on, *pos moved past it; NULL at the end. */
+static struct vd_dom *vd_auto_next(const struct vd_auto *a, uint32_t *pos)
+{
+	const struct vd_chunk *c;
+	uint32_t i;
+
+	for (i = *pos; i < VD_AUTO_DOMID_MAX; i++) {
+		c = a->idx[i / VD_AUTO_CHUNK];
+		if (!c) {
+			i |= VD_AUTO_CHUNK - 1;		/* the next chunk */
+			continue;
+		}
+		if (c->d[i % VD_AUTO_CHUNK]) {
+			*pos = i + 1;
+			return c->d[i % VD_AUTO_CHUNK];
+		}
+	}
+	*pos = VD_AUTO_DOMID_MAX;
+	return NULL;
+}
+
+static struct vd_dom *vd_auto_add(struct vd_auto *a, uint32_t domid, int64_t now)
+{
+	struct vd_chunk **pc = &a->idx[domid / VD_AUTO_CHUNK];
+	struct vd_dom *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	if (!*pc) {
+		*pc = calloc(1, sizeof(**pc));
+		if (!*pc) {
+			free(d);
+			return NULL;
+		}
+	}
+	d->a = a;
+	d->domid = domid;
+	d->state = VD_DOM_WAIT;
+	d->since_ms = now;
+	snprintf(d->name, sizeof(d->name), "?");
+	(*pc)->d[domid % VD_AUTO_CHUNK] = d;
+	(*pc)->n++;
+	a->ndoms++;
+	return d;
+}
+
+static void vd_auto_unwatch_marker(struct vd_auto *a, struct vd_dom *d);
+
+static void vd_auto_del(struct vd_auto *a, struct vd_dom *d)
+{
+	struct vd_chunk **pc = &a->idx[d->domid / VD_AUTO_CHUNK];
+
+	vd_auto_unwatch_marker(a, d);
+	(*pc)->d[d->domid % VD_AUTO_CHUNK] = NULL;
+	if (!--(*pc)->n) {
+		free(*pc);
+		*pc = NULL;
+	}
+	a->ndoms--;
+	free(d);
 }
 
 /* ---- applying it ---- */
@@ -165,7 +253,7 @@ static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
 	struct vout o = { 0 };
 	int err;
 
-	err = a->fn(a->fn_arg, d->domid, 0, &o);
+	err = a->ops.attach(a->arg, d->domid, 0, &o);
 	if (!err) {
 		d->state = VD_DOM_ATTACHED;
 		vlog_info("attach: domain %u (%s) device 0 attached (policy %s)", d->domid,
@@ -173,6 +261,11 @@ static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
 	} else if (err == -EEXIST) {
 		d->state = VD_DOM_HAD;
 		vlog_info("attach: domain %u (%s) has device 0 already", d->domid, d->name);
+	} else if (err == -ESRCH) {
+		/* Destroyed since the listing: nothing was written; the
+		 * release event's listing forgets it. */
+		d->state = VD_DOM_NO;
+		vlog_info("attach: domain %u (%s) is gone: not attached", d->domid, d->name);
 	} else {
 		d->state = VD_DOM_REFUSED;
 		vlog_warn("attach: domain %u (%s) device 0 not attached: %s (not retried; "
@@ -213,6 +306,14 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 			  d->domid, d->name);
 		return;
 	}
+	/* The operator's detach stands across restarts, by the VM's name. */
+	if (nm && a->ops.detached && a->ops.detached(a->arg, nm)) {
+		vd_auto_unwatch_marker(a, d);
+		d->state = VD_DOM_DETACHED;
+		vlog_info("attach: domain %u (%s) not attached: the operator detached VM "
+			  "'%s' (vrdmactl attach %u undoes it)", d->domid, d->name, nm, d->domid);
+		return;
+	}
 	if (a->pol.kind == VD_ATTACH_MARKER) {
 		vd_auto_marker_path(d, path, sizeof(path));
 		if (!vplat_key_read(a->p, path, marker, sizeof(marker)))
@@ -231,7 +332,7 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 	}
 	if (r == -EAGAIN) {
 		if (now - d->since_ms < VD_ATTACH_NAME_WAIT_MS)
-			return;		/* the next event or tick looks again */
+			return;		/* the next listing or tick looks again */
 		d->state = VD_DOM_NONAME;
 		vlog_warn("attach: domain %u has no name after %d s: not attached (vrdmactl "
 			  "attach %u)", d->domid, VD_ATTACH_NAME_WAIT_MS / 1000, d->domid);
@@ -243,8 +344,8 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 		return;
 	}
 	d->state = VD_DOM_NO;
-	vlog_info("attach: domain %u (%s) not attached: policy %s%s", d->domid, d->name,
-		  a->pol_str, mk ? " (marker is not 1)" : "");
+	vlog_info("attach: domain %u (%s) not attached: policy %s", d->domid, d->name,
+		  a->pol_str);
 }
 
 static void vd_auto_marker_cb(struct vplat *p, const char *path, void *arg)
@@ -254,16 +355,6 @@ static void vd_auto_marker_cb(struct vplat *p, const char *path, void *arg)
 	(void)p;
 	(void)path;
 	vd_auto_try(d->a, d, vplat_now_ms());
-}
-
-static struct vd_dom *vd_auto_find(struct vd_auto *a, uint32_t domid)
-{
-	struct vd_dom *d;
-
-	for (d = a->doms; d; d = d->next)
-		if (d->domid == domid)
-			return d;
-	return NULL;
 }
 
 /* /local/domain into a->list; its entry count, or -errno. */
@@ -287,13 +378,13 @@ static int vd_auto_list(struct vd_auto *a)
 	}
 }
 
-/* Domains new to us decided, domains gone forgotten. */
+/* Domains new to us decided, domains gone forgotten: one listing. */
 static void vd_auto_sync(struct vd_auto *a)
 {
 	int64_t now = vplat_now_ms();
-	struct vd_dom *d, **pd;
+	uint32_t domid, pos;
+	struct vd_dom *d;
 	const char *e;
-	uint32_t domid;
 	int r;
 
 	r = vd_auto_list(a);
@@ -301,54 +392,53 @@ static void vd_auto_sync(struct vd_auto *a)
 		vlog_warn("attach: cannot list /local/domain: %s", strerror(-r));
 		return;
 	}
-	for (d = a->doms; d; d = d->next)
-		d->listed = false;
+	a->gen++;
 	for (e = a->list; *e; e += strlen(e) + 1) {
 		if (vplat_parse_u32(e, &domid) || domid >= VD_AUTO_DOMID_MAX ||
 		    domid == VPLAT_DOM0 || domid == vplat_domid(a->p))
 			continue;
 		d = vd_auto_find(a, domid);
-		if (d) {
-			d->listed = true;
-			continue;
-		}
-		d = calloc(1, sizeof(*d));
 		if (!d) {
-			vlog_err("attach: out of memory, domain %u not looked at", domid);
-			continue;
+			d = vd_auto_add(a, domid, now);
+			if (!d) {
+				vlog_err("attach: out of memory, domain %u not looked at", domid);
+				continue;
+			}
+			vlog_dbg("attach: domain %u appeared", domid);
 		}
-		d->a = a;
-		d->domid = domid;
-		d->state = VD_DOM_WAIT;
-		d->listed = true;
-		d->since_ms = now;
-		snprintf(d->name, sizeof(d->name), "?");
-		d->next = a->doms;
-		a->doms = d;
-		vlog_dbg("attach: domain %u appeared", domid);
+		d->gen = a->gen;
 	}
-	for (pd = &a->doms; (d = *pd);) {
-		if (d->listed) {
+	for (pos = 0; (d = vd_auto_next(a, &pos));) {
+		if (d->gen == a->gen) {
 			vd_auto_try(a, d, now);
-			pd = &d->next;
 			continue;
 		}
 		vlog_dbg("attach: domain %u (%s) gone", d->domid, d->name);
-		*pd = d->next;
-		vd_auto_unwatch_marker(a, d);
-		free(d);
+		vd_auto_del(a, d);
 	}
 }
 
+/* Many events may be queued (xl creating or destroying many domains):
+ * each only marks the list, vd_auto_run lists it once. */
 static void vd_auto_event_cb(struct vplat *p, const char *path, void *arg)
 {
+	struct vd_auto *a = arg;
+
 	(void)p;
 	(void)path;
-	vd_auto_sync(arg);
+	a->dirty = true;
 }
 
-int vd_auto_start(struct vplat *p, const struct vd_attach *pol, vd_attach_fn *fn,
-		  void *arg, struct vd_auto **out)
+void vd_auto_run(struct vd_auto *a)
+{
+	if (!a || !a->dirty)
+		return;
+	a->dirty = false;
+	vd_auto_sync(a);
+}
+
+int vd_auto_start(struct vplat *p, const struct vd_attach *pol,
+		  const struct vd_attach_ops *ops, void *arg, struct vd_auto **out)
 {
 	struct vd_auto *a = calloc(1, sizeof(*a));
 	int r;
@@ -357,8 +447,8 @@ int vd_auto_start(struct vplat *p, const struct vd_attach *pol, vd_attach_fn *fn
 		return -ENOMEM;
 	a->pol = *pol;
 	a->p = p;
-	a->fn = fn;
-	a->fn_arg = arg;
+	a->ops = *ops;
+	a->arg = arg;
 	vd_attach_policy_str(pol, a->pol_str, sizeof(a->pol_str));
 	*out = a;
 	if (pol->kind == VD_ATTACH_NONE)
@@ -397,16 +487,28 @@ int vd_auto_start(struct vplat *p, const struct vd_attach *pol, vd_attach_fn *fn
 void vd_auto_tick(struct vd_auto *a, int64_t now_ms)
 {
 	struct vd_dom *d;
+	uint32_t pos;
 
 	if (!a || a->pol.kind != VD_ATTACH_NAME)
 		return;
-	for (d = a->doms; d; d = d->next)
+	for (pos = 0; (d = vd_auto_next(a, &pos));)
 		vd_auto_try(a, d, now_ms);
+}
+
+void vd_auto_note(struct vd_auto *a, uint32_t domid, bool attached)
+{
+	struct vd_dom *d = a ? vd_auto_find(a, domid) : NULL;
+
+	if (!d)
+		return;		/* not seen (yet): a kept detach is found by name */
+	vd_auto_unwatch_marker(a, d);
+	d->state = attached ? VD_DOM_ATTACHED : VD_DOM_DETACHED;
 }
 
 void vd_auto_stop(struct vd_auto *a)
 {
 	struct vd_dom *d;
+	uint32_t pos;
 
 	if (!a)
 		return;
@@ -414,11 +516,8 @@ void vd_auto_stop(struct vd_auto *a)
 		vplat_unwatch(a->p, VPLAT_WATCH_INTRODUCE, a);
 	if (a->watches > 1)
 		vplat_unwatch(a->p, VPLAT_WATCH_RELEASE, a);
-	while ((d = a->doms)) {
-		a->doms = d->next;
-		vd_auto_unwatch_marker(a, d);
-		free(d);
-	}
+	for (pos = 0; (d = vd_auto_next(a, &pos));)
+		vd_auto_del(a, d);
 	free(a->list);
 	free(a);
 }
@@ -426,6 +525,7 @@ void vd_auto_stop(struct vd_auto *a)
 void vd_auto_show(const struct vd_auto *a, struct vout *o)
 {
 	const struct vd_dom *d;
+	uint32_t pos = 0;
 
 	vout_str(o, "policy", a ? a->pol_str : "none", "attach policy: %s",
 		 a ? a->pol_str : "none");
@@ -438,7 +538,7 @@ void vd_auto_show(const struct vd_auto *a, struct vout *o)
 		vout_text(o, "marker: /local/domain/<domid>/" VD_ATTACH_MARKER_KEY " = 1\n");
 	}
 	vout_arr(o, "domains");
-	for (d = a ? a->doms : NULL; d; d = d->next) {
+	while (a && (d = vd_auto_next(a, &pos))) {
 		vout_obj(o, NULL);
 		vout_u64(o, "domid", d->domid, "domain %u", d->domid);
 		vout_str(o, "name", d->name, " name=%s", d->name);

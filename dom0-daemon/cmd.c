@@ -15,6 +15,7 @@
 #include "../backend/backend.h"
 #include "../backend/vout.h"
 #include "attach.h"
+#include "log.h"
 #include "vplat.h"
 #include "vrdmad.h"
 
@@ -123,7 +124,7 @@ static int vd_cmd_dev_args(int argc, char **argv, uint32_t *domid, uint32_t *dev
  * Toolstack duty: the guest's device nodes; the backend follows its watch.
  * `vrdmactl attach` and the attach policy (attach.c) both come here.
  */
-int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
+static int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 {
 	struct vd_daemon *d = arg;
 	int err;
@@ -132,21 +133,69 @@ int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 	if (err)
 		return err;
 	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
+	if (err == -ESRCH)
+		return vout_err(o, err, "attach %u/%u: no domain %u", domid, devid, domid);
 	if (err)
 		return vout_err(o, err, "attach %u/%u: %s", domid, devid, strerror(-err));
 	return 0;
 }
 
+static bool vd_detached(void *arg, const char *name)
+{
+	struct vd_daemon *d = arg;
+
+	return vbe_node_detached(d->node, name);
+}
+
+const struct vd_attach_ops vd_attach_ops = {
+	.attach = vd_attach_dev,
+	.detached = vd_detached,
+};
+
+/* Domain domid's VM name into buf, "" when it has none. */
+static void vd_cmd_vm(struct vd_daemon *d, uint32_t domid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/local/domain/%u/name", domid);
+	if (vplat_key_read(d->plat, path, buf, len) < 0)
+		buf[0] = '\0';
+}
+
+/*
+ * Device 0 is the one the attach policy makes: attaching it by hand
+ * undoes the operator's kept detach of the VM, first on disk (a change
+ * that cannot be kept is refused, as `set`'s), then in xenstore; a
+ * failed attach puts the detach back.
+ */
 static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
+	char vm[VPLAT_VAL_MAX] = "";
 	uint32_t domid, devid;
+	bool undo = false;
 	int err;
 
 	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
-	if (!err)
-		err = vd_attach_dev(d, domid, devid, o);
 	if (err)
 		return err;
+	if (devid == 0)
+		vd_cmd_vm(d, domid, vm, sizeof(vm));
+	if (vm[0] && vbe_node_detached(d->node, vm)) {
+		err = vbe_node_detached_set(d->node, vm, false);
+		if (err)
+			return vout_err(o, err, "attach %u/0: cannot store that VM '%s' is no "
+					"longer detached: %s", domid, vm, strerror(-err));
+		undo = true;
+	}
+	err = vd_attach_dev(d, domid, devid, o);
+	if (err) {
+		if (undo && vbe_node_detached_set(d->node, vm, true))
+			vlog_warn("attach %u/0 failed and VM '%s' is no longer kept detached",
+				  domid, vm);
+		return err;
+	}
+	if (devid == 0)
+		vd_auto_note(d->autoattach, domid, true);
 	vout_text(o, "attached domain %u device %u\n", domid, devid);
 	vout_jbool(o, "attached", true);
 	vout_ju64(o, "domid", domid);
@@ -154,17 +203,43 @@ static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout
 	return 0;
 }
 
+/* A detach of device 0 is kept by VM name (vd_cmd_attach's converse):
+ * the policy does not attach the VM again, nor after a restart. */
 static int vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
+	char vm[VPLAT_VAL_MAX] = "";
 	uint32_t domid, devid;
+	bool undo = false;
 	int err;
 
 	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
 	if (err)
 		return err;
+	if (devid == 0)
+		vd_cmd_vm(d, domid, vm, sizeof(vm));
+	if (vm[0] && !vbe_node_detached(d->node, vm)) {
+		err = vbe_node_detached_set(d->node, vm, true);
+		if (err == -EINVAL)
+			vm[0] = '\0';	/* a name the settings file cannot hold */
+		else if (err)
+			return vout_err(o, err, "detach %u/0: cannot store that VM '%s' is "
+					"detached: %s", domid, vm, err == -ENOSPC ?
+					"too many detached VMs (vrdmactl attach some)" :
+					strerror(-err));
+		undo = true;
+	}
 	err = vplat_dev_detach(d->plat, "vrdma", domid, devid);
-	if (err)
+	if (err) {
+		if (undo && vbe_node_detached_set(d->node, vm, false))
+			vlog_warn("detach %u/0 failed and VM '%s' stays kept detached", domid, vm);
 		return vout_err(o, err, "detach %u/%u: %s", domid, devid, strerror(-err));
+	}
+	if (devid == 0) {
+		vd_auto_note(d->autoattach, domid, false);
+		if (!vm[0])
+			vlog_warn("detach %u/0: the domain has no name vrdmad keeps: its detach "
+				  "is not kept across a restart of vrdmad", domid);
+	}
 	vout_text(o, "detached domain %u device %u\n", domid, devid);
 	vout_jbool(o, "detached", true);
 	vout_ju64(o, "domid", domid);
@@ -178,6 +253,7 @@ static int vd_cmd_attach_policy(struct vd_daemon *d, int argc, char **argv, stru
 	if (vd_cmd_no_args(argc, argv, o))
 		return -EINVAL;
 	vd_auto_show(d->autoattach, o);
+	vbe_node_detached_show(d->node, o);
 	return 0;
 }
 

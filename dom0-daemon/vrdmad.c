@@ -67,8 +67,8 @@ static void vd_usage(FILE *f)
 		"                     (default %s with the default run dir, else none)\n"
 		"      --attach P     Xen: which domains get device 0 when they appear:\n"
 		"                     none (default: vrdmactl attach only), all, name:GLOB,\n"
-		"                     or marker (the toolstack wrote /local/domain/<domid>/\n"
-		"                     " VD_ATTACH_MARKER_KEY " = 1)\n"
+		"                     or marker (dom0 writes /local/domain/<domid>/\n"
+		"                     " VD_ATTACH_MARKER_KEY " = 1, then or later)\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
@@ -116,6 +116,7 @@ static void vd_plat_cb(struct vev_loop *l, int fd, unsigned events, void *arg)
 	(void)fd;
 	(void)events;
 	err = vplat_process(d->plat);
+	vd_auto_run(d->autoattach);	/* the domain events of this pass, at once */
 	if (err >= 0)
 		return;
 	/* At most one line a second: the fd may stay readable. */
@@ -310,7 +311,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	err = vev_timer_add(d->loop, VD_TICK_MS, vd_tick, d, NULL);
 	if (err)
 		return err;
-	err = vd_auto_start(d->plat, &d->attach, vd_attach_dev, d, &d->autoattach);
+	err = vd_auto_start(d->plat, &d->attach, &vd_attach_ops, d, &d->autoattach);
 	if (err)
 		return err;
 	vev_set_busy(d->loop, &vd_busy_ops, d, spin_us);

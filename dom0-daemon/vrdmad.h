@@ -36,8 +36,9 @@ struct vd_daemon {
 /* Control commands (cmd.c): the vd_ctl_fn for the control socket. */
 void vd_cmd_handle(void *arg, const char *line, FILE *out);
 
-/* Attach a device as `vrdmactl attach` does (cmd.c); a vd_attach_fn. */
-int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout *o);
+/* The attach policy's calls into vrdmad (cmd.c): attach a device as
+ * `vrdmactl attach` does; did the operator detach a VM. */
+extern const struct vd_attach_ops vd_attach_ops;
 
 /* Tell systemd our state (notify.c): "READY=1", "RELOADING=1",
  * "STOPPING=1".  0 also when not under systemd; -errno. */

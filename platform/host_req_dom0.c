@@ -26,6 +26,10 @@ static int hd_toolstack_add(struct hd *d, struct hd_guest *g)
 #define HD_BE "/local/domain/0/backend/vrdma/%u/0"
 	snprintf(k, sizeof(k), "/local/domain/%u/name", id);
 	r |= ks_write(d->ks, k, g->name, 0, 0);
+	/* As xl: vplat_dev_attach makes devices only for a domain that has it. */
+	snprintf(k, sizeof(k), "/local/domain/%u/domid", id);
+	snprintf(v, sizeof(v), "%u", id);
+	r |= ks_write(d->ks, k, v, 0, 0);
 	/* Before `frontend`: the backend reads it when it takes the guest. */
 	snprintf(k, sizeof(k), HD_BE "/tenant", id);
 	r |= ks_write(d->ks, k, g->tenant, 0, 0);

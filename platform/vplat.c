@@ -415,15 +415,30 @@ static int vplat_dev_paths(const struct vplat *p, const char *type, uint32_t dom
 	return 0;
 }
 
-int vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid, uint32_t devid)
+#define VPLAT_TX_TRIES	16	/* transactions another writer got in between */
+
+/*
+ * The nodes of vplat_dev_attach, if domid still exists: its home's
+ * `domid` key, written by the toolstack that made the domain (xl; the
+ * plain host's at a guest's hello) and gone with the home when the domain
+ * is destroyed.  Inside one transaction with the writes, so a domain
+ * destroyed meanwhile makes the commit fail and the next try -ESRCH: the
+ * nodes never outlive it (written after the home went, they would, for
+ * nobody removes a dead domain's home twice).
+ */
+static int vplat_dev_make(struct vplat *p, const char *type, uint32_t domid,
+			  const char *fe, const char *be)
 {
-	char fe[VPLAT_KEY_MAX], be[VPLAT_KEY_MAX], k[VPLAT_KEY_MAX + 32], v[VPLAT_KEY_MAX];
-	char typedir[VPLAT_KEY_MAX];
+	char k[VPLAT_KEY_MAX + 32], v[VPLAT_KEY_MAX], typedir[VPLAT_KEY_MAX];
 	unsigned count = 0;
 	size_t i;
-	int r = vplat_dev_paths(p, type, domid, devid, fe, be);
+	int r;
 
-	if (r)
+	snprintf(k, sizeof(k), "/local/domain/%u/domid", domid);
+	r = vplat_key_read(p, k, v, sizeof(v));
+	if (r == -ENOENT)
+		return -ESRCH;
+	if (r < 0)
 		return r;
 	/* A node (Xen) or anything below it (the host's flat store). */
 	if (vplat_key_read(p, be, v, sizeof(v)) == 0 ||
@@ -459,11 +474,35 @@ int vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid, uint32_t
 			r = dk->back ? vplat_key_perm(p, k, p->domid, domid) :
 				       vplat_key_perm(p, k, domid, p->domid);
 	}
-	if (r) {
-		vlog_err("attach %s %u/%u: %s", type, domid, devid, strerror(-r));
+	if (r && !p->ops->tx_start) {	/* a transaction discards them by itself */
 		vplat_key_rm(p, be);
 		vplat_key_rm(p, fe);
 	}
+	return r;
+}
+
+int vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid, uint32_t devid)
+{
+	char fe[VPLAT_KEY_MAX], be[VPLAT_KEY_MAX];
+	int r = vplat_dev_paths(p, type, domid, devid, fe, be), tries, e;
+
+	if (r)
+		return r;
+	if (!p->ops->tx_start)
+		r = vplat_dev_make(p, type, domid, fe, be);
+	for (tries = 0; p->ops->tx_start && tries < VPLAT_TX_TRIES; tries++) {
+		r = p->ops->tx_start(p);
+		if (r)
+			break;
+		r = vplat_dev_make(p, type, domid, fe, be);
+		e = p->ops->tx_end(p, r != 0);
+		if (!r)
+			r = e;
+		if (r != -EAGAIN)
+			break;
+	}
+	if (r && r != -EEXIST && r != -ESRCH)
+		vlog_err("attach %s %u/%u: %s", type, domid, devid, strerror(-r));
 	return r;
 }
 

@@ -180,7 +180,10 @@ int  vplat_key_perm(struct vplat *p, const char *path, uint32_t owner,
  *       backend, backend-id, state = 1
  *   /local/domain/<self>/backend/<type>/<domid>/<devid>   ours, domU reads:
  *       frontend, frontend-id, online = 1, state = 1
- * -EEXIST if the backend directory exists.  Detach removes both (backend
+ * -EEXIST if the backend directory exists, -ESRCH if the domain does not
+ * (its home's `domid` key, which the toolstack that made it wrote): the
+ * check and the writes are one xenstore transaction, so the nodes never
+ * outlive a domain destroyed meanwhile.  Detach removes both (backend
  * first, so the backend drops the guest before its frontend vanishes);
  * -ENOENT if neither existed.
  */

@@ -50,6 +50,15 @@ struct vplat_ops {
 	/* NULL: the platform has fixed permissions, accept as a no-op. */
 	int  (*key_perm)(struct vplat *p, const char *path, uint32_t owner,
 			 uint32_t reader);
+	/*
+	 * One transaction around the key calls between them (Xen: xenstore's;
+	 * key_cas keeps its own and is not called inside).  end commits, or
+	 * discards every write when abort; -EAGAIN: another writer got in
+	 * between, start again.  NULL: the store is the caller's alone (the
+	 * plain host's lives in vrdmad, one thread), nothing comes in between.
+	 */
+	int  (*tx_start)(struct vplat *p);
+	int  (*tx_end)(struct vplat *p, int abort);
 };
 
 /* Common heads; implementations embed them first. */

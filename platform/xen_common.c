@@ -96,15 +96,18 @@ int xp_process(struct vplat *p)
 
 int xp_key_write(struct vplat *p, const char *path, const char *val)
 {
-	if (!xs_write(xp_of(p)->xs, XBT_NULL, path, val, (unsigned)strlen(val)))
+	struct xp *x = xp_of(p);
+
+	if (!xs_write(x->xs, x->tx, path, val, (unsigned)strlen(val)))
 		return -errno;
 	return 0;
 }
 
 int xp_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 {
+	struct xp *x = xp_of(p);
 	unsigned n;
-	char *v = xs_read(xp_of(p)->xs, XBT_NULL, path, &n);
+	char *v = xs_read(x->xs, x->tx, path, &n);
 	int err = 0;
 
 	if (!v)
@@ -127,11 +130,11 @@ int xp_key_rm(struct vplat *p, const char *path)
 	char *v;
 
 	/* xenstored accepts removing an absent child; the seam says -ENOENT. */
-	v = xs_read(x->xs, XBT_NULL, path, &n);
+	v = xs_read(x->xs, x->tx, path, &n);
 	if (!v)
 		return -errno;
 	free(v);
-	if (!xs_rm(x->xs, XBT_NULL, path))
+	if (!xs_rm(x->xs, x->tx, path))
 		return -errno;
 	return 0;
 }
@@ -170,9 +173,10 @@ int xp_key_cas(struct vplat *p, const char *path, const char *old, const char *v
 int xp_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		unsigned *count)
 {
+	struct xp *x = xp_of(p);
 	unsigned num, i;
 	size_t used = 0;
-	char **names = xs_directory(xp_of(p)->xs, XBT_NULL, path, &num);
+	char **names = xs_directory(x->xs, x->tx, path, &num);
 
 	if (!names)
 		return -errno;
@@ -200,10 +204,37 @@ int xp_key_perm(struct vplat *p, const char *path, uint32_t owner, uint32_t read
 		{ .id = reader, .perms = XS_PERM_READ },
 	};
 
-	if (!xs_set_permissions(xp_of(p)->xs, XBT_NULL, path, perms,
-				reader == owner ? 1 : 2))
+	struct xp *x = xp_of(p);
+
+	if (!xs_set_permissions(x->xs, x->tx, path, perms, reader == owner ? 1 : 2))
 		return -errno;
 	return 0;
+}
+
+/* A batch of key calls as one transaction (vplat_dev_attach); not nested. */
+int xp_tx_start(struct vplat *p)
+{
+	struct xp *x = xp_of(p);
+	xs_transaction_t t;
+
+	if (x->tx != XBT_NULL)
+		return -EBUSY;
+	t = xs_transaction_start(x->xs);
+	if (t == XBT_NULL)
+		return -errno;
+	x->tx = t;
+	return 0;
+}
+
+int xp_tx_end(struct vplat *p, int abort)
+{
+	struct xp *x = xp_of(p);
+	xs_transaction_t t = x->tx;
+
+	x->tx = XBT_NULL;
+	if (t == XBT_NULL)
+		return -EINVAL;
+	return xs_transaction_end(x->xs, t, abort ? true : false) ? 0 : -errno;
 }
 
 int xp_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)

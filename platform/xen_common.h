@@ -23,6 +23,7 @@ struct xp {
 	struct xs_handle *xs;
 	struct xp_watch *watches;
 	uint64_t next_token;
+	uint32_t tx;			/* xs_transaction_t the key calls use, 0: none */
 	/* guest role (xen_guest.c) */
 	xengntshr_handle *gsh;
 	int gfd;			/* its gntalloc fd */
@@ -56,6 +57,8 @@ int  xp_key_cas(struct vplat *p, const char *path, const char *old, const char *
 int  xp_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 		 unsigned *count);
 int  xp_key_perm(struct vplat *p, const char *path, uint32_t owner, uint32_t reader);
+int  xp_tx_start(struct vplat *p);
+int  xp_tx_end(struct vplat *p, int abort);
 int  xp_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg);
 void xp_unwatch(struct vplat *p, const char *path, void *arg);
 

@@ -178,4 +178,6 @@ const struct vplat_ops vplat_xen_dom0_ops = {
 	.watch		= xp_watch,
 	.unwatch	= xp_unwatch,
 	.key_perm	= xp_key_perm,
+	.tx_start	= xp_tx_start,
+	.tx_end		= xp_tx_end,
 };

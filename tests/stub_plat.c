@@ -79,7 +79,7 @@ static struct stub_watch *stub_watches;
 static struct stub_grant stub_grants[STUB_MAX_GRANTS];
 static uint32_t stub_next_ref = 1;
 static struct stub_chan *stub_chans[256];
-static unsigned stub_maps, stub_binds;
+static unsigned stub_maps, stub_binds, stub_lists;
 
 void stub_reset(void)
 {
@@ -98,6 +98,12 @@ void stub_reset(void)
 	}
 	memset(stub_grants, 0, sizeof(stub_grants));
 	stub_next_ref = 1;
+	stub_lists = 0;
+}
+
+unsigned stub_list_calls(void)
+{
+	return stub_lists;
 }
 
 struct vplat *stub_open(uint32_t domid)
@@ -600,6 +606,7 @@ int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 	size_t used = 0, n;
 	bool found = false;
 
+	stub_lists++;
 	stub_path(p, path, full);
 	n = strlen(full);
 	*count = 0;

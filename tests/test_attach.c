@@ -3,10 +3,12 @@
  * The attach policy (dom0-daemon/attach.c, issue 13) against the stub
  * platform: parsing (every value, every refusal), matching, and the watch
  * side -- domains there at start, domains introduced later, names that
- * come late or never, markers written after the domain appeared, dom0
- * never, a refusal not retried, a detach not undone, domains released.
- * The attach function is a recorder here; vrdmad passes the one
- * `vrdmactl attach` runs.
+ * come late or never, markers written after the domain appeared (and "1"
+ * after another value), dom0 never, a refusal not retried, a detach not
+ * undone and shown as one, a detach kept by VM name, a domain gone
+ * between the listing and the attach, domains released, many events
+ * listed once, many domains.  The attach function is a recorder here;
+ * vrdmad passes the one `vrdmactl attach` runs.
  */
 #include <check.h>
 #include <errno.h>
@@ -21,10 +23,12 @@
 
 #define T_MAX	16
 
-static uint32_t t_got[T_MAX];	/* domids attached, in order */
+static uint32_t t_got[T_MAX];	/* the first domids attached, in order */
 static unsigned t_n;
 static int t_refuse;		/* the next attach fails with this */
 static struct vplat *t_p;
+static struct vd_auto *t_a;	/* the running policy */
+static const char *t_kept;	/* a VM the operator detached, kept */
 
 static int t_attach(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 {
@@ -35,9 +39,25 @@ static int t_attach(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 	t_refuse = 0;
 	if (err)
 		return vout_err(o, err, "attach %u/0: tenant full", domid);
-	ck_assert_uint_lt(t_n, T_MAX);
-	t_got[t_n++] = domid;
+	if (t_n < T_MAX)	/* counted beyond */
+		t_got[t_n] = domid;
+	t_n++;
 	return 0;
+}
+
+static bool t_detached(void *arg, const char *name)
+{
+	ck_assert_ptr_eq(arg, &t_got);
+	return t_kept && !strcmp(name, t_kept);
+}
+
+static const struct vd_attach_ops t_ops = { t_attach, t_detached };
+
+/* The platform's events, then vrdmad's vd_auto_run after them. */
+static void t_run(void)
+{
+	stub_run();
+	vd_auto_run(t_a);
 }
 
 static void t_setup(void)
@@ -45,6 +65,8 @@ static void t_setup(void)
 	stub_reset();
 	t_n = 0;
 	t_refuse = 0;
+	t_a = NULL;
+	t_kept = NULL;
 	t_p = stub_open(VPLAT_DOM0);
 	ck_assert_ptr_nonnull(t_p);
 	/* xen-init-dom0 writes dom0's own dir: never attached */
@@ -68,7 +90,7 @@ static void t_create(uint32_t domid, const char *name)
 	if (name)	/* NULL: the name comes later */
 		ck_assert_int_eq(vplat_key_write(t_p, path, name), 0);
 	stub_domain_event(VPLAT_WATCH_INTRODUCE);
-	stub_run();
+	t_run();
 }
 
 static void t_destroy(uint32_t domid)
@@ -78,7 +100,7 @@ static void t_destroy(uint32_t domid)
 	snprintf(path, sizeof(path), "/local/domain/%u", domid);
 	vplat_key_rm(t_p, path);
 	stub_domain_event(VPLAT_WATCH_RELEASE);
-	stub_run();
+	t_run();
 }
 
 static struct vd_auto *t_start(const char *policy)
@@ -87,9 +109,10 @@ static struct vd_auto *t_start(const char *policy)
 	struct vd_auto *a = NULL;
 
 	ck_assert_int_eq(vd_attach_policy_parse(policy, &pol, NULL), 0);
-	ck_assert_int_eq(vd_auto_start(t_p, &pol, t_attach, &t_got, &a), 0);
+	ck_assert_int_eq(vd_auto_start(t_p, &pol, &t_ops, &t_got, &a), 0);
 	ck_assert_ptr_nonnull(a);
-	stub_run();
+	t_a = a;
+	t_run();
 	return a;
 }
 
@@ -167,9 +190,11 @@ START_TEST(t_match)
 	ck_assert_int_eq(vd_attach_policy_parse("marker", &a, NULL), 0);
 	ck_assert_int_eq(vd_attach_match(&a, 5, "x", NULL), -EAGAIN);
 	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "1"), 1);
-	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "0"), 0);
-	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "yes"), 0);
-	ck_assert_int_eq(vd_attach_match(&a, 5, "x", ""), 0);
+	/* not "1": not yet, dom0 may write "1" later */
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "0"), -EAGAIN);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", "yes"), -EAGAIN);
+	ck_assert_int_eq(vd_attach_match(&a, 5, "x", ""), -EAGAIN);
+	ck_assert_int_eq(vd_attach_match(&a, 0, "x", "1"), 0);
 }
 END_TEST
 
@@ -190,7 +215,7 @@ START_TEST(t_all)
 	ck_assert_uint_eq(t_got[2], 5);
 	/* another event: nothing attached twice */
 	stub_domain_event(VPLAT_WATCH_INTRODUCE);
-	stub_run();
+	t_run();
 	ck_assert_uint_eq(t_n, 3);
 	t_show(a, js, sizeof(js));
 	ck_assert_ptr_nonnull(strstr(js, "\"policy\":\"all\""));
@@ -263,7 +288,8 @@ START_TEST(t_name_late)
 }
 END_TEST
 
-/* marker: attached when the toolstack writes it, after the domain came. */
+/* marker: attached when dom0 writes "1", before or after the domain came,
+ * and after another value (xl create -p; xenstore-write; xl unpause). */
 START_TEST(t_marker)
 {
 	struct vd_auto *a = t_start("marker");
@@ -276,27 +302,44 @@ START_TEST(t_marker)
 	t_create(10, "marked-after");
 	ck_assert_uint_eq(t_n, 1);
 	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/10/" VD_ATTACH_MARKER_KEY, "1"), 0);
-	stub_run();
+	t_run();
 	ck_assert_uint_eq(t_n, 2);
 	ck_assert_uint_eq(t_got[1], 10);
+	/* "0" is not a no for good: the domain waits, "1" attaches it */
 	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/" VD_ATTACH_MARKER_KEY, "0"), 0);
-	stub_run();
+	t_run();
 	ck_assert_uint_eq(t_n, 2);
 	t_show(a, js, sizeof(js));
-	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"plain\",\"state\":\"not-matched\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"plain\",\"state\":\"waiting\""));
 	ck_assert_ptr_nonnull(strstr(js, "vrdma-attach"));
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_run();
+	ck_assert_uint_eq(t_n, 3);
+	ck_assert_uint_eq(t_got[2], 9);
+	/* once attached, the marker changes nothing (only vrdmactl detaches) */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/" VD_ATTACH_MARKER_KEY, "0"), 0);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_run();
+	ck_assert_uint_eq(t_n, 3);
+	/* the operator detached a waiting domain: its marker no longer counts */
+	t_create(12, "detached-first");
+	vd_auto_note(a, 12, false);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/12/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_run();
+	ck_assert_uint_eq(t_n, 3);
 	/* the marker's watch goes with its domain */
 	t_create(11, "never-marked");
 	t_destroy(11);
 	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/11/" VD_ATTACH_MARKER_KEY, "1"), 0);
-	stub_run();
-	ck_assert_uint_eq(t_n, 2);
+	t_run();
+	ck_assert_uint_eq(t_n, 3);
 	vd_auto_stop(a);
 }
 END_TEST
 
 /* A refusal (a tenant's limit) is logged, not retried; a domain the
- * operator detached is not attached again; none attaches nothing. */
+ * operator detached is not attached again and says so; none attaches
+ * nothing. */
 START_TEST(t_refused_detached_none)
 {
 	struct vd_auto *a = t_start("all");
@@ -310,11 +353,20 @@ START_TEST(t_refused_detached_none)
 	t_create(13, "ok");
 	ck_assert_uint_eq(t_n, 1);
 	/* vrdmactl detach 13: its device dirs go, the domain stays */
+	vd_auto_note(a, 13, false);
 	stub_domain_event(VPLAT_WATCH_INTRODUCE);
 	stub_domain_event(VPLAT_WATCH_RELEASE);
-	stub_run();
+	t_run();
 	vd_auto_tick(a, vplat_now_ms() + 60000);
 	ck_assert_uint_eq(t_n, 1);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"ok\",\"state\":\"detached\""));
+	/* vrdmactl attach 13: attached again, shown so */
+	vd_auto_note(a, 13, true);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"ok\",\"state\":\"attached\""));
+	vd_auto_note(a, 99, false);		/* a domain it never saw: nothing */
+	vd_auto_note(NULL, 13, false);		/* no policy running: nothing */
 	vd_auto_stop(a);
 
 	a = t_start("none");
@@ -325,6 +377,101 @@ START_TEST(t_refused_detached_none)
 	vd_auto_stop(a);
 	t_show(NULL, js, sizeof(js));
 	ck_assert_ptr_nonnull(strstr(js, "\"policy\":\"none\""));
+}
+END_TEST
+
+/* A VM the operator detached, kept by name (the settings file): left
+ * alone when it appears, when vrdmad (re)starts with it running, and
+ * when it is created again under a new domid; other VMs are not. */
+START_TEST(t_kept_detached)
+{
+	struct vd_auto *a;
+	char js[2048];
+
+	t_kept = "web";
+	ck_assert_int_eq(vplat_key_printf(t_p, "/local/domain/3/domid", "%u", 3), 0);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/3/name", "web"), 0);
+	a = t_start("all");			/* a restart: web is running */
+	ck_assert_uint_eq(t_n, 0);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":3,\"name\":\"web\",\"state\":\"detached\""));
+	t_create(4, "db");
+	ck_assert_uint_eq(t_n, 1);
+	t_destroy(3);
+	t_create(5, "web");			/* xl create web again */
+	ck_assert_uint_eq(t_n, 1);
+	vd_auto_stop(a);
+	a = t_start("name:w*");
+	ck_assert_uint_eq(t_n, 1);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":5,\"name\":\"web\",\"state\":\"detached\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* Destroyed between the listing and the attach (vplat_dev_attach's
+ * transaction says -ESRCH): not a refusal, forgotten with the domain. */
+START_TEST(t_gone_meanwhile)
+{
+	struct vd_auto *a = t_start("all");
+	char js[2048];
+
+	t_refuse = -ESRCH;
+	t_create(6, "short");
+	ck_assert_uint_eq(t_n, 0);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_null(strstr(js, "refused"));
+	t_destroy(6);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_null(strstr(js, "\"short\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* Many events, one listing a pass; many domains, each decided once, the
+ * gone ones forgotten, shown in domid order. */
+START_TEST(t_many)
+{
+	enum { N = 600, EV = 50 };
+	static char js[N * 64 + 1024];
+	struct vd_auto *a = t_start("name:vm-*");
+	unsigned lists, i, k;
+	char path[64], *at;
+
+	lists = stub_list_calls();
+	for (i = 0; i < EV; i++) {
+		stub_domain_event(VPLAT_WATCH_INTRODUCE);
+		stub_domain_event(VPLAT_WATCH_RELEASE);
+	}
+	t_run();
+	ck_assert_uint_eq(stub_list_calls(), lists + 1);
+	t_run();				/* no event: no listing */
+	ck_assert_uint_eq(stub_list_calls(), lists + 1);
+
+	for (i = 0; i < N; i++) {		/* domids 20.. over three chunks */
+		snprintf(path, sizeof(path), "/local/domain/%u/name", 20 + i);
+		ck_assert_int_eq(vplat_key_printf(t_p, path, "vm-%u", 20 + i), 0);
+		stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	}
+	t_run();
+	ck_assert_uint_eq(stub_list_calls(), lists + 2);
+	ck_assert_uint_eq(t_n, N);
+	for (i = 0; i < N; i += 2) {		/* every other one goes */
+		snprintf(path, sizeof(path), "/local/domain/%u", 20 + i);
+		vplat_key_rm(t_p, path);
+		stub_domain_event(VPLAT_WATCH_RELEASE);
+	}
+	t_run();
+	ck_assert_uint_eq(stub_list_calls(), lists + 3);
+	t_show(a, js, sizeof(js));
+	for (i = 1, k = 0, at = js; i < N; i += 2, k++) {
+		snprintf(path, sizeof(path), "\"domid\":%u,\"name\":\"vm-%u\"", 20 + i, 20 + i);
+		at = strstr(at, path);
+		ck_assert_msg(at, "domain %u missing or out of order", 20 + i);
+	}
+	ck_assert_ptr_null(strstr(js, "\"domid\":20,"));
+	ck_assert_uint_eq(k, N / 2);
+	vd_auto_stop(a);
 }
 END_TEST
 
@@ -342,6 +489,9 @@ int main(void)
 	tcase_add_test(tc, t_name_late);
 	tcase_add_test(tc, t_marker);
 	tcase_add_test(tc, t_refused_detached_none);
+	tcase_add_test(tc, t_kept_detached);
+	tcase_add_test(tc, t_gone_meanwhile);
+	tcase_add_test(tc, t_many);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return ck_run(sr);

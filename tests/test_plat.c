@@ -305,7 +305,32 @@ START_TEST(t_toolstack)
 	snprintf(k, sizeof(k), "/local/domain/0/backend/vrdma/%u/0/state", d);
 	ck_assert_int_eq(vplat_key_read_u32(g, k, &v), 0);
 	ck_assert_uint_eq(v, 1);
+	/* Its home says it exists, as xl's does: dom0 may attach a device
+	 * more; for a domain that is not (any more) there, nothing is made. */
+	ck_assert_int_eq(vplat_key_read_u32(g, "domid", &v), 0);
+	ck_assert_uint_eq(v, d);
+	t0_lock();
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", d, 1), 0);
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", d, 1), -EEXIST);
+	ck_assert_int_eq(vplat_dev_detach(t0.d, "vrdma", d, 1), 0);
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", 77, 0), -ESRCH);
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/77/device/vrdma/0/state",
+					buf, sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/0/backend/vrdma/77/0/state",
+					buf, sizeof(buf)), -ENOENT);
+	t0_unlock();
 	vplat_close(g);
+	for (v = 0; v < 200; v++) {	/* its departure removes its home */
+		snprintf(k, sizeof(k), "/local/domain/%u/domid", d);
+		if (d0_read(k, buf, sizeof(buf)) == -ENOENT)
+			break;
+		usleep(10000);
+	}
+	t0_lock();
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", d, 0), -ESRCH);
+	snprintf(k, sizeof(k), "/local/domain/%u/device/vrdma/0/state", d);
+	ck_assert_int_eq(vplat_key_read(t0.d, k, buf, sizeof(buf)), -ENOENT);
+	t0_unlock();
 	t0_close();
 }
 END_TEST

@@ -486,13 +486,22 @@ START_TEST(test_json_every_command)
 	ck_assert_uint_eq(json_object_array_length(jget(j, "rules")), 1);
 	json_object_put(j);
 
-	j = ctl_json("attach 7 1");
-	ck_assert(json_object_get_boolean(jget(j, "attached")));
-	ck_assert_int_eq(jint(j, "domid"), 7);
+	/* A second device for the guest's domain; none for a domain that is
+	 * not there (its keys would outlive nobody). */
+	j = ctl_json("list");
+	n = (int)jint(j, "guests.0.domid");
 	json_object_put(j);
-	j = ctl_json("detach 7 1");
+	snprintf(args, sizeof(args), "attach %d 1", n);
+	j = ctl_json(args);
+	ck_assert(json_object_get_boolean(jget(j, "attached")));
+	ck_assert_int_eq(jint(j, "domid"), n);
+	json_object_put(j);
+	snprintf(args, sizeof(args), "detach %d 1", n);
+	j = ctl_json(args);
 	ck_assert(json_object_get_boolean(jget(j, "detached")));
 	json_object_put(j);
+	ck_assert_int_eq(ctl2("attach 77 1", NULL, 0, err, sizeof(err)), 1);
+	ck_assert_ptr_nonnull(strstr(err, "attach 77/1: no domain 77"));
 
 	j = ctl_json("top -n 1");
 	ck_assert_str_eq(jstr(j, "stats.node"), HOSTILE_NODE);

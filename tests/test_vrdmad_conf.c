@@ -4,8 +4,10 @@
  * per-VM settings and tenant limits outlive vrdmad (a restart with the
  * same state dir applies them to the VM's next guest), `set` on a VM with
  * no guest stores them, hostile VM names cannot break the settings file,
- * a broken file stops vrdmad with file:line; vrdmad.conf's errors name
- * file:line and the key (exit 2), and the command line overrides it.
+ * a broken file stops vrdmad with file:line; the operator's detach of a
+ * VM's device 0 is kept by name across a restart until `vrdmactl attach`;
+ * vrdmad.conf's errors name file:line and the key (exit 2), and the
+ * command line overrides it.
  * Every wait is bounded.
  */
 #include <check.h>
@@ -340,6 +342,112 @@ START_TEST(test_hostile_names)
 }
 END_TEST
 
+/* The whole of state/settings (at most len - 1 bytes). */
+static void read_settings(char *buf, size_t len)
+{
+	FILE *f = fopen(tmp_path("settings"), "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* VM vm's guest's domid (`list -j`: one guest). */
+static unsigned guest_domid(void)
+{
+	char out[4096], *at;
+	unsigned id = 0;
+
+	ck_assert_int_eq(vrdmactl("-j list", out, sizeof(out)), 0);
+	at = strstr(out, "\"domid\":");
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_eq(sscanf(at, "\"domid\":%u", &id), 1);
+	return id;
+}
+
+static const char kept[] = "VMs detached by the operator (kept until vrdmactl attach): ";
+
+/*
+ * `vrdmactl detach` of a VM's device 0 is kept in the settings file by
+ * the VM's name (the attach policy leaves that VM alone, on Xen); a
+ * restarted vrdmad still has it, until `vrdmactl attach` of the VM's
+ * device 0.  The file says version 2 only while it holds one; a detach
+ * that cannot be kept is refused; a newer version is refused by name.
+ */
+START_TEST(test_detach_kept)
+{
+	char out[4096], cmd[64], file[2048];
+	unsigned id;
+	pid_t d, g;
+
+	d = start();
+	wait_ping();
+	g = start_guest("dvm", "svc");
+	wait_get("dvm", (const char *const[]){ "vm=dvm", NULL });
+	id = guest_domid();
+	/* Stopped, the process keeps its domain (its socket) while the
+	 * device comes and goes. */
+	ck_assert_int_eq(kill(g, SIGSTOP), 0);
+	snprintf(cmd, sizeof(cmd), "detach %u", id);
+	ck_assert_int_eq(vrdmactl(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(vrdmactl("attach-policy", out, sizeof(out)), 0);
+	has(out, kept);
+	has(out, ": dvm\n");
+	read_settings(file, sizeof(file));
+	has(file, "\nversion 2\n");
+	has(file, "\ndetached dvm\n");
+	/* attach undoes it, on disk too (version 1 again: vrdma 1.0 reads it) */
+	snprintf(cmd, sizeof(cmd), "attach %u", id);
+	ck_assert_int_eq(vrdmactl(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(vrdmactl("attach-policy", out, sizeof(out)), 0);
+	ck_assert_ptr_null(strstr(out, "dvm"));
+	read_settings(file, sizeof(file));
+	ck_assert_ptr_null(strstr(file, "detached"));
+	ck_assert_ptr_null(strstr(file, "version"));
+	/* A detach that cannot be kept is refused: the device stays. */
+	ck_assert_int_eq(mkdir(tmp_path("settings.new"), 0700), 0);
+	snprintf(cmd, sizeof(cmd), "detach %u", id);
+	ck_assert_int_eq(vrdmactl(cmd, out, sizeof(out)), 1);
+	has(out, "cannot store that VM 'dvm' is detached");
+	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
+	has(out, "dvm guest ");
+	ck_assert_int_eq(rmdir(tmp_path("settings.new")), 0);
+	ck_assert_int_eq(vrdmactl(cmd, out, sizeof(out)), 0);
+	ck_assert_int_eq(kill(g, SIGCONT), 0);
+	stop_guest(g);
+	stop(d);
+
+	d = start();
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("attach-policy", out, sizeof(out)), 0);
+	has(out, kept);
+	has(out, ": dvm\n");
+	ck_assert_int_eq(vrdmactl("-j attach-policy", out, sizeof(out)), 0);
+	has(out, "\"detached_vms\":[\"dvm\"]");
+	stop(d);
+
+	/* A file of a newer vrdmad: refused, naming its version. */
+	vdt_write_file(tmp_path("settings"), "# later\nversion 3\ndetached dvm\n");
+	d = start();
+	ck_assert_int_eq(wait_exit(d), 1);
+	snprintf(file, sizeof(file), "%s/vrdmad.log", T.dir);
+	{
+		FILE *f = fopen(file, "r");
+		char line[512];
+		int n = 0;
+
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f))
+			n += strstr(line, "state/settings:2: version 3: written by a newer "
+				    "vrdmad (this one reads versions 1 to 2)") != NULL;
+		fclose(f);
+		ck_assert_int_eq(n, 1);
+	}
+}
+END_TEST
+
 /* vrdmad -c FILE 2>&1; exit status, output in out. */
 static int run_conf(const char *text, const char *extra, char *out, size_t len)
 {
@@ -664,6 +772,7 @@ int main(void)
 	tcase_add_test(tc, test_set_stopped_vm);
 	tcase_add_test(tc, test_tenant_limits_kept);
 	tcase_add_test(tc, test_hostile_names);
+	tcase_add_test(tc, test_detach_kept);
 	tcase_add_test(tc, test_conf_errors);
 	tcase_add_test(tc, test_conf_override);
 	tcase_add_test(tc, test_conf_limits);

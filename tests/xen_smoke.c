@@ -17,7 +17,8 @@
  *          and exits WITHOUT unsharing: dom0 must see the liveness byte
  *          cleared and an event (the way vrdmad learns a guest died)
  *   dom0   also attaches/detaches a device (vplat_dev_attach) and checks
- *          the nodes, cross-links and that detach removes them.
+ *          the nodes, cross-links and that detach removes them; none for a
+ *          domain that is not there.
  * Output: "XEN-SMOKE <check> PASS|FAIL|SKIP [detail]" lines, then
  * "XEN-SMOKE-DONE <side> pass=P fail=F"; exit status 0 iff nothing failed.
  * Every wait has a time limit.
@@ -208,6 +209,7 @@ static int dom0_read_refs(struct vplat *p, const char *dir, uint32_t *refs)
 static void dom0_attach(struct vplat *p, uint32_t g)
 {
 	char path[VPLAT_KEY_MAX + 8], val[VPLAT_VAL_MAX], be[VPLAT_KEY_MAX / 2];
+	unsigned n;
 	int r;
 
 	vplat_dev_detach(p, "vrdma-smoke", g, 5);	/* leftovers of a run before */
@@ -227,6 +229,14 @@ static void dom0_attach(struct vplat *p, uint32_t g)
 	check("dom0-detach", r == 0, "%s", strerror(-r));
 	r = vplat_key_read(p, path, val, sizeof(val));
 	check("dom0-detach-gone", r == -ENOENT, "%s", strerror(-r));
+	/* A domain that is not there (its home has no domid: destroyed, or
+	 * never made): nothing made for it, in one xenstore transaction. */
+	r = vplat_dev_attach(p, "vrdma-smoke", 32000, 5);
+	check("dom0-attach-no-domain", r == -ESRCH, "%s", strerror(-r));
+	r = vplat_key_list(p, "/local/domain/32000", val, sizeof(val), &n);
+	check("dom0-attach-no-domain-home", r == -ENOENT, "%s", strerror(-r));
+	r = vplat_key_list(p, "/local/domain/0/backend/vrdma-smoke/32000", val, sizeof(val), &n);
+	check("dom0-attach-no-domain-be", r == -ENOENT, "%s", strerror(-r));
 }
 
 static int dom0(uint32_t g)

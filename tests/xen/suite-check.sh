@@ -21,7 +21,8 @@
 #      not a hang, and vrdmad is left with nothing of it (census, gntdev
 #      mappings, event channels, backend xenstore dirs, the attach
 #      policy's memory of it); before that, a detach of domu3's device 0
-#      stands (the policy does not attach it again)
+#      stands (the policy does not attach it again), shown as detached and
+#      kept by name until vrdmactl attach
 #   f. vrdmad killed (kill -9) under a domU program that only polls a CQ:
 #      EIO soon (dom0_live cleared by gntdev's unmap-notify), not "no
 #      completion" until its own time limit.  Last: it ends vrdmad.
@@ -73,6 +74,11 @@ policy_forgot() {
 	ctl attach-policy
 	return 1
 }
+
+# `vrdmactl attach-policy` has (grep's args) / lacks a line.
+ap_has() { ctl attach-policy | grep -q "$@"; }
+ap_lacks() { ! ctl attach-policy | grep -q "$1"; }
+AP_KEPT='^VMs detached by the operator (kept until vrdmactl attach): '
 
 no_backend_dir() {
 	! xenstore-exists /local/domain/0/backend/vrdma/$1
@@ -294,6 +300,9 @@ vt_check lflood-clean leak_free 3
 # The operator's detach of a device the policy attached stands: the
 # next domain event (domu2's destruction, below) does not bring it back.
 vt_check autoattach-detach ctl detach $D3
+# Shown as detached, and kept by the VM's name (the settings file).
+vt_check autoattach-detached-shown ap_has -x "domain $D3 name=domu3 detached"
+vt_check autoattach-detach-kept ap_has "$AP_KEPT.*domu3"
 
 # ---- e. a domU destroyed mid-transfer ----
 BW_KILL='vrdma-bw -p killme -s 1048576 -n 1000000 --timeout 20 %s'
@@ -316,6 +325,8 @@ if du_ready $D1 $ns 60; then
 	vt_check destroy-policy-forgets policy_forgot $D2
 	vt_check autoattach-detach-stands no_backend_dir $D3
 	vt_check autoattach-reattach-by-hand ctl attach $D3
+	vt_check autoattach-reattach-shown ap_has -x "domain $D3 name=domu3 attached"
+	vt_check autoattach-reattach-unkept ap_lacks "$AP_KEPT.*domu3"
 	vt_check destroy-nothing-left leak_free 2
 	vt_check destroy-no-gntdev-maps no_gntdev_maps
 	vt_check destroy-no-evtchn no_evtchn_to $D2
