@@ -60,10 +60,7 @@ addbin() { # src dst
 		done
 }
 
-cp /usr/bin/busybox "$R/bin/busybox"
-for a in $(/usr/bin/busybox --list); do
-	[ "$a" = busybox ] || ln -sf busybox "$R/bin/$a"
-done
+xr_busybox "$R"
 for f in $VRDMA_BINS; do
 	case $f in
 	sbin/*) addbin "$B/$f" "/usr/sbin/${f##*/}" ;;
@@ -87,31 +84,11 @@ cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
 # glibc's pthread_cancel dlopen()s libgcc_s
 cp -L "$ML/libgcc_s.so.1" "$R/$ML/"
 
-# Modules in insmod order, dependencies first, read from each module's
-# .modinfo (no kmod needed on the host).  crc32_generic: rxe asks the
-# crypto API for "crc32" and nothing can autoload it in the guest.
-declare -A KO_PATH=() KO_DONE=()
-while read -r f; do
-	n=${f##*/}
-	n=${n%.ko}
-	KO_PATH[${n//-/_}]=$f
-done < <(find "$KMOD/kernel" -name '*.ko')
-: >"$R/modules.list"
-addmod() {
-	local m=${1//-/_} f d
-	[ -n "${KO_DONE[$m]:-}" ] && return 0
-	KO_DONE[$m]=1
-	f=${KO_PATH[$m]:-}
-	[ -n "$f" ] || return 0		# built in
-	for d in $(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | tr , ' '); do
-		addmod "$d"
-	done
-	cp "$f" "$R/lib/modules/"
-	echo "${f##*/}" >>"$R/modules.list"
-}
-for m in virtio_pci virtio_net crc32_generic rdma_rxe rdma_ucm; do
-	addmod $m
-done
+# Modules in insmod order, dependencies first (xr_modules).  crc32_generic:
+# rxe asks the crypto API for "crc32" and nothing can autoload it in the
+# guest.
+xr_modules "$KMOD" "$R/lib/modules" "$R/modules.list" \
+	virtio_pci virtio_net crc32_generic rdma_rxe rdma_ucm
 
 echo 'root:x:0:0:root:/root:/bin/sh' >"$R/etc/passwd"
 echo 'root:x:0:' >"$R/etc/group"

@@ -48,16 +48,6 @@ mkdir -p "$LOGDIR"
 LA=$LOGDIR/$SUITE-a.log
 LB=$LOGDIR/$SUITE-b.log
 
-# Stamp each console line with seconds since the boot started.
-stamp() {
-	local t0=$1 line now d
-	while IFS= read -r line; do
-		now=${EPOCHREALTIME/./}
-		d=$(((now - t0) / 100000))
-		printf '[%4d.%ds] %s\n' $((d / 10)) $((d % 10)) "${line%$'\r'}"
-	done
-}
-
 node() { # name ip peer lport rport
 	local nd="dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$4"
 	nd="$nd,remote.type=inet,remote.host=127.0.0.1,remote.port=$5"
@@ -67,7 +57,7 @@ node() { # name ip peer lport rport
 		-kernel "$OUT/vmlinuz" -initrd "$OUT/node.cpio.gz" \
 		-append "console=ttyS0 quiet loglevel=4 panic=-1 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=$MTU ${NODE_EXTRA:-}" \
 		-netdev "$nd" -device virtio-net-pci,netdev=n0,mac=52:54:00:76:00:0$6 \
-		</dev/null 2>&1 | stamp "$T0"
+		</dev/null 2>&1 | xr_stamp "$T0"
 	return "${PIPESTATUS[0]}"
 }
 

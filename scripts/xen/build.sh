@@ -86,13 +86,10 @@ addbin() { # rootfs src dst
 }
 
 base_rootfs() { # rootfs
-	local rf=$1 a m t
+	local rf=$1 m t
 	rm -rf "$rf"
 	mkdir -p "$rf"/{bin,sbin,etc,proc,sys,dev,tmp,run,var/log,var/run,lib/modules,usr/bin,usr/sbin,usr/lib/x86_64-linux-gnu,lib64}
-	cp /usr/bin/busybox "$rf/bin/busybox"
-	for a in $(/usr/bin/busybox --list); do
-		[ "$a" = busybox ] || ln -sf busybox "$rf/bin/$a"
-	done
+	xr_busybox "$rf"
 	for m in xen-evtchn.ko xen-gntdev.ko xen-gntalloc.ko xen-privcmd.ko xenfs/xenfs.ko; do
 		cp "$MOD/$m" "$rf/lib/modules/"
 	done
@@ -106,25 +103,12 @@ base_rootfs() { # rootfs
 	mkdir -p "$rf/vrdma"
 	cp "$TOP/tests/xen/rig-lib.sh" "$TOP/tests/xen/verbs-lib.sh" "$rf/vrdma/"
 }
-# Network modules and their dependencies (read from each module's .modinfo:
-# the host needs no kmod), copied into ROOTFS/lib/modules and listed in
-# insmod order in ROOTFS/vrdma/net-modules.list.
-KO_ALL=$(find "$R/lib/modules/$KVER/kernel" -name '*.ko')
+# Network modules and their dependencies (xr_modules), listed in insmod
+# order in ROOTFS/vrdma/net-modules.list.
 netmods() { # rootfs module...
-	local rf=$1 m f d
+	local rf=$1
 	shift
-	for m in "$@"; do
-		# (.modinfo names dependencies with _, files may have -)
-		f=$(grep -m1 "/${m//[-_]/[-_]}\.ko$" <<<"$KO_ALL") ||
-			xr_die "module $m not in kernel $KVER"
-		m=$(basename "$f" .ko)
-		grep -qx "$m.ko" "$rf/vrdma/net-modules.list" 2>/dev/null && continue
-		for d in $(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | tr , ' '); do
-			netmods "$rf" "$d"
-		done
-		cp "$f" "$rf/lib/modules/"
-		echo "$m.ko" >>"$rf/vrdma/net-modules.list"
-	done
+	xr_modules "$R/lib/modules/$KVER" "$rf/lib/modules" "$rf/vrdma/net-modules.list" "$@"
 }
 mkcpio() { (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet); }
 

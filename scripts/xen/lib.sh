@@ -18,6 +18,58 @@ xr_kver() {
 	cat "$XEN_STAMP"
 }
 
+# Stamp each line of a serial console with the seconds since T0 (an
+# EPOCHREALTIME without its dot; default: now); a plain loop so nothing
+# buffers the markers.
+xr_stamp() { # [t0]
+	local t0=${1:-${EPOCHREALTIME/./}} line now d
+	while IFS= read -r line; do
+		now=${EPOCHREALTIME/./}
+		d=$(((now - t0) / 100000))
+		printf '[%4d.%ds] %s\n' $((d / 10)) $((d % 10)) "${line%$'\r'}"
+	done
+}
+
 xr_as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# busybox and a link for each of its applets in ROOTFS/bin.
+xr_busybox() { # rootfs
+	local a
+	mkdir -p "$1/bin"
+	cp /usr/bin/busybox "$1/bin/busybox"
+	for a in $(/usr/bin/busybox --list); do
+		[ "$a" = busybox ] || ln -sf busybox "$1/bin/$a"
+	done
+}
+
+# Kernel modules and their dependencies, read from each module's .modinfo
+# (the host needs no kmod): copied from KMOD (a lib/modules/VERSION) into
+# DIR and appended to the file LIST in insmod order, dependencies first.
+# A module built into the kernel is skipped; one that is neither is an error.
+xr_modules() { # kmod dir list module...
+	local kmod=$1 dir=$2 list=$3 m f d
+	shift 3
+	if [ "${XR_KO_DIR:-}" != "$kmod" ]; then
+		XR_KO_ALL=$(find "$kmod/kernel" -name '*.ko')
+		XR_KO_DIR=$kmod
+	fi
+	mkdir -p "$dir"
+	touch "$list"
+	for m in "$@"; do
+		# (.modinfo names dependencies with _, files may have -)
+		if ! f=$(grep -m1 "/${m//[-_]/[-_]}\.ko$" <<<"$XR_KO_ALL"); then
+			grep -q "/${m//[-_]/[-_]}\.ko$" "$kmod/modules.builtin" 2>/dev/null ||
+				xr_die "module $m is not in $kmod"
+			continue
+		fi
+		m=$(basename "$f" .ko)
+		grep -qx "$m.ko" "$list" && continue
+		for d in $(tr '\0' '\n' <"$f" | sed -n 's/^depends=//p' | tr , ' '); do
+			xr_modules "$kmod" "$dir" "$list" "$d"
+		done
+		cp "$f" "$dir/"
+		echo "$m.ko" >>"$list"
+	done
 }

@@ -26,16 +26,6 @@ done
 XEN_CMDLINE="console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=2 loglvl=all guest_loglvl=all bootscrub=0 ${XEN_EXTRA:-}"
 DOM0_CMDLINE="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE ${DOM0_EXTRA:-}"
 
-# Stamp each console line; a plain loop so nothing buffers the markers.
-stamp() {
-	local t0=${EPOCHREALTIME/./} line now d
-	while IFS= read -r line; do
-		now=${EPOCHREALTIME/./}
-		d=$(((now - t0) / 100000))
-		printf '[%4d.%ds] %s\n' $((d / 10)) $((d % 10)) "${line%$'\r'}"
-	done
-}
-
 exec 9>"$LOCK"
 if ! flock -w "$TIMEOUT" 9; then
 	xr_die "another QEMU boot held $LOCK for $TIMEOUT s"
@@ -48,7 +38,7 @@ ${QEMU_WRAP:-} timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc
 	-cpu "$CPU" -m "${MEM:-2048}" -smp "${SMP:-2}" \
 	-display none -serial stdio -monitor none -no-reboot -nodefaults \
 	-kernel "$OUT/xen" -append "$XEN_CMDLINE" \
-	-initrd "$OUT/vmlinuz $DOM0_CMDLINE,$OUT/dom0.cpio" </dev/null 2>&1 | stamp >"$LOG"
+	-initrd "$OUT/vmlinuz $DOM0_CMDLINE,$OUT/dom0.cpio" </dev/null 2>&1 | xr_stamp >"$LOG"
 qrc=${PIPESTATUS[0]}
 exec 9>&-
 secs=$((SECONDS - start))
