@@ -3,7 +3,10 @@
 # from a copy of the tree, unpacked into a throwaway root, their contents
 # checked, lintian, and vrdmad run from the packaged unit's command line.
 # Part of make check, after check-unit and before the QEMU rigs (it
-# compiles the whole tree once more: never beside them).
+# compiles the whole tree once more: never beside them).  The packages are
+# kept in $(B)/pkg while the tree does not change (check-systemd installs
+# the same ones).
 .PHONY: check-pkg
 check-pkg:
-	$(Q)tests/pkg.sh
+	@mkdir -p $(B)
+	$(Q)tests/pkg.sh $(B)

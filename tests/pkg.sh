@@ -8,8 +8,11 @@
 # installed unit's ExecStart line and /etc/default/vrdmad (paths moved
 # into the temp root) and drives it with the installed vrdmactl and guest
 # tools.  Lines: "pkg: ok ...", "pkg: FAIL ...", a summary; exit 1 on a
-# failure.  VRDMA_PKG_KEEP=1 keeps the temp dir; VRDMA_PKG_LINTIAN=0
-# skips lintian (the slowest step).
+# failure.  Usage: pkg.sh [BUILD_DIR]: with BUILD_DIR the packages are
+# built into BUILD_DIR/pkg and kept while the tree does not change
+# (tests/pkg-build.sh -r; make check-systemd installs the same ones).
+# VRDMA_PKG_KEEP=1 keeps the temp dir; VRDMA_PKG_LINTIAN=0 skips lintian
+# (the slowest step).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +38,12 @@ for c in dpkg-buildpackage dh dpkg-architecture readelf; do
 done
 
 tmp=$(mktemp -d /tmp/vrdma-pkg.XXXXXX)
+pkgdir=$tmp
+reuse=
+if [ -n "${1:-}" ]; then
+	pkgdir=$(mkdir -p "$1/pkg" && cd "$1/pkg" && pwd)
+	reuse=-r
+fi
 pid=
 cleanup() {
 	[ -z "$pid" ] || kill -9 "$pid" 2>/dev/null || true
@@ -44,35 +53,29 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---- build, from a copy: the tree's own build/ is never touched ----
-src=$tmp/src/vrdma
-mkdir -p "$src"
-if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	# tracked and new files as they are now, nothing ignored (build/)
-	(cd "$top" && git ls-files -z -co --exclude-standard |
-		tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$src"
-else
-	(cd "$top" && tar --exclude=./build --exclude=./build-san -cf - .) | tar -xf - -C "$src"
-fi
-say "building the packages in $src (log: build.log)"
-if ! (cd "$src" && nice dpkg-buildpackage -us -uc -b -j2) >"$tmp/build.log" 2>&1; then
-	tail -n 40 "$tmp/build.log"
+src=$pkgdir/src/vrdma
+say "building the packages in $src (log: $pkgdir/build.log)"
+# shellcheck disable=SC2086
+if ! "$top/tests/pkg-build.sh" $reuse "$pkgdir"; then
 	bad "dpkg-buildpackage -us -uc -b"
 	VRDMA_PKG_KEEP=1
 	exit 1
 fi
 ok "dpkg-buildpackage -us -uc -b ($(elapsed))"
 # Debian's hardening flags (FORTIFY, format-security) beside ours.
-if grep -n 'warning:' "$tmp/build.log"; then
+if grep -n 'warning:' "$pkgdir/build.log"; then
 	bad "compiler warnings in the package build"
 else
 	ok "no compiler warnings with Debian's build flags"
 fi
 
-cd "$tmp/src"	# where dpkg-buildpackage leaves the .debs
+debs=$pkgdir/src	# where dpkg-buildpackage leaves the .debs
+cd "$tmp"
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 # The tree the packages came from, again with debian/rules' variables: a
 # second make has nothing to compile or link (issue 13: it relinked), and
-# make uninstall takes back all that make install put in debian/tmp.
+# make uninstall takes back all that make install puts in a DESTDIR (a
+# fresh one: the build in BUILD_DIR/pkg is kept as it is).
 mk="PREFIX=/usr LIBDIR=/usr/lib/$ma SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system"
 # shellcheck disable=SC2086
 if relink=$(make -C "$src" -n $mk all 2>&1 | grep -E '(^| )-o ') ; then
@@ -81,17 +84,21 @@ else
 	ok "a second make has nothing to build"
 fi
 # shellcheck disable=SC2086
-make -C "$src" -s $mk DESTDIR="$src/debian/tmp" uninstall >uninstall.log 2>&1 || true
-left=$(cd "$src/debian/tmp" && find . ! -type d)
-if [ -z "$left" ]; then ok "make uninstall removes what make install put in debian/tmp"
-else echo "$left" | head -n 10; bad "make uninstall left files"; fi
+if ! { make -C "$src" -s $mk DESTDIR="$tmp/inst" install &&
+	make -C "$src" -s $mk DESTDIR="$tmp/inst" uninstall; } >uninstall.log 2>&1; then
+	show uninstall.log; bad "make install, then make uninstall, into a DESTDIR"
+elif left=$(cd "$tmp/inst" && find . ! -type d) && [ -z "$left" ]; then
+	ok "make uninstall removes what make install put in a DESTDIR"
+else
+	echo "$left" | head -n 10; bad "make uninstall left files"
+fi
 lib=usr/lib/$ma
 ver=$(sed -n 's/^#define VRDMA_VERSION[^"]*"\(.*\)"/\1/p' "$src/common/version.h")
 root=$tmp/root
 mkdir -p "$root"
 for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
 	deb=
-	for d in "${p}"_*.deb; do [ -e "$d" ] && deb=$d; done
+	for d in "$debs/${p}"_*.deb; do [ -e "$d" ] && deb=$d; done
 	if [ -z "$deb" ]; then
 		bad "package $p built"
 		exit 1
@@ -136,7 +143,7 @@ check "/etc/vrdma/vrdmad.conf is a conffile" grep -qx /etc/vrdma/vrdmad.conf ctl
 check "libvrdma1 has a symbols file" grep -q '^libvrdma.so.1 libvrdma1 ' ctl-libvrdma1/symbols
 check "vrdma-guest declares no shlibs (its libraries are private)" test ! -e ctl-vrdma-guest/shlibs
 check "vrdma-guest's private libraries bind to themselves, not rdma-core" sh -c \
-	"! dpkg-deb -f vrdma-guest_*.deb Depends | grep -q 'libibverbs1\|librdmacm1'"
+	"! dpkg-deb -f $debs/vrdma-guest_*.deb Depends | grep -q 'libibverbs1\|librdmacm1'"
 
 # ---- RUNPATH: none in installed programs and libvrdma; in the private
 # dir only $ORIGIN-relative ones (they find each other and libvrdma) ----
@@ -216,7 +223,7 @@ check "unit: Type=notify, Restart=on-failure, StateDirectory=vrdma" sh -c \
 if [ "${VRDMA_PKG_LINTIAN:-1}" = 0 ]; then
 	say "skip lintian (VRDMA_PKG_LINTIAN=0)"
 elif command -v lintian >/dev/null 2>&1; then
-	nice lintian -I --pedantic --show-overrides vrdma_*.changes >lintian.log 2>&1 || true
+	nice lintian -I --pedantic --show-overrides "$debs"/vrdma_*.changes >lintian.log 2>&1 || true
 	sed 's/^/pkg: lintian: /' lintian.log
 	if grep -q '^[EW]: ' lintian.log; then
 		bad "lintian: errors or warnings (overrides, each with its reason, are in debian/)"

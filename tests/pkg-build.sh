@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Build the Debian packages as tests/pkg.sh and tests/systemd.sh check
+# them: dpkg-buildpackage -us -uc -b from a copy of this tree (its own
+# build/ is never touched).  The copy is OUT/src/vrdma, the .debs land in
+# OUT/src, the build's output in OUT/build.log.
+# Usage: pkg-build.sh [-r] OUT
+#   -r  reuse: when OUT holds the four .debs of a build of the same tree
+#       (tracked and new files, contents and modes), build nothing.  Needs
+#       git; without it the packages are always built.
+# Exit 0 with the packages there, 1 (the log's tail printed) otherwise.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+reuse=0
+[ "${1:-}" = -r ] && { reuse=1; shift; }
+out=${1:?usage: pkg-build.sh [-r] OUT}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+git_tree=0
+git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1 && git_tree=1
+# Tracked and new files as they are now, nothing ignored (build/).
+tree_tar() {	# tar of the tree on stdout; extra tar options in "$@"
+	if [ $git_tree = 1 ]; then
+		(cd "$top" && git ls-files -z -co --exclude-standard |
+			tar --null --ignore-failed-read -T - "$@" -cf -)
+	else
+		(cd "$top" && tar --exclude=./build --exclude=./build-san \
+			--exclude=./build-fuzz "$@" -cf - .)
+	fi
+}
+# What the packages are built from: contents and modes, not times or owners.
+tree_sum() {
+	tree_tar --mtime=@0 --owner=0 --group=0 --numeric-owner | sha256sum | cut -d' ' -f1
+}
+have_debs() {
+	for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
+		set -- "$out"/src/"$p"_*.deb
+		[ -e "$1" ] || return 1
+	done
+}
+
+sum=
+if [ $reuse = 1 ] && [ $git_tree = 1 ]; then
+	sum=$(tree_sum)
+	if [ "$(cat "$out/tree.sum" 2>/dev/null)" = "$sum" ] && have_debs; then
+		echo "pkg-build: packages of this tree already in $out/src"
+		exit 0
+	fi
+fi
+rm -rf "$out/src" "$out/tree.sum"
+mkdir -p "$out/src/vrdma"
+tree_tar | tar -xf - -C "$out/src/vrdma"
+if ! (cd "$out/src/vrdma" && nice dpkg-buildpackage -us -uc -b -j2) >"$out/build.log" 2>&1; then
+	tail -n 40 "$out/build.log"
+	echo "pkg-build: dpkg-buildpackage failed (log: $out/build.log)" >&2
+	exit 1
+fi
+if ! have_debs; then
+	echo "pkg-build: dpkg-buildpackage made no vrdma .debs in $out/src" >&2
+	exit 1
+fi
+# Written last: a build that stopped half-way is never reused.
+[ -z "$sum" ] || echo "$sum" >"$out/tree.sum"
