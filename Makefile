@@ -13,8 +13,9 @@
 #   scripts/      demo, bench and dependency scripts
 #   docs/         protocol documentation and man pages
 #
-# make [V=1] [WERROR=1] [SANITIZE=1]; make check | check-unit | check-pkg | check-xen | demo |
-# demo-host | bench; make install | uninstall [PREFIX=/usr/local] [DESTDIR=]
+# make [V=1] [WERROR=1] [SANITIZE=1]; make check | check-unit | check-pkg |
+# check-systemd | check-xen | demo | demo-host | bench; make install |
+# uninstall [PREFIX=/usr/local] [DESTDIR=]
 
 PREFIX   ?= /usr/local
 DESTDIR  ?=
@@ -218,6 +219,7 @@ check-unit: all $(CHECK_BINS) $(ITEST_BINS)
 # them (make -j).
 check: check-unit
 	$(Q)$(MAKE) --no-print-directory check-pkg
+	$(Q)$(MAKE) --no-print-directory check-systemd
 	$(Q)$(MAKE) --no-print-directory check-xen
 	$(Q)$(MAKE) --no-print-directory check-cluster
 

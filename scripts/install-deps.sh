@@ -18,11 +18,13 @@ set -eu
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 # dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
 # systemd for systemd-analyze on the unit.
+# mmdebstrap e2fsprogs: make check-systemd's fresh Debian 12 root and its
+# disk image (QEMU and the kernel come with scripts/xen/fetch.sh).
 # man-db groff-base: tests/docs.sh renders every man page (man --warnings).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libinih-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev
-	dpkg-dev debhelper lintian systemd man-db groff-base"}
+	dpkg-dev debhelper lintian systemd mmdebstrap e2fsprogs man-db groff-base"}
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

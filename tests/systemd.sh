@@ -1,0 +1,227 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# make check-systemd (part of make check): the Debian packages on a fresh
+# Debian 12 under a real systemd (issue 13: "dpkg -i of the built packages
+# on a fresh Debian 12 gives a running vrdmad under systemd").
+#  1. the packages: tests/pkg-build.sh, as make check-pkg builds them,
+#     kept in BUILD_DIR/pkg while the tree does not change (shared with
+#     make check-pkg);
+#  2. a fresh bookworm: mmdebstrap --variant=minbase plus systemd-sysv,
+#     from the Debian mirror this machine's apt uses, kept in
+#     BUILD_DIR/systemd/base (made again when its recipe changes);
+#  3. a copy of it gets the packages as an operator installs them: dpkg -i,
+#     apt-get -f install for the dependencies (their .debs kept in
+#     BUILD_DIR/systemd/archives), systemctl enable vrdmad;
+#  4. an ext4 image of that root (mke2fs -d: no loop mount) boots under
+#     QEMU TCG on Debian's kernel (the Xen rig's cache, scripts/xen/fetch.sh)
+#     through a busybox initramfs (tests/systemd/init) that hands over to
+#     the image's systemd;
+#  5. tests/systemd/systest.sh, a oneshot unit, checks vrdmad there and
+#     prints "VRDMA-TEST <name> PASS|FAIL", then the machine powers off.
+# Lines: "systemd: ok|FAIL ...", the guest's results, a summary; exit 1 on
+# any failure or when the guest did not finish within TIMEOUT.
+# Needs root (chroot, the image's file owners): runs itself through sudo.
+# Usage: systemd.sh BUILD_DIR
+# env: TIMEOUT (s for the boot, default 300), MEM (MiB, default 1024), SMP
+#   (default 2), CPU (default qemu64), LOCK_WAIT (s to wait for another
+#   QEMU boot of the project, default 900)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { echo "systemd: needs root (chroot), and there is no sudo" >&2; exit 1; }
+	exec sudo --preserve-env=TIMEOUT,MEM,SMP,CPU,LOCK_WAIT -- "$0" "$@"
+fi
+. "$TOP/scripts/xen/lib.sh"
+B=$(cd "${1:?usage: systemd.sh BUILD_DIR}" && pwd)
+W=$B/systemd
+TIMEOUT=${TIMEOUT:-300}
+LOCK=/tmp/vrdma-qemu.lock
+# The fresh system: what a minimal Debian 12 with systemd as init has.
+SUITE=bookworm
+INCLUDE=systemd-sysv
+HOST_PKGS="mmdebstrap e2fsprogs"
+
+fails=0
+t0=$SECONDS
+say() { echo "systemd: $*"; }
+ok() { say "ok   $*"; }
+bad() { say "FAIL $*"; fails=$((fails + 1)); }
+die() { say "FAIL $*" >&2; exit 1; }
+took() { echo "$((SECONDS - $1)) s"; }
+
+# ---- tools: the Xen rig's (QEMU, busybox, cpio, the kernel), mmdebstrap ----
+"$TOP/scripts/xen/fetch.sh" >/dev/null || die "scripts/xen/fetch.sh (QEMU and Debian's kernel)"
+missing=
+for p in $HOST_PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	say "installing$missing"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		-o DPkg::Lock::Timeout=300 $missing >/dev/null || die "apt-get install$missing"
+fi
+KVER=$(xr_kver)
+mkdir -p "$W"
+
+# ---- 1. the packages ----
+ts=$SECONDS
+"$TOP/tests/pkg-build.sh" -r "$B/pkg" || die "the packages did not build (tests/pkg-build.sh)"
+ok "the packages ($(took $ts))"
+DEBS=
+for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
+	DEBS="$DEBS $(ls "$B/pkg/src/${p}"_*.deb)"
+done
+
+# ---- 2. a fresh Debian 12, made once ----
+# The Debian sources apt uses here (deb822 or not), bookworm's only.
+# shellcheck disable=SC2016  # apt-get expands $(...)
+sources=$(apt-get indextargets --no-release-info \
+	--format 'deb $(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
+	grep " ${SUITE}[-/ ]" | LC_ALL=C sort -u) || true
+[ -n "$sources" ] || die "no $SUITE sources in apt's configuration (/etc/apt/sources.list*)"
+recipe="$SUITE minbase $INCLUDE
+$sources"
+ts=$SECONDS
+if [ "$(cat "$W/base.recipe" 2>/dev/null)" != "$recipe" ] || [ ! -x "$W/base/sbin/init" ]; then
+	rm -rf "$W/base" "$W/base.new" "$W/base.recipe" "$W/archives"
+	echo "$sources" >"$W/sources.list"
+	say "making a fresh $SUITE root in $W/base (mmdebstrap, log: $W/mmdebstrap.log)"
+	# apt's lists stay: the operator's apt-get resolves the dependencies
+	if ! timeout 1200 mmdebstrap --variant=minbase --include="$INCLUDE" \
+		--skip=cleanup/apt/lists "$SUITE" "$W/base.new" "$W/sources.list" \
+		>"$W/mmdebstrap.log" 2>&1; then
+		tail -n 30 "$W/mmdebstrap.log"
+		die "mmdebstrap $SUITE (needs Debian's mirror once; then $W/base is reused)"
+	fi
+	mv "$W/base.new" "$W/base"
+	echo "$recipe" >"$W/base.recipe"
+	ok "a fresh $SUITE root ($(took $ts))"
+else
+	ok "a fresh $SUITE root (made before: $W/base)"
+fi
+
+# ---- 3. the packages installed as an operator does ----
+ts=$SECONDS
+R=$W/root
+rm -rf "$R"
+cp -a "$W/base" "$R"
+# In the root, /proc and /dev/pts (apt's log) mounted in a private mount
+# namespace: they go away with the command, whatever happens.
+in_root() {
+	unshare --mount --propagation private -- sh -c \
+		'r=$1; shift; mount -t proc proc "$r/proc" &&
+		 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$r/dev/pts" &&
+		 exec chroot "$r" "$@"' sh "$R" \
+		env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"
+}
+mkdir -p "$R/tmp/vrdma-debs" "$W/archives"
+# shellcheck disable=SC2086
+cp $DEBS "$R/tmp/vrdma-debs/"
+cp "$W"/archives/*.deb "$R/var/cache/apt/archives/" 2>/dev/null || true
+log=$W/install.log
+# dpkg -i on a fresh system stops at the missing dependencies (rdma-core's,
+# Xen's libraries); apt-get -f install brings them and configures ours.
+{
+	echo "# dpkg -i"
+	in_root sh -c 'dpkg -i /tmp/vrdma-debs/*.deb' || true
+	echo "# apt-get -f install"
+	in_root apt-get -f install -y -q ||
+		{ in_root apt-get update -q && in_root apt-get -f install -y -q; }
+} >"$log" 2>&1 || true
+cp -n "$R"/var/cache/apt/archives/*.deb "$W/archives/" 2>/dev/null || true
+in_root apt-get clean >/dev/null 2>&1 || true
+rm -rf "$R/tmp/vrdma-debs"
+st=
+for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
+	s=$(in_root dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$p" 2>/dev/null) || s=none
+	st="$st $p=$s"
+	case $s in "ii "*) ;; *) bad "$p not installed: $s" ;; esac
+done
+if [ $fails = 0 ]; then
+	ok "dpkg -i, then apt-get -f install: all installed ($(took $ts));$st"
+else
+	tail -n 30 "$log"
+	die "the packages did not install (log: $log)"
+fi
+if audit=$(in_root dpkg --audit 2>&1) && [ -z "$audit" ]; then
+	ok "dpkg --audit: nothing half-installed"
+else
+	echo "$audit"; bad "dpkg --audit"
+fi
+e=$(in_root systemctl is-enabled vrdmad 2>&1) || true
+if [ "$e" = disabled ]; then ok "vrdmad.service installed disabled"
+else bad "vrdmad.service after install: '$e', not disabled"; fi
+# The operator's part (docs/install.md); nothing else of the package is changed.
+in_root systemctl enable vrdmad >>"$log" 2>&1 || bad "systemctl enable vrdmad"
+
+# The test's own part: its unit, a machine id and name, and no login
+# prompts or logind (no dbus in a minimal system) on the console.
+install -m 755 "$HERE/systemd/systest.sh" "$R/usr/local/sbin/vrdma-systest"
+install -m 644 "$HERE/systemd/vrdma-systest.service" "$R/etc/systemd/system/"
+{
+	in_root systemctl enable vrdma-systest.service
+	in_root systemctl mask getty.target systemd-logind.service
+	in_root systemd-machine-id-setup
+} >>"$log" 2>&1 || die "setting up the test unit (log: $log)"
+echo vrdma-systest >"$R/etc/hostname"
+
+# ---- 4. the disk image and the initramfs ----
+ts=$SECONDS
+size=$(($(du -sm "$R" | cut -f1) + 256))
+rm -f "$W/root.img"
+mke2fs -q -t ext4 -L vrdma-root -d "$R" "$W/root.img" "${size}M" >"$W/mke2fs.log" 2>&1 ||
+	{ cat "$W/mke2fs.log"; die "mke2fs -d $R"; }
+rm -rf "$R"
+I=$W/initrd
+rm -rf "$I"
+mkdir -p "$I"/{proc,sys,dev}
+xr_busybox "$I"
+xr_modules "$XEN_ROOT/lib/modules/$KVER" "$I/lib/modules" "$I/modules.list" \
+	virtio_pci virtio_blk crc32c_generic ext4
+install -m 755 "$HERE/systemd/init" "$I/init"
+(cd "$I" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$W/initrd.gz"
+rm -rf "$I"
+ok "image ${size} MiB and initramfs ($(took $ts))"
+
+# ---- 5. boot: systemd, vrdmad, the checks ----
+LOG=$W/boot.log
+exec 9>"$LOCK"
+flock -w "${LOCK_WAIT:-900}" 9 || die "another QEMU boot held $LOCK for ${LOCK_WAIT:-900} s"
+say "booting (log: $LOG, limit ${TIMEOUT}s)"
+ts=$SECONDS
+# -no-reboot: the unit's poweroff (or a panic) ends QEMU.
+set +e
+timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
+	-cpu "${CPU:-qemu64}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
+	-display none -serial stdio -monitor none -no-reboot -nodefaults \
+	-kernel "$XEN_ROOT/boot/vmlinuz-$KVER" -initrd "$W/initrd.gz" \
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 systemd.firstboot=off systemd.show_status=error" \
+	-drive file="$W/root.img",format=raw,if=virtio,cache=unsafe \
+	</dev/null 2>&1 | xr_stamp >"$LOG"
+qrc=${PIPESTATUS[0]}
+set -e
+exec 9>&-
+boot=$(took $ts)
+
+grep -E 'VRDMA-(TEST|SYSTEST|SYSTEMD)' "$LOG" || true
+npass=$(grep -c 'VRDMA-TEST .* PASS' "$LOG") || true
+nfail=$(grep -c 'VRDMA-TEST .* FAIL' "$LOG") || true
+if ! grep -q 'VRDMA-SYSTEMD-DONE' "$LOG"; then
+	if [ "$qrc" = 124 ]; then bad "TIMEOUT: the guest did not finish within ${TIMEOUT}s"
+	else bad "QEMU ended (status $qrc) before the guest's checks finished"; fi
+	grep -nE 'Kernel panic|BUG:|Oops|INITRD-FAIL|Failed to start|Timed out' "$LOG" | head -20 || true
+	echo "----- last 40 console lines"
+	tail -n 40 "$LOG"
+elif [ "$nfail" -gt 0 ]; then
+	sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
+	# again at the end: CI shows only the tail
+	grep 'VRDMA-TEST .* FAIL' "$LOG"
+fi
+[ "$npass" -gt 0 ] || bad "no check passed in the guest"
+fails=$((fails + nfail))
+say "guest: $npass passed, $nfail failed, boot and checks $boot; log: $LOG"
+say "$fails failed ($(took $t0))"
+[ $fails = 0 ]
