@@ -36,7 +36,6 @@ fi
 B=$(cd "${1:?usage: systemd.sh BUILD_DIR}" && pwd)
 W=$B/systemd
 TIMEOUT=${TIMEOUT:-300}
-LOCK=/tmp/vrdma-qemu.lock
 # The fresh system: what a minimal Debian 12 with systemd as init has.
 SUITE=bookworm
 INCLUDE=systemd-sysv
@@ -188,8 +187,7 @@ ok "image ${size} MiB and initramfs ($(took $ts))"
 
 # ---- 5. boot: systemd, vrdmad, the checks ----
 LOG=$W/boot.log
-exec 9>"$LOCK"
-flock -w "${LOCK_WAIT:-900}" 9 || die "another QEMU boot held $LOCK for ${LOCK_WAIT:-900} s"
+xr_lock "${LOCK_WAIT:-900}" || die "no QEMU lock"
 say "booting (log: $LOG, limit ${TIMEOUT}s)"
 ts=$SECONDS
 # -no-reboot: the unit's poweroff (or a panic) ends QEMU.
@@ -203,7 +201,7 @@ timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
 	</dev/null 2>&1 | xr_stamp >"$LOG"
 qrc=${PIPESTATUS[0]}
 set -e
-exec 9>&-
+xr_unlock
 boot=$(took $ts)
 
 grep -E 'VRDMA-(TEST|SYSTEST|SYSTEMD)' "$LOG" || true

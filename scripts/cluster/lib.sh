@@ -6,8 +6,6 @@
 # rdma_rxe; the -cloud flavour has not).
 . "$(dirname "${BASH_SOURCE[0]}")/../xen/lib.sh"
 
-# shellcheck disable=SC2034  # used by run.sh
-CL_LOCK=/tmp/vrdma-qemu.lock
 # Host tools beyond the Xen rig's: perftest for the native comparison, the
 # rxe provider and its driver file, iproute2's rdma.
 CL_HOST_PKGS="perftest ibverbs-providers ibverbs-utils rdma-core iproute2"

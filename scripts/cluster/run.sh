@@ -61,8 +61,7 @@ node() { # name ip peer lport rport
 	return "${PIPESTATUS[0]}"
 }
 
-exec 9>"$CL_LOCK"
-flock -w "${LOCK_WAIT:-900}" 9 || cl_die "another QEMU boot held $CL_LOCK for ${LOCK_WAIT:-900} s"
+xr_lock "${LOCK_WAIT:-900}" || cl_die "no QEMU lock"
 # QEMU's UDP netdev takes the host's default receive buffer; rxe bursts can
 # overflow it (drops cost RC retransmit timeouts: speed only, never
 # correctness).  Raise it only when asked, and put it back.
@@ -84,7 +83,7 @@ wait $PA
 qa=$?
 wait $PB
 qb=$?
-exec 9>&-
+xr_unlock
 secs=$((SECONDS - start))
 
 ok=1

@@ -55,8 +55,7 @@ machine() { # name ip peer lport rport mac-suffix
 	return "${PIPESTATUS[0]}"
 }
 
-exec 9>"$CL_LOCK"
-flock -w "${LOCK_WAIT:-900}" 9 || cl_die "another QEMU boot held $CL_LOCK"
+xr_lock "${LOCK_WAIT:-900}" || cl_die "no QEMU lock"
 if [ -n "${RMEM:-}" ] && [ -w /proc/sys/net/core/rmem_default ]; then
 	OLD_RMEM=$(cat /proc/sys/net/core/rmem_default)
 	trap 'echo "$OLD_RMEM" >/proc/sys/net/core/rmem_default' EXIT
@@ -72,7 +71,7 @@ machine a 10.0.0.1 10.0.0.2 $PORT $((PORT + 1)) 1 >"$LOGDIR/$SUITE-a.log" &
 PA=$!
 wait $PA
 wait $PB
-exec 9>&-
+xr_unlock
 ok=1
 for n in a b; do
 	log=$LOGDIR/$SUITE-$n.log

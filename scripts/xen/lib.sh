@@ -30,6 +30,30 @@ xr_stamp() { # [t0]
 	done
 }
 
+# Every QEMU boot of the project holds this lock (two TCG guests on two
+# cores only slow each other down).  Users and root share it: it is made
+# once, mode 0666, and only ever opened read-only after that (flock needs
+# no write access, and an O_CREAT open of another user's file in sticky
+# /tmp is refused even to root when fs.protected_regular=1).
+XR_LOCK=/tmp/vrdma-qemu.lock
+
+# Take XR_LOCK on fd 9, waiting at most SECONDS; 1 if it could not be
+# opened or was held all that time (the reason on stderr).
+xr_lock() { # seconds
+	# O_EXCL: never opens one that exists (someone may make it meanwhile)
+	[ -e "$XR_LOCK" ] || (umask 0 && set -C && : >"$XR_LOCK") 2>/dev/null || true
+	if ! exec 9<"$XR_LOCK"; then
+		echo "cannot open $XR_LOCK: remove it (it is made again, mode 0666)" >&2
+		return 1
+	fi
+	if ! flock -w "$1" 9; then
+		echo "another QEMU boot held $XR_LOCK for $1 s" >&2
+		exec 9<&-
+		return 1
+	fi
+}
+xr_unlock() { exec 9<&-; }
+
 xr_as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }

@@ -19,17 +19,13 @@ OUT=$(cd "${2:?usage: run.sh SUITE IMAGE_DIR}" && pwd)
 TIMEOUT=${TIMEOUT:-280}
 CPU=${CPU:-qemu64}
 LOG=${LOG:-$OUT/boot-$SUITE.log}
-LOCK=/tmp/vrdma-qemu.lock
 for f in xen vmlinuz dom0.cpio; do
 	[ -s "$OUT/$f" ] || xr_die "$OUT/$f missing: run scripts/xen/build.sh"
 done
 XEN_CMDLINE="console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=2 loglvl=all guest_loglvl=all bootscrub=0 ${XEN_EXTRA:-}"
 DOM0_CMDLINE="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE ${DOM0_EXTRA:-}"
 
-exec 9>"$LOCK"
-if ! flock -w "$TIMEOUT" 9; then
-	xr_die "another QEMU boot held $LOCK for $TIMEOUT s"
-fi
+xr_lock "$TIMEOUT" || xr_die "no QEMU lock"
 xr_log "booting suite '$SUITE' (log: $LOG, limit ${TIMEOUT}s)"
 start=$SECONDS
 # timeout(1) is the hard limit; -no-reboot turns dom0's poweroff into an exit.
@@ -40,7 +36,7 @@ ${QEMU_WRAP:-} timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc
 	-kernel "$OUT/xen" -append "$XEN_CMDLINE" \
 	-initrd "$OUT/vmlinuz $DOM0_CMDLINE,$OUT/dom0.cpio" </dev/null 2>&1 | xr_stamp >"$LOG"
 qrc=${PIPESTATUS[0]}
-exec 9>&-
+xr_unlock
 secs=$((SECONDS - start))
 
 grep -E 'VRDMA-(TEST|RIG-DONE|DOMUS-UP|XEN-UP)' "$LOG"
