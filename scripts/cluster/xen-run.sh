@@ -24,15 +24,6 @@ for f in xen vmlinuz dom0-cluster.cpio; do
 done
 mkdir -p "$LOGDIR"
 
-stamp() {
-	local t0=$1 line now d
-	while IFS= read -r line; do
-		now=${EPOCHREALTIME/./}
-		d=$(((now - t0) / 100000))
-		printf '[%4d.%ds] %s\n' $((d / 10)) $((d % 10)) "${line%$'\r'}"
-	done
-}
-
 # Two NICs per machine, each a UDP pair between the two QEMUs: n0 (MAC
 # 52:54:00:76:01:0N, ports PORT/PORT+1) carries the RDMA fabric (dom0's
 # eth0, rxe0); n1 (52:54:00:76:02:0N, PORT+2/PORT+3) the guest network
@@ -51,7 +42,7 @@ machine() { # name ip peer lport rport mac-suffix
 		-initrd "$OUT/vmlinuz $dc,$OUT/dom0-cluster.cpio" \
 		-netdev "$nd" -device "virtio-net-pci,netdev=n0,mac=52:54:00:76:01:0$6" \
 		-netdev "$gd" -device "virtio-net-pci,netdev=n1,mac=52:54:00:76:02:0$6" \
-		</dev/null 2>&1 | stamp "$T0"
+		</dev/null 2>&1 | xr_stamp "$T0"
 	return "${PIPESTATUS[0]}"
 }
 
