@@ -289,7 +289,15 @@ uninstall:
 		rmdir $(DESTDIR)$(SYSCONFDIR)/vrdma 2>/dev/null || true; fi
 	rm -f $(foreach m,$(MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
+# make check-systemd's root file system (BUILD/systemd) is root's: a user
+# removes it through sudo.
 clean:
+	@for d in build/systemd build-san/systemd build-fuzz/systemd; do \
+		[ -d $$d ] && [ "$$(id -u)" != 0 ] || continue; \
+		[ -n "$$(find $$d ! -user "$$(id -u)" -print -quit 2>/dev/null)" ] || continue; \
+		echo "sudo rm -rf $$d   (make check-systemd's root file system: root's files)"; \
+		sudo rm -rf $$d || { echo "make clean: $$d holds root's files: sudo rm -rf $$d" >&2; exit 1; }; \
+	done
 	rm -rf build build-san build-fuzz
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -49,7 +49,11 @@ if [ $reuse = 1 ] && [ $git_tree = 1 ]; then
 		exit 0
 	fi
 fi
-rm -rf "$out/src" "$out/tree.sum"
+if ! rm -rf "$out/src" "$out/tree.sum"; then
+	echo "pkg-build: cannot remove $out/src: files of another user (root's, from an" \
+		"older make check-systemd?); sudo rm -rf $out/src" >&2
+	exit 1
+fi
 mkdir -p "$out/src/vrdma"
 tree_tar | tar -xf - -C "$out/src/vrdma"
 if ! (cd "$out/src/vrdma" && nice dpkg-buildpackage -us -uc -b -j2) >"$out/build.log" 2>&1; then

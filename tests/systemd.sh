@@ -21,6 +21,11 @@
 # Lines: "systemd: ok|FAIL ...", the guest's results, a summary; exit 1 on
 # any failure or when the guest did not finish within TIMEOUT.
 # Needs root (chroot, the image's file owners): runs itself through sudo.
+# Only BUILD_DIR/systemd (the root file system, its image) is made as
+# root; the packages (BUILD_DIR/pkg) are built, and the Xen rig's cache
+# (VRDMA_XEN_CACHE, default ~/.cache/vrdma-xen) filled, as the owner of
+# BUILD_DIR, whoever runs this.  make clean removes BUILD_DIR/systemd
+# through sudo.
 # Usage: systemd.sh BUILD_DIR
 # env: TIMEOUT (s for the boot, default 300), MEM (MiB, default 1024), SMP
 #   (default 2), CPU (default qemu64), LOCK_WAIT (s to wait for another
@@ -28,12 +33,33 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
+B=$(cd "${1:?usage: systemd.sh BUILD_DIR}" && pwd)
 if [ "$(id -u)" != 0 ]; then
 	command -v sudo >/dev/null || { echo "systemd: needs root (chroot), and there is no sudo" >&2; exit 1; }
-	exec sudo --preserve-env=TIMEOUT,MEM,SMP,CPU,LOCK_WAIT -- "$0" "$@"
+	# sudo keeps neither HOME nor the cache's variable: this user's cache
+	export VRDMA_XEN_CACHE=${VRDMA_XEN_CACHE:-${HOME:-/tmp}/.cache/vrdma-xen}
+	exec sudo --preserve-env=VRDMA_XEN_CACHE,TIMEOUT,MEM,SMP,CPU,LOCK_WAIT,http_proxy,https_proxy,no_proxy \
+		-- "$0" "$B"
 fi
+# The build dir's owner (sudo make check-systemd as well as make
+# check-systemd) builds the packages and owns the Xen cache.
+OWNER=$(stat -c %u "$B")
+OWNER_GID=$(stat -c %g "$B")
+OWNER_HOME=$HOME
+if [ "$OWNER" != 0 ]; then
+	OWNER_HOME=$(getent passwd "$OWNER" | cut -d: -f6) || OWNER_HOME=
+	[ -n "$OWNER_HOME" ] || { echo "systemd: the owner of $B (uid $OWNER) has no passwd entry" >&2; exit 1; }
+fi
+export VRDMA_XEN_CACHE=${VRDMA_XEN_CACHE:-$OWNER_HOME/.cache/vrdma-xen}
+as_owner() {
+	if [ "$OWNER" = 0 ]; then
+		"$@"
+	else
+		HOME=$OWNER_HOME USER=$(id -un "$OWNER") LOGNAME=$(id -un "$OWNER") \
+			setpriv --reuid="$OWNER" --regid="$OWNER_GID" --init-groups -- "$@"
+	fi
+}
 . "$TOP/scripts/xen/lib.sh"
-B=$(cd "${1:?usage: systemd.sh BUILD_DIR}" && pwd)
 W=$B/systemd
 TIMEOUT=${TIMEOUT:-300}
 # The fresh system: what a minimal Debian 12 with systemd as init has.
@@ -50,7 +76,7 @@ die() { say "FAIL $*" >&2; exit 1; }
 took() { echo "$((SECONDS - $1)) s"; }
 
 # ---- tools: the Xen rig's (QEMU, busybox, cpio, the kernel), mmdebstrap ----
-"$TOP/scripts/xen/fetch.sh" >/dev/null || die "scripts/xen/fetch.sh (QEMU and Debian's kernel)"
+as_owner "$TOP/scripts/xen/fetch.sh" >/dev/null || die "scripts/xen/fetch.sh (QEMU and Debian's kernel)"
 missing=
 for p in $HOST_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -67,7 +93,9 @@ mkdir -p "$W"
 
 # ---- 1. the packages ----
 ts=$SECONDS
-"$TOP/tests/pkg-build.sh" -r "$B/pkg" || die "the packages did not build (tests/pkg-build.sh)"
+# (root's, from a run before the packages were built as the owner: theirs)
+[ "$OWNER" = 0 ] || [ ! -d "$B/pkg" ] || chown -R "$OWNER:$OWNER_GID" "$B/pkg"
+as_owner "$TOP/tests/pkg-build.sh" -r "$B/pkg" || die "the packages did not build (tests/pkg-build.sh)"
 ok "the packages ($(took $ts))"
 DEBS=
 for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
