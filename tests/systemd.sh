@@ -103,22 +103,33 @@ for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
 done
 
 # ---- 2. a fresh Debian 12, made once ----
-# The Debian sources apt uses here (deb822 or not), bookworm's only.
+# The Debian sources apt uses here (deb822 or not): by the Release files
+# apt fetched, Debian's own (Origin Debian: the archive, its updates and
+# security) for bookworm, not a third party's repository that names the
+# codename (mmdebstrap has no key for it: NO_PUBKEY).
 # shellcheck disable=SC2016  # apt-get expands $(...)
-sources=$(apt-get indextargets --no-release-info \
-	--format 'deb $(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
-	grep " ${SUITE}[-/ ]" | LC_ALL=C sort -u) || true
-[ -n "$sources" ] || die "no $SUITE sources in apt's configuration (/etc/apt/sources.list*)"
-recipe="$SUITE minbase $INCLUDE
-$sources"
+sources=$(apt-get indextargets \
+	--format '$(ORIGIN)|$(CODENAME)|deb $(REPO_URI) $(RELEASE) $(COMPONENT)' \
+	'Identifier: Packages' |
+	sed -En "s/^Debian\|${SUITE}(-updates|-security)?\|//p" | LC_ALL=C sort -u) || true
+[ -n "$sources" ] || die "no Debian $SUITE sources in apt's configuration" \
+	"(/etc/apt/sources.list*; their Release files: apt-get update)"
+# The host's apt proxy, if any, for mmdebstrap and the root's apt
+aptopts=$(apt-config dump | grep -E '^Acquire::(https?|ftp)::Proxy' || true)
+recipe=$(printf '%s\n' "$SUITE minbase $INCLUDE" "$sources" "$aptopts")
 ts=$SECONDS
-if [ "$(cat "$W/base.recipe" 2>/dev/null)" != "$recipe" ] || [ ! -x "$W/base/sbin/init" ]; then
+# (an absolute link: resolved in the root, not here)
+if [ "$(cat "$W/base.recipe" 2>/dev/null)" != "$recipe" ] || [ ! -L "$W/base/sbin/init" ]; then
 	rm -rf "$W/base" "$W/base.new" "$W/base.recipe" "$W/archives"
 	echo "$sources" >"$W/sources.list"
 	say "making a fresh $SUITE root in $W/base (mmdebstrap, log: $W/mmdebstrap.log)"
 	# apt's lists stay: the operator's apt-get resolves the dependencies
+	opts=()
+	while IFS= read -r o; do
+		[ -z "$o" ] || opts+=("--aptopt=$o")
+	done <<<"$aptopts"
 	if ! timeout 1200 mmdebstrap --variant=minbase --include="$INCLUDE" \
-		--skip=cleanup/apt/lists "$SUITE" "$W/base.new" "$W/sources.list" \
+		--skip=cleanup/apt/lists "${opts[@]}" "$SUITE" "$W/base.new" "$W/sources.list" \
 		>"$W/mmdebstrap.log" 2>&1; then
 		tail -n 30 "$W/mmdebstrap.log"
 		die "mmdebstrap $SUITE (needs Debian's mirror once; then $W/base is reused)"
@@ -149,6 +160,14 @@ mkdir -p "$R/tmp/vrdma-debs" "$W/archives"
 cp $DEBS "$R/tmp/vrdma-debs/"
 cp "$W"/archives/*.deb "$R/var/cache/apt/archives/" 2>/dev/null || true
 log=$W/install.log
+# The names apt resolves: the host's resolver now (mmdebstrap's copy is
+# the one of the day the root was made); the image keeps that copy.
+resolv=0
+if [ -e /etc/resolv.conf ]; then
+	resolv=1
+	mv "$R/etc/resolv.conf" "$R/etc/resolv.conf.base" 2>/dev/null || true
+	cp -L /etc/resolv.conf "$R/etc/resolv.conf"
+fi
 # dpkg -i on a fresh system stops at the missing dependencies (rdma-core's,
 # Xen's libraries); apt-get -f install brings them and configures ours.
 {
@@ -160,6 +179,10 @@ log=$W/install.log
 } >"$log" 2>&1 || true
 cp -n "$R"/var/cache/apt/archives/*.deb "$W/archives/" 2>/dev/null || true
 in_root apt-get clean >/dev/null 2>&1 || true
+if [ $resolv = 1 ]; then
+	rm -f "$R/etc/resolv.conf"
+	mv "$R/etc/resolv.conf.base" "$R/etc/resolv.conf" 2>/dev/null || true
+fi
 rm -rf "$R/tmp/vrdma-debs"
 st=
 for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
