@@ -17,9 +17,13 @@
 #     through a busybox initramfs (tests/systemd/init) that hands over to
 #     the image's systemd;
 #  5. tests/systemd/systest.sh, a oneshot unit, checks vrdmad there and
-#     prints "VRDMA-TEST <name> PASS|FAIL", then the machine powers off.
-# Lines: "systemd: ok|FAIL ...", the guest's results, a summary; exit 1 on
-# any failure or when the guest did not finish within TIMEOUT.
+#     prints "VRDMA-TEST <name> PASS|FAIL" and "VRDMA-SYSTEMD-DONE pass=P
+#     fail=F" on the console and, alone, on a second serial port (the
+#     file BUILD_DIR/systemd/results.log), then the machine powers off.
+# Lines: "systemd: ok|FAIL ...", the guest's results, a summary; exit 0
+# only when the results port holds one PASS for each check of systest.sh
+# and nothing else but the summary "pass=<that many> fail=0"; 1 on any
+# failure or when the guest did not finish within TIMEOUT.
 # Needs root (chroot, the image's file owners): runs itself through sudo.
 # Only BUILD_DIR/systemd (the root file system, its image) is made as
 # root; the packages (BUILD_DIR/pkg) are built, and the Xen rig's cache
@@ -27,7 +31,8 @@
 # BUILD_DIR, whoever runs this.  make clean removes BUILD_DIR/systemd
 # through sudo.
 # Usage: systemd.sh BUILD_DIR
-# env: TIMEOUT (s for the boot, default 300), MEM (MiB, default 1024), SMP
+# env: TIMEOUT (s for the boot, default the test unit's TimeoutStartSec
+#   plus 180: the boot and vrdmad's start come before it), MEM (MiB, default 1024), SMP
 #   (default 2), CPU (default qemu64), LOCK_WAIT (s to wait for another
 #   QEMU boot of the project, default 900)
 set -euo pipefail
@@ -61,7 +66,12 @@ as_owner() {
 }
 . "$TOP/scripts/xen/lib.sh"
 W=$B/systemd
-TIMEOUT=${TIMEOUT:-300}
+# The guest's own limit on its checks (the unit's TimeoutStartSec): the
+# host's is longer, so a hang in the checks ends as the guest's failure
+# (the unit fails, the machine powers off) before the host gives up.
+GUEST_LIMIT=$(sed -n 's/^TimeoutStartSec=\([0-9]*\)$/\1/p' "$HERE/systemd/vrdma-systest.service")
+[ -n "$GUEST_LIMIT" ] || { echo "systemd: no TimeoutStartSec=<s> in vrdma-systest.service" >&2; exit 1; }
+TIMEOUT=${TIMEOUT:-$((GUEST_LIMIT + 180))}
 # The fresh system: what a minimal Debian 12 with systemd as init has.
 SUITE=bookworm
 INCLUDE=systemd-sysv
@@ -238,14 +248,17 @@ ok "image ${size} MiB and initramfs ($(took $ts))"
 
 # ---- 5. boot: systemd, vrdmad, the checks ----
 LOG=$W/boot.log
+RES=$W/results.log
+rm -f "$RES"
 xr_lock "${LOCK_WAIT:-900}" || die "no QEMU lock"
-say "booting (log: $LOG, limit ${TIMEOUT}s)"
+say "booting (log: $LOG, results: $RES, limit ${TIMEOUT}s)"
 ts=$SECONDS
-# -no-reboot: the unit's poweroff (or a panic) ends QEMU.
+# -no-reboot: the unit's poweroff (or a panic) ends QEMU.  The second
+# serial port (the guest's ttyS1) carries the result lines alone.
 set +e
 timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
 	-cpu "${CPU:-qemu64}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
-	-display none -serial stdio -monitor none -no-reboot -nodefaults \
+	-display none -serial stdio -serial "file:$RES" -monitor none -no-reboot -nodefaults \
 	-kernel "$XEN_ROOT/boot/vmlinuz-$KVER" -initrd "$W/initrd.gz" \
 	-append "console=ttyS0 quiet loglevel=4 panic=-1 systemd.firstboot=off systemd.show_status=error" \
 	-drive file="$W/root.img",format=raw,if=virtio,cache=unsafe \
@@ -255,22 +268,44 @@ set -e
 xr_unlock
 boot=$(took $ts)
 
-grep -E 'VRDMA-(TEST|SYSTEST|SYSTEMD)' "$LOG" || true
-npass=$(grep -c 'VRDMA-TEST .* PASS' "$LOG") || true
-nfail=$(grep -c 'VRDMA-TEST .* FAIL' "$LOG") || true
-if ! grep -q 'VRDMA-SYSTEMD-DONE' "$LOG"; then
+# The verdict: the results port, every line well formed, one result per
+# check of systest.sh ("check NAME ..." lines), all PASS, and the guest's
+# own summary saying exactly that.
+grep -E 'VRDMA-(SYSTEST|DIAG)' "$LOG" || true
+touch "$RES"
+res=$(tr -d '\r' <"$RES")
+[ -z "$res" ] || echo "$res"
+want=$(sed -n 's/^check \([a-z0-9-]*\) .*/\1/p' "$HERE/systemd/systest.sh" | LC_ALL=C sort)
+nwant=$(echo "$want" | grep -c .) || true
+passed=$(echo "$res" | sed -n 's/^VRDMA-TEST \([a-z0-9-]*\) PASS$/\1/p' | LC_ALL=C sort)
+npass=$(echo "$passed" | grep -c .) || true
+nfail=$(echo "$res" | grep -cE '^VRDMA-TEST [a-z0-9-]+ FAIL$') || true
+ndone=$(echo "$res" | grep -c '^VRDMA-SYSTEMD-DONE') || true
+garbled=$(echo "$res" | grep -vE '^(VRDMA-TEST [a-z0-9-]+ (PASS|FAIL)|VRDMA-SYSTEMD-DONE pass=[0-9]+ fail=[0-9]+)?$') || true
+if [ "$ndone" = 0 ]; then
 	if [ "$qrc" = 124 ]; then bad "TIMEOUT: the guest did not finish within ${TIMEOUT}s"
 	else bad "QEMU ended (status $qrc) before the guest's checks finished"; fi
-	grep -nE 'Kernel panic|BUG:|Oops|INITRD-FAIL|Failed to start|Timed out' "$LOG" | head -20 || true
+	grep -nE 'Kernel panic|BUG:|Oops|INITRD-FAIL|Failed to start|Timed out|ttyS1' "$LOG" | head -20 || true
 	echo "----- last 40 console lines"
 	tail -n 40 "$LOG"
-elif [ "$nfail" -gt 0 ]; then
-	sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
-	# again at the end: CI shows only the tail
-	grep 'VRDMA-TEST .* FAIL' "$LOG"
+else
+	[ "$nfail" = 0 ] || sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
+	[ "$ndone" = 1 ] && [ "$(echo "$res" | tail -n 1)" = "$(echo "$res" | grep '^VRDMA-SYSTEMD-DONE')" ] ||
+		bad "the guest's summary is not its last line, once"
+	[ -z "$garbled" ] || { echo "$garbled" | sed 's/^/    /'; bad "results port: lines that are no result"; }
+	[ "$passed" = "$want" ] ||
+		bad "checks passed: $(echo $passed); systest.sh has: $(echo $want)"
+	[ "$(echo "$res" | grep '^VRDMA-SYSTEMD-DONE')" = "VRDMA-SYSTEMD-DONE pass=$nwant fail=0" ] ||
+		bad "the guest's summary is not 'VRDMA-SYSTEMD-DONE pass=$nwant fail=0'"
+	# The console, for what it shows whole: a FAIL there is one too.
+	if grep -q 'VRDMA-TEST .* FAIL' "$LOG"; then
+		bad "a FAIL on the console"
+	fi
 fi
-[ "$npass" -gt 0 ] || bad "no check passed in the guest"
+# again at the end: CI shows only the tail
+[ "$nfail" = 0 ] || echo "$res" | grep 'FAIL$'
+[ "$nwant" -gt 0 ] || bad "no checks found in systest.sh"
 fails=$((fails + nfail))
-say "guest: $npass passed, $nfail failed, boot and checks $boot; log: $LOG"
+say "guest: $npass of $nwant checks passed, $nfail failed, boot and checks $boot; log: $LOG"
 say "$fails failed ($(took $t0))"
 [ $fails = 0 ]

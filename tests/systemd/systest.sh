@@ -6,7 +6,10 @@
 # vrdma-systest.service after the boot; every step has a time limit.
 # Prints "VRDMA-TEST <name> PASS|FAIL" per check, the diagnostics after a
 # failure, then "VRDMA-SYSTEMD-DONE pass=P fail=F"; the unit powers the
-# machine off.
+# machine off.  The result lines go to the console (ttyS0, with the
+# kernel's messages) and, alone, to the second serial port (ttyS1): the
+# host judges by that one.  Every check is a line "check NAME FUNCTION"
+# at the start of a line of this file: the host counts them.
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 STEP=20		# s for one command
@@ -17,8 +20,16 @@ nfail=0
 W=$(mktemp -d)
 
 say() { echo "VRDMA-SYSTEST $*"; }
+# The results' own port; without it the host sees no results at all.
+if exec 3>/dev/ttyS1; then
+	stty -F /dev/ttyS1 raw -echo 2>/dev/null || true
+else
+	say "cannot open /dev/ttyS1: no results for the host"
+	exec 3>/dev/null
+fi
+out() { echo "$*"; echo "$*" >&3; }
 result() { # name PASS|FAIL
-	echo "VRDMA-TEST $1 $2"
+	out "VRDMA-TEST $1 $2"
 	if [ "$2" = PASS ]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
 }
 # check NAME FUNCTION: PASS iff the function returns 0 within its own
@@ -168,6 +179,7 @@ if [ $nfail -gt 0 ]; then
 	t journalctl --no-pager -q -u vrdmad -o short-monotonic
 	echo "VRDMA-DIAG-END"
 fi
-echo "VRDMA-SYSTEMD-DONE pass=$npass fail=$nfail"
+out "VRDMA-SYSTEMD-DONE pass=$npass fail=$nfail"
+exec 3>&-	# (a tty's close waits for its output to drain)
 rm -rf "$W"
 [ $nfail = 0 ]
