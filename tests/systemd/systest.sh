@@ -112,17 +112,37 @@ keep() {
 check set-restart-get keep
 
 # ---- systemctl reload: SIGHUP re-reads the policy file, same process ----
+# The file is changed behind vrdmad's back, as an operator edits it
+# (docs/tenants.md): vrdmad goes on with what it holds until the reload,
+# then vrdmactl shows the file's policy.
+POL=/var/lib/vrdma/policy
+grouped() { # the policy vrdmad holds puts systest-a and systest-b together
+	t vrdmactl policy | grep -qx 'group systest-job systest-a systest-b' &&
+		t vrdmactl policy check systest-a systest-b | grep -q '^allow: .*same group'
+}
 reload() {
 	local pid0 pid1
 	pid0=$(prop MainPID)
 	t vrdmactl policy default tenant || return 1
-	grep -qx 'default tenant' /var/lib/vrdma/policy || return 1
+	grep -qx 'default tenant' $POL || return 1
+	# (in place: the file keeps vrdmad's owner and mode 0600)
+	printf '# edited by hand\ndefault tenant\ngroup systest-job systest-a systest-b\n' >$POL ||
+		return 1
+	sleep 1
+	echo "before the reload:"
+	t vrdmactl policy
+	t vrdmactl policy check systest-a systest-b
+	! grouped || { echo "vrdmad took the file before any reload"; return 1; }
 	t systemctl reload vrdmad || return 1
 	pid1=$(prop MainPID)
-	echo "pid $pid0 -> $pid1"
+	echo "pid $pid0 -> $pid1; after the reload:"
+	t vrdmactl policy
+	t vrdmactl policy check systest-a systest-b
 	[ "$pid1" = "$pid0" ] && [ "$(t systemctl is-active vrdmad)" = active ] && pong &&
-		until_ok 10 sh -c "journalctl -q -u vrdmad _PID=$pid0 -o cat |
-			grep -q 'policy: reloaded /var/lib/vrdma/policy'"
+		until_ok 10 grouped &&
+		until_ok 10 sh -c "journalctl -q -u vrdmad _PID=$pid0 -o cat | grep -q \
+			'policy: reloaded $POL: default tenant, 2 grouped tenants, 0 rules'" &&
+		t vrdmactl policy clear
 }
 check reload-same-pid reload
 
