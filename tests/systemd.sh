@@ -211,9 +211,18 @@ if audit=$(in_root dpkg --audit 2>&1) && [ -z "$audit" ]; then
 else
 	echo "$audit"; bad "dpkg --audit"
 fi
+# Not enabled by the package.  Whether it is started at install is the
+# maintainer scripts' (nothing runs in this chroot): said as found.
 e=$(in_root systemctl is-enabled vrdmad 2>&1) || true
-if [ "$e" = disabled ]; then ok "vrdmad.service installed disabled"
-else bad "vrdmad.service after install: '$e', not disabled"; fi
+if grep -qs 'deb-systemd-invoke.*start' "$R/var/lib/dpkg/info/vrdma-daemon.postinst"; then
+	started="its postinst starts it once on a running system"
+elif grep -qs 'vrdmad' "$R/var/lib/dpkg/info/vrdma-daemon.postinst"; then
+	started="its postinst names it, does not start it"
+else
+	started="no maintainer script touches it: not started at install, not restarted on upgrade"
+fi
+if [ "$e" = disabled ]; then ok "vrdmad.service not enabled by the package ($started)"
+else bad "vrdmad.service after install: '$e', not disabled ($started)"; fi
 # The operator's part (docs/install.md); nothing else of the package is changed.
 in_root systemctl enable vrdmad >>"$log" 2>&1 || bad "systemctl enable vrdmad"
 
