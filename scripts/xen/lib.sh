@@ -42,6 +42,9 @@ XR_LOCK=/tmp/vrdma-qemu.lock
 xr_lock() { # seconds
 	# O_EXCL: never opens one that exists (someone may make it meanwhile)
 	[ -e "$XR_LOCK" ] || (umask 0 && set -C && : >"$XR_LOCK") 2>/dev/null || true
+	# (one made before, 0644, by its owner: 0666 for the rigs that still
+	# open it for writing)
+	[ ! -O "$XR_LOCK" ] || chmod 0666 "$XR_LOCK" 2>/dev/null || true
 	if ! exec 9<"$XR_LOCK"; then
 		echo "cannot open $XR_LOCK: remove it (it is made again, mode 0666)" >&2
 		return 1
