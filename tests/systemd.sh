@@ -298,7 +298,14 @@ if [ "$ndone" = 0 ]; then
 	echo "----- last 40 console lines"
 	tail -n 40 "$LOG"
 else
-	[ "$nfail" = 0 ] || sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
+	if [ "$nfail" != 0 ]; then
+		# what each failed check printed (indented on the console), then
+		# the guest's diagnostics
+		awk '/VRDMA-TEST [a-z0-9-]+ (PASS|FAIL)/ {
+			if (/ FAIL/) printf "%s%s\n", buf, $0; buf = ""; next }
+		     /^\[ *[0-9]+\.[0-9]s\]     / { buf = buf $0 "\n" }' "$LOG"
+		sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
+	fi
 	[ "$ndone" = 1 ] && [ "$(echo "$res" | tail -n 1)" = "$(echo "$res" | grep '^VRDMA-SYSTEMD-DONE')" ] ||
 		bad "the guest's summary is not its last line, once"
 	[ -z "$garbled" ] || { echo "$garbled" | sed 's/^/    /'; bad "results port: lines that are no result"; }

@@ -44,13 +44,13 @@ check() {
 }
 t() { timeout -k 2 "$STEP" "$@"; }
 prop() { t systemctl show -p "$1" --value vrdmad; }
-# until SECONDS COMMAND...: poll every 0.1 s until the command succeeds
+# until SECONDS COMMAND...: poll every 0.1 s until the command succeeds,
+# for SECONDS at most (by the clock: a try may take a while under TCG)
 until_ok() {
-	local n=$(($1 * 10))
+	local end=$((SECONDS + $1))
 	shift
 	while ! "$@" >/dev/null 2>&1; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || return 1
+		[ $SECONDS -lt $end ] || return 1
 		sleep 0.1
 	done
 }
