@@ -76,7 +76,7 @@ ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 # second make has nothing to compile or link (issue 13: it relinked), and
 # make uninstall takes back all that make install puts in a DESTDIR (a
 # fresh one: the build in BUILD_DIR/pkg is kept as it is).
-mk="PREFIX=/usr LIBDIR=/usr/lib/$ma SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system"
+mk="PREFIX=/usr LIBDIR=/usr/lib/$ma SYSCONFDIR=/etc SYSTEMDUNITDIR=/lib/systemd/system"
 # shellcheck disable=SC2086
 if relink=$(make -C "$src" -n $mk all 2>&1 | grep -E '(^| )-o ') ; then
 	echo "$relink" | head -n 5; bad "a second make rebuilds"
@@ -123,7 +123,7 @@ check "libvrdma-dev: headers, .so link, vrdma.pc, man3, libvrdma(7)" \
 	/usr/share/man/man3/vrdma_open.3.gz /usr/share/man/man7/libvrdma.7.gz
 check "vrdma-daemon: vrdmad, vrdmactl, unit, /etc/default/vrdmad, vrdmad.conf, man5, man8" \
 	holds vrdma-daemon /usr/sbin/vrdmad /usr/sbin/vrdmactl \
-	/usr/lib/systemd/system/vrdmad.service /etc/default/vrdmad \
+	/lib/systemd/system/vrdmad.service /etc/default/vrdmad \
 	/etc/vrdma/vrdmad.conf /usr/share/man/man5/vrdmad.conf.5.gz \
 	/usr/share/man/man8/vrdmad.8.gz /usr/share/man/man8/vrdmactl.8.gz
 check "vrdma-guest: vrdma-bw, -lat, -run, private verbs libs, man1" \
@@ -197,7 +197,7 @@ else bad "--version:$vfail"; fi
 check "vrdma-run looks in /$lib/vrdma" grep -q "\"/$lib/vrdma\"" "$root/usr/bin/vrdma-run"
 
 # ---- the unit ----
-unit=$root/usr/lib/systemd/system/vrdmad.service
+unit=$root/lib/systemd/system/vrdmad.service
 if command -v systemd-analyze >/dev/null 2>&1; then
 	# verified on a copy whose paths point into the temp root
 	mkdir -p verify
