@@ -300,7 +300,7 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	m.type = GT_CTL_BEGIN;
 	m.size = (uint32_t)size;
 	/* -D: the count is known at DONE; BEGIN's only has to be nonzero. */
-	m.iters = p.dur_ns ? UINT32_MAX : (uint32_t)p.total;
+	m.iters = p.dur_ns ? UINT64_MAX : p.total;
 	m.seed = seed;
 	m.warm = (uint32_t)p.warm;
 	m.dur_s = c->o->duration_s;
@@ -314,7 +314,7 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	memset(&m, 0, sizeof(m));
 	m.type = GT_CTL_DONE;
 	m.size = (uint32_t)size;
-	m.iters = (uint32_t)p.total;
+	m.iters = p.total;
 	m.seed = seed;
 	ret = gt_request(c, &m, GT_CTL_RESULT);
 	if (ret)
@@ -438,7 +438,7 @@ static void bw_result(struct gt_ctx *c, struct gt_ctl *r)
 {
 	if (!c->bidir || !bw_srv.total)
 		return;
-	r->iters = (uint32_t)bw_srv.total;
+	r->iters = bw_srv.total;
 	r->res_iters = bw_srv.res.iters;
 	r->res_ns = bw_srv.res.ns;
 	r->res_peak_bps = (uint64_t)(bw_srv.res.peak_mib * BW_MIB);

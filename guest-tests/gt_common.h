@@ -75,7 +75,12 @@ struct gt_opts {
 	int bidir;			/* -b: the server streams too */
 };
 
-/* Control message (little endian in the slot). */
+/*
+ * Control message: 16 little-endian u32 words in the slot,
+ *   0 type | 1 credits | 2 size | 3 iters low | 4 seed | 5 status |
+ *   6 warm | 7 dur_s | 8 sig | 9 iters high | 10-11 res_iters |
+ *   12-13 res_ns | 14-15 res_peak_bps  (64-bit values low word first).
+ */
 enum gt_ctl_type {
 	GT_CTL_BEGIN = 1, GT_CTL_READY, GT_CTL_DONE, GT_CTL_RESULT,
 	GT_CTL_CREDIT, GT_CTL_FIN, GT_CTL_FIN_ACK,
@@ -85,7 +90,7 @@ struct gt_ctl {
 	uint32_t type;
 	uint32_t credits;		/* receive slots reposted since last report */
 	uint32_t size;
-	uint32_t iters;			/* iterations including warm-up */
+	uint64_t iters;			/* iterations including warm-up (-D: 64 bits) */
 	uint32_t seed;
 	uint32_t status;		/* RESULT: 0 verify OK, else failed */
 	/* BEGIN of vrdma-bw -b: how the server streams */

@@ -94,7 +94,7 @@ static int gt_on_recv(struct gt_ctx *c, struct gt_qp *q, const struct vrdma_wc *
 		m.type = w[0];
 		m.credits = w[1];
 		m.size = w[2];
-		m.iters = w[3];
+		m.iters = (uint64_t)w[9] << 32 | w[3];
 		m.seed = w[4];
 		m.status = w[5];
 		m.warm = w[6];
@@ -339,12 +339,13 @@ static int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl
 	w[0] = m->type;
 	w[1] = q->unreported;
 	w[2] = m->size;
-	w[3] = m->iters;
+	w[3] = (uint32_t)m->iters;
 	w[4] = m->seed;
 	w[5] = m->status;
 	w[6] = m->warm;
 	w[7] = m->dur_s;
 	w[8] = m->sig;
+	w[9] = (uint32_t)(m->iters >> 32);
 	w[10] = (uint32_t)m->res_iters;
 	w[11] = (uint32_t)(m->res_iters >> 32);
 	w[12] = (uint32_t)m->res_ns;

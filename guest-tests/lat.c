@@ -98,7 +98,7 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t warm,
 	c->rx_bad = 0;
 	m.type = GT_CTL_BEGIN;
 	m.size = size;
-	m.iters = (uint32_t)total;
+	m.iters = total;
 	m.seed = seed;
 	ret = gt_request(c, &m, GT_CTL_READY);
 	if (ret)
@@ -125,7 +125,7 @@ static int lat_run_size(struct gt_ctx *c, uint32_t size, uint64_t warm,
 	memset(&m, 0, sizeof(m));
 	m.type = GT_CTL_DONE;
 	m.size = size;
-	m.iters = (uint32_t)total;
+	m.iters = total;
 	m.seed = seed;
 	ret = gt_request(c, &m, GT_CTL_RESULT);
 	if (ret)
