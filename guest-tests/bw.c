@@ -193,6 +193,11 @@ static int bw_stream(struct gt_ctx *c, struct bw_plan *p, struct bw_samples *s,
 			      i + nq >= p->total);
 		if (ret)
 			return ret;
+		if (i % 16 == 0) {
+			ret = gt_keepalive(c);
+			if (ret)
+				return ret;
+		}
 		/* Reap without sleeping so samples stay fine-grained. */
 		if (gt_progress(c, 0) < 0)
 			return -EIO;
@@ -316,7 +321,10 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	m.size = (uint32_t)size;
 	m.iters = p.total;
 	m.seed = seed;
+	/* -b: the server's stream may still run; it keeps the wait alive. */
+	c->run_ns = c->bidir ? p.dur_ns : 0;
 	ret = gt_request(c, &m, GT_CTL_RESULT);
+	c->run_ns = 0;
 	if (ret)
 		return ret;
 	if (m.status) {

@@ -176,6 +176,12 @@ struct gt_ctx {
 	uint32_t rx_size, rx_seed;
 	int rx_bad;
 
+	/* Waits for a control message allow this much more than --timeout:
+	 * the -D of the run in progress (0 without).  Completions or data
+	 * push the limit forward too: it is an idle limit. */
+	uint64_t run_ns;
+	uint64_t keepalive_ns;		/* next gt_keepalive() due */
+
 	/* FIN seen: the peer may tear down, flushed WRs are expected. */
 	int closing;
 
@@ -200,6 +206,8 @@ int gt_progress(struct gt_ctx *c, int wait_ms);
 int gt_wait_sq(struct gt_ctx *c, struct gt_qp *q, uint32_t depth);
 int gt_wait_credit(struct gt_ctx *c, struct gt_qp *q);
 int gt_send_ctl(struct gt_ctx *c, const struct gt_ctl *m);
+int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl *m);
+int gt_keepalive(struct gt_ctx *c);
 int gt_wait_ctl(struct gt_ctx *c, struct gt_ctl *m, uint32_t type);
 int gt_request(struct gt_ctx *c, struct gt_ctl *m, uint32_t reply_type);
 int gt_spin_byte(struct gt_ctx *c, const uint8_t *p, uint8_t want, uint64_t deadline);

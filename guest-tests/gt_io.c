@@ -238,8 +238,6 @@ static int gt_progress_once(struct gt_ctx *c, int wait_ms)
 	return n;
 }
 
-static int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl *m);
-
 /*
  * Process completions; a side that receives SEND data hands back credits
  * on each QP whose reposts reached half of them.  Returns the number of
@@ -318,7 +316,7 @@ int gt_wait_credit(struct gt_ctx *c, struct gt_qp *q)
 
 /* Send a control message on q; it carries q's unreported receive credits.
  * It needs no credit: it lands in the GT_CTL_RESERVE receives. */
-static int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl *m)
+int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl *m)
 {
 	uint64_t deadline = gt_deadline(c);
 	uint32_t slot = q->ctl_next % GT_CTL_SLOTS, w[GT_CTL_WORDS] = { 0 }, i;
@@ -370,21 +368,49 @@ int gt_send_ctl(struct gt_ctx *c, const struct gt_ctl *m)
 	return gt_send_ctl_qp(c, &c->qps[0], m);
 }
 
-/* Wait for the next control message, which must be of the given type. */
+/*
+ * While streaming WRITE or READ, an empty CREDIT on QP 0 every quarter of
+ * --timeout: those complete nothing on the peer's side, whose wait for
+ * DONE (or with -b RESULT) would otherwise see an idle peer.  SEND data
+ * completes receives there by itself (and its receives have no room for
+ * more control messages than GT_CTL_RESERVE).
+ */
+int gt_keepalive(struct gt_ctx *c)
+{
+	struct gt_ctl m = { .type = GT_CTL_CREDIT };
+	uint64_t now;
+
+	if (c->mode == GT_MODE_SEND)
+		return 0;
+	now = gt_now_ns();
+	if (now < c->keepalive_ns)
+		return 0;
+	c->keepalive_ns = now + (uint64_t)c->o->timeout_s * 250000000u;
+	return gt_send_ctl_qp(c, &c->qps[0], &m);
+}
+
+/*
+ * Wait for the next control message, which must be of the given type:
+ * at most --timeout plus run_ns, and --timeout after the last completion
+ * (a peer that keeps a run going is alive, however long the run).
+ */
 int gt_wait_ctl(struct gt_ctx *c, struct gt_ctl *m, uint32_t type)
 {
-	uint64_t deadline = gt_deadline(c);
+	uint64_t deadline = gt_deadline(c) + c->run_ns;
 
 	while (!c->inbox_len) {
 		int left = gt_ms_left(deadline), ret;
 
 		if (left <= 0) {
-			fprintf(stderr, "%s: timed out waiting for the peer\n", c->o->prog);
+			fprintf(stderr, "%s: timed out waiting for the peer (no message or data "
+				"for --timeout %d s)\n", c->o->prog, c->o->timeout_s);
 			return -ETIMEDOUT;
 		}
 		ret = gt_progress(c, left);
 		if (ret < 0)
 			return ret;
+		if (ret > 0 && gt_deadline(c) > deadline)
+			deadline = gt_deadline(c);
 	}
 	*m = c->inbox[c->inbox_head];
 	c->inbox_head = (c->inbox_head + 1) % GT_INBOX;

@@ -31,6 +31,8 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 			c->rx_size = m.size;
 			c->rx_seed = m.seed;
 			c->rx_bad = 0;
+			/* The wait for DONE: the run's -D more than --timeout. */
+			c->run_ns = (uint64_t)m.dur_s * 1000000000u;
 			if (ops->prepare)
 				ops->prepare(c, &m);
 			r.type = GT_CTL_READY;
@@ -39,6 +41,7 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 				ret = ops->begin(c, &m);
 			break;
 		case GT_CTL_DONE:
+			c->run_ns = 0;
 			r.type = GT_CTL_RESULT;
 			r.status = ops->verify && ops->verify(c, &m) ? 1 : 0;
 			if (ops->result)
