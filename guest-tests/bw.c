@@ -46,7 +46,8 @@ struct bw_plan {
 static struct {
 	struct bw_samples s;
 	struct gt_bw_res res;
-	uint64_t total;
+	uint64_t total;			/* 0: no figures (the stream failed) */
+	int read_bad;			/* its READs got wrong data */
 } bw_srv;
 
 /* Samples for a run of n measured WRs (-D: thinned to a fixed count). */
@@ -327,11 +328,18 @@ static int bw_run_size(struct gt_ctx *c, size_t size, struct bw_samples *s,
 	c->run_ns = 0;
 	if (ret)
 		return ret;
-	if (m.status) {
+	if (m.status & GT_ST_BAD_READ)
+		fprintf(stderr, "%s: the server's READs returned wrong data at %zu bytes\n",
+			c->o->prog, size);
+	if (m.status & ~GT_ST_BAD_READ)
 		fprintf(stderr, "%s: server found wrong data at %zu bytes\n", c->o->prog, size);
+	if (m.status)
 		*verified = 0;
-	}
-	if (c->bidir) {
+	if (c->bidir && m.status && !m.res_iters) {
+		/* Its stream stopped at the failure: no figures to add. */
+		fprintf(stderr, "%s: the row at %zu bytes is this side's stream only\n",
+			c->o->prog, size);
+	} else if (c->bidir) {
 		struct gt_bw_res peer;
 
 		if (bw_peer_res(&peer, size, &m)) {
@@ -398,6 +406,29 @@ static void bw_prepare(struct gt_ctx *c, const struct gt_ctl *m)
 		bw_fill_exposed(c, m->size, m->seed ^ BW_SALT);
 }
 
+/*
+ * After a stream stopped early: its last WR on a QP may be unsignaled and
+ * would never retire, so an empty CREDIT (signaled, it lands in a control
+ * receive of the peer) goes behind it first; then wait for all of them.
+ */
+static int bw_flush(struct gt_ctx *c)
+{
+	struct gt_ctl m = { .type = GT_CTL_CREDIT };
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < c->nqps; i++) {
+		struct gt_qp *q = &c->qps[i];
+
+		if (q->sq_posted == q->sq_retired)
+			continue;
+		ret = gt_send_ctl_qp(c, q, &m);
+		if (ret)
+			return ret;
+	}
+	return gt_drain(c);
+}
+
 /* -b: after READY, stream back as the client's BEGIN says. */
 static int bw_serve(struct gt_ctx *c, const struct gt_ctl *m)
 {
@@ -405,6 +436,7 @@ static int bw_serve(struct gt_ctx *c, const struct gt_ctl *m)
 	int ret;
 
 	bw_srv.total = 0;
+	bw_srv.read_bad = 0;
 	if (!c->bidir)
 		return 0;
 	bw_plan_base(c, &p, m->size);
@@ -424,8 +456,10 @@ static int bw_serve(struct gt_ctx *c, const struct gt_ctl *m)
 	ret = bw_stream(c, &p, &bw_srv.s, &bw_srv.res);
 	if (ret == -EBADMSG) {
 		fprintf(stderr, "%s: READ returned wrong data at %u bytes\n", c->o->prog, m->size);
-		ret = 0;
-		c->rx_bad = 1;	/* the verdict at DONE says so */
+		/* RESULT says so, without figures; the WRs the stream left
+		 * out retire now, not in the next size's stream. */
+		bw_srv.read_bad = 1;
+		return bw_flush(c);
 	}
 	if (!ret)
 		bw_srv.total = p.total;
@@ -444,6 +478,8 @@ static int bw_verify(struct gt_ctx *c, const struct gt_ctl *m)
 /* -b: the server's own run, summed into the client's row. */
 static void bw_result(struct gt_ctx *c, struct gt_ctl *r)
 {
+	if (bw_srv.read_bad)
+		r->status |= GT_ST_BAD_READ;
 	if (!c->bidir || !bw_srv.total)
 		return;
 	r->iters = bw_srv.total;

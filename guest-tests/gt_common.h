@@ -92,12 +92,16 @@ struct gt_ctl {
 	uint32_t size;
 	uint64_t iters;			/* iterations including warm-up (-D: 64 bits) */
 	uint32_t seed;
-	uint32_t status;		/* RESULT: 0 verify OK, else failed */
+	uint32_t status;		/* RESULT: GT_ST_* bits, 0 verify OK */
 	/* BEGIN of vrdma-bw -b: how the server streams */
 	uint32_t warm, dur_s, sig;
 	/* RESULT of vrdma-bw -b: the server's measured run */
 	uint64_t res_iters, res_ns, res_peak_bps;
 };
+
+/* RESULT's status bits. */
+#define GT_ST_BAD_IN	(1u << 0)	/* what the client sent or wrote is wrong */
+#define GT_ST_BAD_READ	(1u << 1)	/* -b read: the server's READs got wrong data */
 
 #define GT_INBOX	8u
 

@@ -43,7 +43,7 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 		case GT_CTL_DONE:
 			c->run_ns = 0;
 			r.type = GT_CTL_RESULT;
-			r.status = ops->verify && ops->verify(c, &m) ? 1 : 0;
+			r.status = ops->verify && ops->verify(c, &m) ? GT_ST_BAD_IN : 0;
 			if (ops->result)
 				ops->result(c, &r);
 			if (r.status)
