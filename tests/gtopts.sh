@@ -186,6 +186,22 @@ if run bwqbd vrdma-bw -q 3 -b -D 1 -s 8192 --mode send --verify --csv &&
 else
 	bad "vrdma-bw -q 3 -b -D 1 --csv"; cat "$RUN/bwqbd.c" "$RUN/bwqbd.e" "$RUN/bwqbd.s"
 fi
+# Waits for DONE / RESULT are --timeout plus -D, and idle limits without -D:
+# a run longer than --timeout must still succeed (the last option wins).
+t0=$(date +%s%N)
+if run bwto vrdma-bw --timeout 2 -D 4 -s 65536 &&
+   [ $(( $(date +%s%N) - t0 )) -ge 4000000000 ] && grep -qE '^ 65536 +[1-9]' "$RUN/bwto.c"; then
+	ok "vrdma-bw --timeout 2 -D 4: the server's wait for DONE outlives --timeout"
+else
+	bad "vrdma-bw --timeout 2 -D 4"; cat "$RUN/bwto.c" "$RUN/bwto.e" "$RUN/bwto.s"
+fi
+t0=$(date +%s%N)
+if run bwidle vrdma-bw --timeout 1 -b -s 1M -n 4000 --verify &&
+   grep -q 'verify: OK' "$RUN/bwidle.c"; then
+	ok "vrdma-bw --timeout 1 -b -n 4000 -s 1M: idle limits, $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+else
+	bad "vrdma-bw --timeout 1 -b, idle limit"; cat "$RUN/bwidle.c" "$RUN/bwidle.e" "$RUN/bwidle.s"
+fi
 # A server given -q takes only the same -q: both sides fail at once, saying why.
 timeout 60 "$B/bin/vrdma-bw" -p bwmis --timeout 30 -q 2 >"$RUN/bwmis.s" 2>&1 &
 sp=$!
