@@ -33,15 +33,19 @@
 
 #define GT_MAX_SIZE	(8u << 20)	/* largest message (-a ends here) */
 #define GT_DATA_CAP	(16u << 20)	/* data region: wrap offsets beyond */
-#define GT_RX_CAP	(32u << 20)	/* receive slots for SEND data */
+#define GT_RX_CAP	(32u << 20)	/* receive slots for SEND data, aimed at */
 #define GT_CTL_LEN	64u		/* control slot size */
 #define GT_CTL_SLOTS	8u
 #define GT_CTL_IMM	0x76524d43u	/* "vRMC": marks control messages */
 #define GT_CTL_WORDS	16u		/* a control message: 16 u32, 64 bytes */
-#define GT_CTL_RESERVE	4u		/* receive slots beyond the credits: at most
-					 * 2 CREDITs and 1 request or answer are
-					 * unread per direction and QP */
-#define GT_MAX_QPS	16384u		/* perftest's MAX_QP_NUM */
+/* Receive slots beyond the credits for SEND data: at most 1 request or
+ * answer is unread per direction, and 2 CREDITs where this side sends data
+ * too (-b).  They are message-sized as well: an RC receive queue hands the
+ * next message, data or control, to the oldest receive. */
+#define GT_CTL_RESERVE(bidir)	((bidir) ? 3u : 1u)
+#define GT_CQ_MAX	16384u		/* vrdma_create_cq()'s limit */
+#define GT_BUF_MAX	(64u << 20)	/* vrdma_alloc_buf()'s limit */
+#define GT_MAX_QPS	1024u		/* QPs of a guest (vrdma_query_device) */
 #define GT_WR_CTL	(1ull << 63)	/* wr_id bit: a control send */
 
 enum gt_test { GT_BW, GT_LAT };
@@ -202,6 +206,7 @@ int gt_client_connect(struct gt_ctx *c, struct gt_opts *o);
 int gt_server_accept(struct gt_ctx *c, struct gt_opts *o);
 void gt_teardown(struct gt_ctx *c);
 uint32_t gt_slots(const struct gt_ctx *c, size_t size);
+int gt_check_fit(const struct gt_opts *o);
 
 /* gt_io.c */
 int gt_post(struct gt_ctx *c, struct gt_qp *q, enum vrdma_wr_opcode op,

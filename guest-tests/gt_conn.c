@@ -17,7 +17,6 @@
 #define GT_F_VERIFY	(1u << 0)
 #define GT_F_ALL	(1u << 1)
 #define GT_F_BIDIR	(1u << 2)
-#define GT_CQ_MAX	16384u		/* vrdma_create_cq()'s limit */
 #define GT_PAGE		4096u
 
 /*
@@ -67,7 +66,7 @@ uint32_t gt_slots(const struct gt_ctx *c, size_t size)
  * messages per QP up to GT_DATA_CAP (with --verify at least one per QP),
  * twice with -b (this side's half, the peer's half).  lat: one send and
  * one receive message.  SEND data lands in receive slots, so those are
- * message-sized then, credits for the data plus GT_CTL_RESERVE.
+ * message-sized then, credits for the data plus GT_CTL_RESERVE().
  */
 static void gt_layout(struct gt_ctx *c)
 {
@@ -99,13 +98,17 @@ static void gt_layout(struct gt_ctx *c)
 		if (c->test == GT_LAT) {
 			n = 4;
 		} else {
+			uint32_t rsv = GT_CTL_RESERVE(c->bidir);
+
+			/* GT_RX_CAP over all receives, the reserve's too. */
 			n = GT_RX_CAP / c->nqps / c->rx_slot_len;
+			n = n > rsv ? n - rsv : 0;
 			if (n > c->tx_depth)
 				n = c->tx_depth;
 			if (n < 2)
 				n = 2;
 			c->rx_credits = (uint32_t)n;
-			n += GT_CTL_RESERVE;
+			n += rsv;
 		}
 		c->rx_slots = (uint32_t)n;
 	} else {
@@ -178,6 +181,110 @@ static int gt_cmp_qpn(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Completion entries of one QP: one CQ serves every QP, one place to
+ * poll and to sleep on. */
+static uint32_t gt_qp_cqe(const struct gt_ctx *c)
+{
+	return c->sq_depth + c->rx_slots;
+}
+
+/* The one buffer: data region, then each QP's receive and control slots. */
+static uint64_t gt_buf_len(const struct gt_ctx *c)
+{
+	uint64_t per_qp = (uint64_t)c->rx_slots * c->rx_slot_len + GT_CTL_SLOTS * GT_CTL_LEN;
+
+	return gt_round(c->data_len + c->nqps * per_qp, GT_PAGE);
+}
+
+/* 0 if a side with this layout fits one CQ and one buffer. */
+static int gt_fits(const struct gt_ctx *c)
+{
+	return (uint64_t)c->nqps * gt_qp_cqe(c) <= GT_CQ_MAX &&
+	       gt_buf_len(c) <= GT_BUF_MAX ? 0 : -EINVAL;
+}
+
+/* The largest -q both sides fit with c's other parameters (0: none). */
+static uint32_t gt_max_qps(const struct gt_ctx *c)
+{
+	struct gt_ctx t = *c;
+	uint32_t n;
+
+	for (n = GT_MAX_QPS; n; n--) {
+		t.nqps = n;
+		t.server = 0;
+		gt_layout(&t);
+		if (gt_fits(&t))
+			continue;
+		t.server = 1;
+		gt_layout(&t);
+		if (!gt_fits(&t))
+			break;
+	}
+	return n;
+}
+
+/*
+ * Say why a side cannot run c's layout (after gt_layout(c)), naming the
+ * options and the largest -q that runs; 0 if it can.
+ */
+static int gt_explain_fit(const struct gt_ctx *c, const char *who)
+{
+	const char *prog = c->o->prog;
+	uint64_t cqe = (uint64_t)c->nqps * gt_qp_cqe(c);
+
+	if (!gt_fits(c))
+		return 0;
+	if (cqe > GT_CQ_MAX)
+		fprintf(stderr, "%s: -q %u needs %llu completion entries on %s (%u per QP: "
+			"%u sends, %u receives), one CQ holds %u: lower -q or -t\n", prog,
+			c->nqps, (unsigned long long)cqe, who, gt_qp_cqe(c), c->sq_depth,
+			c->rx_slots, GT_CQ_MAX);
+	else
+		fprintf(stderr, "%s: -q %u with %u-byte messages (-s%s) needs a %llu MiB "
+			"buffer on %s (data region %zu MiB, receives %llu MiB: %u per QP of "
+			"%u bytes), vrdma_alloc_buf() takes at most %u MiB: lower -q, -s or -t\n",
+			prog, c->nqps, c->max_size, c->all ? ", up to 8M with -a" : "",
+			(unsigned long long)(gt_buf_len(c) >> 20), who, c->data_len >> 20,
+			(unsigned long long)((uint64_t)c->nqps * c->rx_slots * c->rx_slot_len >> 20),
+			c->rx_slots, c->rx_slot_len, GT_BUF_MAX >> 20);
+	if (gt_max_qps(c))
+		fprintf(stderr, "%s: (at most -q %u with these options)\n", prog, gt_max_qps(c));
+	return -EINVAL;
+}
+
+/* The client's parameters from its options. */
+static void gt_client_params(struct gt_ctx *c, const struct gt_opts *o)
+{
+	c->test = o->test;
+	c->mode = o->mode;
+	c->verify = o->verify;
+	c->all = o->all;
+	c->tx_depth = o->tx_depth;
+	c->max_size = (uint32_t)(o->all ? GT_MAX_SIZE : o->size);
+	c->iters = o->iters;
+	c->nqps = o->nqps;
+	c->bidir = o->bidir;
+}
+
+/*
+ * Before anything is opened: whether the client's options can run, on
+ * its side and on the server's (which sizes itself from them); exit 2.
+ */
+int gt_check_fit(const struct gt_opts *o)
+{
+	struct gt_ctx c;
+
+	memset(&c, 0, sizeof(c));
+	c.o = (struct gt_opts *)o;
+	gt_client_params(&c, o);
+	gt_layout(&c);
+	if (gt_explain_fit(&c, "this side"))
+		return -EINVAL;
+	c.server = 1;
+	gt_layout(&c);
+	return gt_explain_fit(&c, "the server");
+}
+
 /* Buffer, MR, one CQ and nqps QPs for the layout. */
 static int gt_resources(struct gt_ctx *c)
 {
@@ -187,17 +294,12 @@ static int gt_resources(struct gt_ctx *c)
 	uint32_t i;
 
 	gt_layout(c);
-	/* One CQ for every QP: one place to poll and to sleep on. */
-	cqe = (size_t)c->nqps * (c->sq_depth + c->rx_slots);
-	if (cqe > GT_CQ_MAX) {
-		fprintf(stderr, "%s: -q %u needs %zu completion entries (%u per QP), "
-			"a CQ holds %u: lower -q or -t\n", c->o->prog, c->nqps, cqe,
-			c->sq_depth + c->rx_slots, GT_CQ_MAX);
+	if (gt_explain_fit(c, c->server ? "this server" : "this side"))
 		return -EINVAL;
-	}
+	cqe = (size_t)c->nqps * gt_qp_cqe(c);
 	rx_len = (size_t)c->rx_slots * c->rx_slot_len;
 	ctl_len = GT_CTL_SLOTS * GT_CTL_LEN;
-	c->buf_len = gt_round(c->data_len + c->nqps * (rx_len + ctl_len), GT_PAGE);
+	c->buf_len = gt_buf_len(c);
 	what = "calloc";
 	c->qps = calloc(c->nqps, sizeof(*c->qps));
 	c->qp_order = calloc(c->nqps, sizeof(*c->qp_order));
@@ -334,15 +436,7 @@ int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 	ret = gt_open(c, o);
 	if (ret)
 		return ret;
-	c->test = o->test;
-	c->mode = o->mode;
-	c->verify = o->verify;
-	c->all = o->all;
-	c->tx_depth = o->tx_depth;
-	c->max_size = (uint32_t)(o->all ? GT_MAX_SIZE : o->size);
-	c->iters = o->iters;
-	c->nqps = o->nqps;
-	c->bidir = o->bidir;
+	gt_client_params(c, o);
 	ret = gt_resources(c);
 	if (ret)
 		return ret;

@@ -315,7 +315,7 @@ int gt_wait_credit(struct gt_ctx *c, struct gt_qp *q)
 }
 
 /* Send a control message on q; it carries q's unreported receive credits.
- * It needs no credit: it lands in the GT_CTL_RESERVE receives. */
+ * It needs no credit: it lands in the GT_CTL_RESERVE() receives. */
 int gt_send_ctl_qp(struct gt_ctx *c, struct gt_qp *q, const struct gt_ctl *m)
 {
 	uint64_t deadline = gt_deadline(c);
@@ -373,7 +373,7 @@ int gt_send_ctl(struct gt_ctx *c, const struct gt_ctl *m)
  * --timeout: those complete nothing on the peer's side, whose wait for
  * DONE (or with -b RESULT) would otherwise see an idle peer.  SEND data
  * completes receives there by itself (and its receives have no room for
- * more control messages than GT_CTL_RESERVE).
+ * more control messages than GT_CTL_RESERVE()).
  */
 int gt_keepalive(struct gt_ctx *c)
 {

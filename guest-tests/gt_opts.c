@@ -441,10 +441,12 @@ static int gt_check_opts(const struct gt_opts *o, int iters_set)
 		why = "--output prints one number: not with --csv or --json";
 	else if (o->events && o->test == GT_LAT && o->mode == GT_MODE_WRITE)
 		why = "-e/--events: RDMA WRITE latency polls memory, not the CQ (--mode send does)";
-	if (!why)
-		return 0;
-	fprintf(stderr, "%s: %s\n", o->prog, why);
-	return -EINVAL;
+	if (why) {
+		fprintf(stderr, "%s: %s\n", o->prog, why);
+		return -EINVAL;
+	}
+	/* The client decides: it can tell now whether both sides fit. */
+	return o->node && o->test == GT_BW ? gt_check_fit(o) : 0;
 }
 
 /* 0 to run, 1 after -h (exit 0), -EINVAL on a bad command line (exit 2). */
