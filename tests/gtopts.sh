@@ -72,7 +72,7 @@ for p in vrdma-bw vrdma-lat; do
 	refused $p "-m/--mtu is not supported: vrdma sets no path MTU" -m 4096
 	refused $p "-T/--tos is not supported" -T 60
 	refused $p "bad value 'x' for -T/--tos: not a number" -T x
-	refused $p "bad value '0' for -q/--qp: 0 is out of range 1..16384" -q 0
+	refused $p "bad value '0' for -q/--qp: 0 is out of range 1..1024" -q 0
 	refused $p "-c/--connection is not supported: vrdma has reliable connected (RC)" -c UD
 	refused $p "bad value 'rc2' for -c/--connection: not one of RC" -c rc2
 	refused $p "-i/--ib-port is not supported: a vrdma device has one port" -i 2
@@ -91,7 +91,15 @@ for p in vrdma-bw vrdma-lat; do
 	refused $p "one NODE at most, not also 'b'" a b
 	accepted $p -F -R -c RC -i 1 -x 0 -q 1 -d host -p svc -s 4K -n 5
 done
-refused vrdma-bw "bad value '16385' for -q/--qp: 16385 is out of range 1..16384" -q 16385
+refused vrdma-bw "bad value '1025' for -q/--qp: 1025 is out of range 1..1024" -q 1025
+# The client refuses what cannot run on either side, before opening anything.
+refused vrdma-bw "-q 187 needs 16456 completion entries on this side (88 per QP" -q 187 local
+refused vrdma-bw "(at most -q 186 with these options)" -q 187 local
+refused vrdma-bw "-q 118 needs 16402 completion entries on this side (139 per QP" -q 118 -b --mode send -s 8 local
+refused vrdma-bw "-q 1024 needs 90112 completion entries" -q 1024 local
+refused vrdma-bw "-q 16 with 8388608-byte messages (-s) needs a 384 MiB buffer on the server (data region 0 MiB, receives 384 MiB: 3 per QP of 8388608 bytes), vrdma_alloc_buf() takes at most 64 MiB: lower -q, -s or -t" -q 16 -s 8M --mode send local
+refused vrdma-bw "(at most -q 2 with these options)" -q 16 -s 8M --mode send local
+refused vrdma-bw "needs a 320 MiB buffer on this side (data region 320 MiB" -q 40 -s 8M --verify local
 refused vrdma-bw "bad value '4x' for -q/--qp: not a number" -q 4x
 refused vrdma-bw "-n/--iters is per QP (as perftest): -n x -q is more than 100000000" -q 100 -n 2000000
 refused vrdma-lat "-q/--qp is an option of vrdma-bw" -q 2
@@ -111,7 +119,7 @@ refused vrdma-lat "-e/--events: RDMA WRITE latency polls memory" -e
 refused vrdma-lat "-C/--report-cycles is not supported" -C
 accepted vrdma-bw -Q 8 -t 16 -e --report_gbits --output=message_rate --mode read
 accepted vrdma-bw -q 4 -b --mode send
-accepted vrdma-bw --qp=16384 --bidirectional -D 5
+accepted vrdma-bw --qp=186 --bidirectional -D 5
 accepted vrdma-lat --mode send -e --output=latency --warmup 0
 
 # ---- real pairs on a private vrdmad ----
@@ -168,6 +176,19 @@ if run bwq4 vrdma-bw -q 4 -s 65536 -n 500 --verify &&
 	ok "vrdma-bw -q 4 --verify: 4 x 500 iterations, verify OK"
 else
 	bad "vrdma-bw -q 4 --verify"; cat "$RUN/bwq4.c" "$RUN/bwq4.e" "$RUN/bwq4.s"
+fi
+# The largest -q the client allows runs (write; -b send with 8-byte messages).
+if run bwqmax vrdma-bw -q 186 -s 4096 -n 20 &&
+   grep -qE '^ 4096 +3720 ' "$RUN/bwqmax.c" && grep -q '186 QP(s)' "$RUN/bwqmax.s"; then
+	ok "vrdma-bw -q 186: the largest -q at the default -t runs"
+else
+	bad "vrdma-bw -q 186"; cat "$RUN/bwqmax.c" "$RUN/bwqmax.e" "$RUN/bwqmax.s"
+fi
+if run bwqmaxb vrdma-bw -q 117 -b --mode send -s 8 -n 20 --verify &&
+   grep -qE '^ 8 +2340 ' "$RUN/bwqmaxb.c" && grep -q 'verify: OK' "$RUN/bwqmaxb.c"; then
+	ok "vrdma-bw -q 117 -b --mode send -s 8: the largest -q there runs"
+else
+	bad "vrdma-bw -q 117 -b --mode send"; cat "$RUN/bwqmaxb.c" "$RUN/bwqmaxb.e" "$RUN/bwqmaxb.s"
 fi
 for m in write send read; do
 	if run bwb$m vrdma-bw -b -s 4096 -n 1000 --mode $m --verify &&
