@@ -193,6 +193,17 @@ struct gt_ctx {
 	/* FIN seen: the peer may tear down, flushed WRs are expected. */
 	int closing;
 
+	/* The server's session: QP 0's requester and the nonce its answers
+	 * carry, which the requests for QPs 2..N must echo. */
+	struct vrdma_conn_peer peer;
+	int have_peer;
+	uint32_t nonce;
+	/* Refusals carried on QPs of their own (gt_conn.c), kept a while. */
+	struct vrdma_qp *refused_qp[4];
+	struct vrdma_cq *refused_cq[4];
+	uint64_t refused_ns;		/* the last one's time */
+	uint32_t n_refused;
+
 	struct gt_ctl inbox[GT_INBOX];
 	uint32_t inbox_head, inbox_len;
 };

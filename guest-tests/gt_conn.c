@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "gt_common.h"
 
@@ -20,18 +22,29 @@
 #define GT_PAGE		4096u
 
 /*
- * Client -> server private data (32 bytes, little endian), one per QP:
+ * Client -> server private data (32 bytes, little endian), QP 1:
  *   0 magic u16 | 2 version u8 | 3 test u8 | 4 mode u8 | 5 flags u8 |
  *   6 tx_depth u16 | 8 max_size u32 | 12 nqps u16 | 14 qp index u16 |
  *   16 addr u64 | 24 rkey u32 | 28 len u32
+ * QPs 2..N: bytes 0..13 as QP 1's, their index at 14, then
+ *   16 nonce u32 | 20..31 zero
  * Server -> client:
  *   0 magic u16 | 2 version u8 | 3 status u8 | 4 credits u16 |
- *   6 qp index u16 | 8 rx_slot_len u32 | 12 0 u32 | 16 addr u64 |
+ *   6 qp index u16 | 8 rx_slot_len u32 | 12 nonce u32 | 16 addr u64 |
  *   24 rkey u32 | 28 len u32
  * addr/rkey/len name the region the peer targets with WRITE or READ;
- * credits are the receives per QP for SEND data (0: none).  Version 1
- * had iters at 12 and no -q or -b: refused both ways.
+ * credits are the receives per QP for SEND data (0: none).  The nonce is
+ * the server's random draw for this client: only the one that got QP 1's
+ * answer knows it, and the server also takes QPs 2..N only from QP 1's
+ * requester as dom0 names it (vrdma_get_request_peer).  A status other
+ * than 0 is a refusal with its reason (GT_REFUSE_*), accepted on a QP of
+ * its own only to carry it; the other fields are 0 then.  Version 1 had
+ * iters at 12 and no -q or -b: refused both ways.
  */
+#define GT_REFUSE_PARAMS	1u	/* unknown parameters (another version?) */
+#define GT_REFUSE_DIFFER	2u	/* the server's -q or -b differ */
+#define GT_REFUSE_BUSY		3u	/* serving another client */
+#define GT_REFUSE_FIT		4u	/* the server cannot make what they need */
 static void gt_put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
 static void gt_put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
 static void gt_put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
@@ -370,9 +383,30 @@ static void gt_client_pd(const struct gt_ctx *c, uint8_t *pd, uint32_t idx)
 	gt_put32(pd + 8, c->max_size);
 	gt_put16(pd + 12, (uint16_t)c->nqps);
 	gt_put16(pd + 14, (uint16_t)idx);
+	if (idx) {
+		gt_put32(pd + 16, c->nonce);
+		return;
+	}
 	gt_put64(pd + 16, (uintptr_t)c->exp);
 	gt_put32(pd + 24, c->mr->rkey);
 	gt_put32(pd + 28, (uint32_t)c->region_len);
+}
+
+/* The server's reason for a refusal, as the client prints it. */
+static const char *gt_refusal(uint32_t status)
+{
+	switch (status) {
+	case GT_REFUSE_PARAMS:
+		return "it does not know these parameters (another version of vrdma-bw?)";
+	case GT_REFUSE_DIFFER:
+		return "it was started with another -q or -b, and takes only the same";
+	case GT_REFUSE_BUSY:
+		return "it is busy with another client";
+	case GT_REFUSE_FIT:
+		return "it cannot make the CQ, QPs or buffer these parameters need";
+	default:
+		return "for a reason this version does not know";
+	}
 }
 
 /* Connect QP idx; the first answer sets what the peer offers. */
@@ -387,10 +421,17 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 	gt_client_pd(c, pd, idx);
 	ret = vrdma_connect(c->qps[idx].qp, o->node, o->service, pd, sizeof(pd), peer,
 			    &peer_len, o->timeout_s * 1000);
-	if (ret == ECONNREFUSED && !idx) {
-		fprintf(stderr, "%s: the server refused these parameters (a server given "
-			"-q or -b takes only the same; an older vrdma-bw takes no -q "
-			"or -b): its output says why\n", o->prog);
+	if (ret == ECONNREFUSED) {
+		/* A server says why it refuses (below); this is no server. */
+		fprintf(stderr, "%s: nobody listens on service %s%s%s (QP %u of %u): %s\n",
+			o->prog, o->service, *o->node ? " of node " : "", o->node, idx + 1,
+			c->nqps, strerror(ret));
+		return -ret;
+	}
+	if (ret == ECONNRESET) {
+		fprintf(stderr, "%s: vrdma_connect (QP %u of %u): %s: the server dropped "
+			"the connection at once (a refusal whose reason came too late?): "
+			"its output says why\n", o->prog, idx + 1, c->nqps, strerror(ret));
 		return -ret;
 	}
 	if (ret) {
@@ -398,8 +439,14 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 			c->nqps, strerror(ret));
 		return -ret;
 	}
+	if (peer_len >= GT_PD_LEN && gt_get16(peer) == GT_PD_MAGIC &&
+	    peer[2] == GT_PD_VERSION && peer[3] != 0) {
+		fprintf(stderr, "%s: the server refused%s: %s\n", o->prog,
+			idx ? " a QP after the first" : "", gt_refusal(peer[3]));
+		return -ECONNREFUSED;
+	}
 	if (peer_len < GT_PD_LEN || gt_get16(peer) != GT_PD_MAGIC ||
-	    peer[2] != GT_PD_VERSION || peer[3] != 0 || gt_get16(peer + 6) != idx) {
+	    peer[2] != GT_PD_VERSION || gt_get16(peer + 6) != idx) {
 		fprintf(stderr, "%s: server answered with unexpected private data\n", o->prog);
 		return -EPROTO;
 	}
@@ -407,7 +454,7 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 	if (idx) {
 		/* Every QP reaches the same buffer and receives. */
 		if (gt_get64(peer + 16) != c->raddr || gt_get32(peer + 24) != c->rkey ||
-		    credits != c->qps[0].credits) {
+		    credits != c->qps[0].credits || gt_get32(peer + 12) != c->nonce) {
 			fprintf(stderr, "%s: server answered QP %u unlike QP 1\n", o->prog, idx + 1);
 			return -EPROTO;
 		}
@@ -417,6 +464,7 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 	c->raddr = gt_get64(peer + 16);
 	c->rkey = gt_get32(peer + 24);
 	c->rlen = gt_get32(peer + 28);
+	c->nonce = gt_get32(peer + 12);
 	c->qps[0].credits = credits;
 	c->peer_rx_slots = credits;
 	if ((c->mode == GT_MODE_SEND && c->test == GT_BW && !credits) ||
@@ -430,8 +478,11 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 
 int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 {
+	/* Test hook (tests/gtopts.sh): a client that connects only its first
+	 * QPs, then stays silent for --timeout, as one that hung midway. */
+	const char *env = getenv("VRDMA_GT_TEST_STOP_QPS");
+	uint32_t i, stop = env ? (uint32_t)strtoul(env, NULL, 10) : UINT32_MAX;
 	int ret, rx_early;
-	uint32_t i;
 
 	ret = gt_open(c, o);
 	if (ret)
@@ -443,6 +494,12 @@ int gt_client_connect(struct gt_ctx *c, struct gt_opts *o)
 	/* Receives before connect if the library allows it, else right after. */
 	rx_early = gt_post_rx_qps(c) == 0;
 	for (i = 0; i < c->nqps; i++) {
+		if (i == stop) {
+			fprintf(stderr, "%s: VRDMA_GT_TEST_STOP_QPS: silent after QP %u of %u\n",
+				o->prog, i, c->nqps);
+			sleep((unsigned int)o->timeout_s);
+			return -ETIMEDOUT;
+		}
 		ret = gt_connect_one(c, i);
 		if (ret)
 			return ret;
@@ -504,6 +561,70 @@ static int gt_server_agrees(const struct gt_ctx *c)
 	return 0;
 }
 
+/*
+ * Refuse a request saying why: vrdma_reject() carries no reason, so the
+ * request is accepted on a QP of its own with the status in the private
+ * data.  That QP stays until teardown and at least GT_REFUSE_LINGER_MS:
+ * destroyed at once, the client's vrdma_connect() may find its QP in error
+ * before it reads the answer (ECONNRESET), and nothing tells the server
+ * when it has.  A plain reject when no QP can be had (4 at most).
+ */
+#define GT_REFUSE_LINGER_MS	500u
+
+static void gt_refuse(struct gt_ctx *c, const struct vrdma_conn_req *req, uint32_t status)
+{
+	struct vrdma_qp_init_attr qa = { 0 };
+	uint8_t pd[GT_PD_LEN] = { 0 };
+	struct vrdma_cq *cq = NULL;
+	struct vrdma_qp *qp = NULL;
+	uint32_t n = c->n_refused;
+
+	if (n < sizeof(c->refused_qp) / sizeof(c->refused_qp[0]))
+		cq = vrdma_create_cq(c->dev, 4, NULL);
+	if (cq) {
+		qa.send_cq = cq;
+		qa.recv_cq = cq;
+		qa.cap.max_send_wr = 1;
+		qa.cap.max_recv_wr = 1;
+		qa.cap.max_send_sge = 1;
+		qa.cap.max_recv_sge = 1;
+		qp = vrdma_create_qp(c->pd, &qa);
+	}
+	gt_put16(pd + 0, GT_PD_MAGIC);
+	pd[2] = GT_PD_VERSION;
+	pd[3] = (uint8_t)status;
+	if (qp && !vrdma_accept(c->lst, qp, req, pd, sizeof(pd))) {
+		c->refused_qp[n] = qp;
+		c->refused_cq[n] = cq;
+		c->refused_ns = gt_now_ns();
+		c->n_refused++;
+		return;
+	}
+	vrdma_reject(c->lst, req);
+	if (qp)
+		vrdma_destroy_qp(qp);
+	if (cq)
+		vrdma_destroy_cq(cq);
+}
+
+/* The refusals' QPs go, GT_REFUSE_LINGER_MS after the last at the latest. */
+static void gt_refused_free(struct gt_ctx *c)
+{
+	uint64_t until = c->refused_ns + GT_REFUSE_LINGER_MS * 1000000ull, now;
+	uint32_t i;
+
+	if (!c->n_refused)
+		return;
+	now = gt_now_ns();
+	if (now < until)
+		usleep((useconds_t)((until - now) / 1000));
+	for (i = 0; i < c->n_refused; i++) {
+		vrdma_destroy_qp(c->refused_qp[i]);
+		vrdma_destroy_cq(c->refused_cq[i]);
+	}
+	c->n_refused = 0;
+}
+
 /* The server's answer on QP idx. */
 static int gt_accept_one(struct gt_ctx *c, const struct vrdma_conn_req *req, uint32_t idx)
 {
@@ -515,6 +636,7 @@ static int gt_accept_one(struct gt_ctx *c, const struct vrdma_conn_req *req, uin
 	gt_put16(pd + 4, (uint16_t)c->rx_credits);
 	gt_put16(pd + 6, (uint16_t)idx);
 	gt_put32(pd + 8, c->rx_slot_len);
+	gt_put32(pd + 12, c->nonce);
 	gt_put64(pd + 16, (uintptr_t)c->exp);
 	gt_put32(pd + 24, c->mr->rkey);
 	gt_put32(pd + 28, (uint32_t)c->region_len);
@@ -531,9 +653,32 @@ static int gt_accept_one(struct gt_ctx *c, const struct vrdma_conn_req *req, uin
 }
 
 /*
- * QPs 2..nqps: requests whose private data is the first one's with the
- * next index.  Anything else is some other client: refused, and the wait
- * goes on, up to the time limit.
+ * Whether req is the client's request for QP idx: QP 1's parameters, the
+ * index, the nonce of QP 1's answer, and (when dom0 names requesters) QP
+ * 1's requester.
+ */
+static int gt_is_next(struct gt_ctx *c, const struct vrdma_conn_req *req,
+		      const struct vrdma_conn_req *first, uint32_t idx)
+{
+	static const uint8_t zero[GT_PD_LEN - 20];
+	const uint8_t *p = req->private_data;
+	struct vrdma_conn_peer peer;
+
+	if (req->private_data_len != GT_PD_LEN || memcmp(p, first->private_data, 14) ||
+	    gt_get16(p + 14) != idx || gt_get32(p + 16) != c->nonce ||
+	    memcmp(p + 20, zero, sizeof(zero)))
+		return 0;
+	if (!c->have_peer)
+		return 1;
+	if (vrdma_get_request_peer(c->lst, req, &peer))
+		return 0;
+	return !strcmp(peer.node, c->peer.node) && peer.domid == c->peer.domid &&
+	       peer.devid == c->peer.devid;
+}
+
+/*
+ * QPs 2..nqps.  Any other request is some other client: refused as busy,
+ * and the wait goes on, up to the time limit.
  */
 static int gt_accept_rest(struct gt_ctx *c, const struct vrdma_conn_req *first)
 {
@@ -546,8 +691,9 @@ static int gt_accept_rest(struct gt_ctx *c, const struct vrdma_conn_req *first)
 		int left = gt_ms_left(deadline);
 
 		if (left <= 0) {
-			fprintf(stderr, "%s: timed out waiting for QP %u of %u from the client\n",
-				c->o->prog, idx + 1, c->nqps);
+			fprintf(stderr, "%s: timed out waiting for QP %u of %u from the client "
+				"(--timeout %d s): giving up\n", c->o->prog, idx + 1, c->nqps,
+				c->o->timeout_s);
 			return -ETIMEDOUT;
 		}
 		ret = vrdma_get_request(c->lst, &req, left);
@@ -557,13 +703,10 @@ static int gt_accept_rest(struct gt_ctx *c, const struct vrdma_conn_req *first)
 			gt_err(c, "waiting for the client's next QP", ret);
 			return -ret;
 		}
-		if (req.private_data_len != first->private_data_len ||
-		    memcmp(req.private_data, first->private_data, 14) ||
-		    gt_get16(req.private_data + 14) != idx ||
-		    memcmp(req.private_data + 16, first->private_data + 16, GT_PD_LEN - 16)) {
-			fprintf(stderr, "%s: refusing a request that is not the client's QP %u\n",
-				c->o->prog, idx + 1);
-			vrdma_reject(c->lst, &req);
+		if (!gt_is_next(c, &req, first, idx)) {
+			fprintf(stderr, "%s: refusing a request that is not the client's QP %u "
+				"(busy)\n", c->o->prog, idx + 1);
+			gt_refuse(c, &req, GT_REFUSE_BUSY);
 			continue;
 		}
 		ret = gt_accept_one(c, &req, idx);
@@ -596,13 +739,15 @@ int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 		return -ret;
 	}
 	ret = gt_parse_request(c, &req);
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "%s: rejecting a client with unknown parameters "
 			"(another version of %s?)\n", o->prog, o->prog);
-	else
-		ret = gt_server_agrees(c);
+		gt_refuse(c, &req, GT_REFUSE_PARAMS);
+		return ret;
+	}
+	ret = gt_server_agrees(c);
 	if (ret) {
-		vrdma_reject(c->lst, &req);
+		gt_refuse(c, &req, GT_REFUSE_DIFFER);
 		return ret;
 	}
 	ret = gt_resources(c);
@@ -611,8 +756,15 @@ int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 		ret = -EPROTO;
 	}
 	if (ret) {
-		vrdma_reject(c->lst, &req);
+		gt_refuse(c, &req, ret == -EPROTO ? GT_REFUSE_PARAMS : GT_REFUSE_FIT);
 		return ret;
+	}
+	/* QPs 2..N come from the same requester with this nonce. */
+	c->have_peer = vrdma_get_request_peer(c->lst, &req, &c->peer) == 0;
+	if (getrandom(&c->nonce, sizeof(c->nonce), 0) != sizeof(c->nonce)) {
+		gt_err(c, "getrandom", errno);
+		vrdma_reject(c->lst, &req);
+		return -EIO;
 	}
 	rx_early = gt_post_rx_qps(c) == 0;
 	ret = gt_accept_one(c, &req, 0);
@@ -620,6 +772,9 @@ int gt_server_accept(struct gt_ctx *c, struct gt_opts *o)
 		ret = gt_accept_rest(c, &req);
 	if (ret)
 		return ret;
+	/* One client per server: a later one is told at once nobody listens. */
+	vrdma_close_listener(c->lst);
+	c->lst = NULL;
 	if (!rx_early) {
 		ret = gt_post_rx_qps(c);
 		if (ret) {
@@ -635,6 +790,7 @@ void gt_teardown(struct gt_ctx *c)
 {
 	uint32_t i;
 
+	gt_refused_free(c);
 	for (i = 0; c->qps && i < c->nqps; i++)
 		if (c->qps[i].qp)
 			vrdma_destroy_qp(c->qps[i].qp);
