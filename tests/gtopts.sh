@@ -5,7 +5,9 @@
 #   honour is refused by name; a bad value names the option and itself;
 #   all of these exit 2 without the usage text.  Then real pairs against a
 #   private vrdmad: -D, --report_gbits, --output, -Q, -e, -d, -F -R -c RC,
-#   -q and -b with --verify, and a -q mismatch that fails at once.
+#   -q and -b with --verify, -q at its largest, runs longer than --timeout,
+#   a -q mismatch that fails at once, a client that hangs after its first
+#   QP, a second client while the server is busy.
 # Functional only: no figure is asserted; every wait is bounded.
 # Usage: tests/gtopts.sh BUILD_DIR
 set -u
@@ -233,11 +235,67 @@ crc=$?
 wait $sp
 src=$?
 if [ $crc -eq 1 ] && [ $src -eq 1 ] && [ $(( $(date +%s) - t0 )) -lt 10 ] &&
-   grep -q 'the server refused these parameters' "$RUN/bwmis.c" &&
+   grep -q 'the server refused: it was started with another -q or -b' "$RUN/bwmis.c" &&
    grep -q 'the client asks for -q 4, this server was started with -q 2: refused' "$RUN/bwmis.s"; then
 	ok "vrdma-bw -q 4 against a server's -q 2: refused at once on both sides"
 else
 	bad "vrdma-bw -q mismatch: client $crc, server $src"; cat "$RUN/bwmis.c" "$RUN/bwmis.s"
+fi
+# -q without -b in the modes where the client reads and the server receives.
+for m in read send; do
+	if run bwq3$m vrdma-bw -q 3 -s 8192 -n 50 --mode $m --verify &&
+	   grep -qE '^ 8192 +150 ' "$RUN/bwq3$m.c" && grep -q 'verify: OK' "$RUN/bwq3$m.c" &&
+	   grep -q "$m mode, 3 QP(s), 1 size(s) served, verify: OK" "$RUN/bwq3$m.s"; then
+		ok "vrdma-bw -q 3 --mode $m --verify"
+	else
+		bad "vrdma-bw -q 3 --mode $m --verify"; cat "$RUN/bwq3$m.c" "$RUN/bwq3$m.e" "$RUN/bwq3$m.s"
+	fi
+done
+# Hostile paths: a client that hangs after its first QP (test hook) makes
+# the server give up after its --timeout, saying so; a second client that
+# comes meanwhile is told the server is busy, at once; one that comes while
+# a run goes on is told nobody listens (a server serves one client).
+timeout 30 "$B/bin/vrdma-bw" -p bwhang --timeout 2 -q 3 >"$RUN/bwhang.s" 2>&1 &
+sp=$!
+for _ in $(seq 200); do grep -qs "listening on service" "$RUN/bwhang.s" && break; sleep 0.05; done
+VRDMA_GT_TEST_STOP_QPS=1 timeout 30 "$B/bin/vrdma-bw" -p bwhang --timeout 4 -q 3 -n 10 local \
+	>"$RUN/bwhang.c" 2>&1 &
+cp=$!
+for _ in $(seq 200); do grep -qs "silent after QP 1 of 3" "$RUN/bwhang.c" && break; sleep 0.05; done
+t0=$(date +%s)
+timeout 30 "$B/bin/vrdma-bw" -p bwhang --timeout 10 -q 3 -n 10 local >"$RUN/bwbusy.c" 2>&1
+brc=$?
+bt=$(( $(date +%s) - t0 ))
+wait $sp
+src=$?
+wait $cp
+if [ $src -eq 1 ] && [ $brc -eq 1 ] && [ $bt -lt 5 ] &&
+   grep -q 'timed out waiting for QP 2 of 3 from the client (--timeout 2 s): giving up' "$RUN/bwhang.s" &&
+   grep -q 'refusing a request that is not the client' "$RUN/bwhang.s" &&
+   grep -q 'the server refused: it is busy with another client' "$RUN/bwbusy.c"; then
+	ok "vrdma-bw -q 3: a client hung after QP 1 times the server out; another is told busy"
+else
+	bad "vrdma-bw -q 3 hung client: server $src, second client $brc after ${bt}s"
+	cat "$RUN/bwhang.s" "$RUN/bwhang.c" "$RUN/bwbusy.c"
+fi
+timeout 60 "$B/bin/vrdma-bw" -p bwone -D 3 >"$RUN/bwone.s" 2>&1 &
+sp=$!
+for _ in $(seq 200); do grep -qs "listening on service" "$RUN/bwone.s" && break; sleep 0.05; done
+timeout 60 "$B/bin/vrdma-bw" -p bwone -D 3 local >"$RUN/bwone.c" 2>&1 &
+cp=$!
+sleep 1
+timeout 30 "$B/bin/vrdma-bw" -p bwone --timeout 10 local >"$RUN/bwtwo.c" 2>&1
+brc=$?
+wait $sp
+src=$?
+wait $cp
+crc=$?
+if [ $brc -eq 1 ] && [ $src -eq 0 ] && [ $crc -eq 0 ] &&
+   grep -q 'nobody listens on service bwone' "$RUN/bwtwo.c"; then
+	ok "vrdma-bw: a client during another's run is told nobody listens"
+else
+	bad "vrdma-bw second client during a run: $brc (run: server $src, client $crc)"
+	cat "$RUN/bwtwo.c" "$RUN/bwone.c" "$RUN/bwone.s"
 fi
 
 t0=$(date +%s%N)
