@@ -11,8 +11,9 @@
  * verdict), and finally FIN -> FIN_ACK.
  *
  * vrdma-bw -q N connects N QPs to the same server, one vrdma_connect()
- * each (the first carries the parameters, the others its copy and their
- * index); control messages go over QP 0, data round-robin over all.  With
+ * each (the first carries the parameters, the others their index and the
+ * nonce of the server's first answer); control messages go over QP 0, data
+ * round-robin over all.  With
  * -b the server streams too, its result comes back in RESULT.
  *
  * Buffer of each side, one vrdma_alloc_buf() registered as one MR:
