@@ -209,11 +209,10 @@ static uint64_t gt_buf_len(const struct gt_ctx *c)
 	return gt_round(c->data_len + c->nqps * per_qp, GT_PAGE);
 }
 
-/* 0 if a side with this layout fits one CQ and one buffer. */
+/* Whether a side with this layout fits one CQ and one buffer. */
 static int gt_fits(const struct gt_ctx *c)
 {
-	return (uint64_t)c->nqps * gt_qp_cqe(c) <= GT_CQ_MAX &&
-	       gt_buf_len(c) <= GT_BUF_MAX ? 0 : -EINVAL;
+	return (uint64_t)c->nqps * gt_qp_cqe(c) <= GT_CQ_MAX && gt_buf_len(c) <= GT_BUF_MAX;
 }
 
 /* The largest -q both sides fit with c's other parameters (0: none). */
@@ -226,11 +225,11 @@ static uint32_t gt_max_qps(const struct gt_ctx *c)
 		t.nqps = n;
 		t.server = 0;
 		gt_layout(&t);
-		if (gt_fits(&t))
+		if (!gt_fits(&t))
 			continue;
 		t.server = 1;
 		gt_layout(&t);
-		if (!gt_fits(&t))
+		if (gt_fits(&t))
 			break;
 	}
 	return n;
@@ -245,7 +244,7 @@ static int gt_explain_fit(const struct gt_ctx *c, const char *who)
 	const char *prog = c->o->prog;
 	uint64_t cqe = (uint64_t)c->nqps * gt_qp_cqe(c);
 
-	if (!gt_fits(c))
+	if (gt_fits(c))
 		return 0;
 	if (cqe > GT_CQ_MAX)
 		fprintf(stderr, "%s: -q %u needs %llu completion entries on %s (%u per QP: "
