@@ -57,6 +57,8 @@ static int bw_fit(struct bw_samples *s, uint64_t n)
 
 	if (n <= s->max)
 		return 0;
+	if (n > UINT32_MAX)
+		return -ENOMEM;
 	t = realloc(s->t, n * sizeof(*t));
 	if (t)
 		s->t = t;
@@ -444,7 +446,8 @@ static int bw_serve(struct gt_ctx *c, const struct gt_ctl *m)
 	p.warm = m->warm;
 	p.dur_ns = (uint64_t)m->dur_s * 1000000000u;
 	p.total = p.dur_ns ? UINT64_MAX : m->iters;
-	if (!p.dur_ns && p.total <= p.warm)
+	/* The client's -n x -q is at most 100000000 (gt_opts.c). */
+	if (!p.dur_ns && (p.total <= p.warm || p.total - p.warm > 100000000u))
 		return -EPROTO;
 	p.seed = m->seed ^ BW_SALT;
 	p.rseed = m->seed;
