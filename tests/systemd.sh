@@ -219,7 +219,7 @@ e=$(in_root systemctl is-enabled vrdmad 2>&1) || true
 info=$R/var/lib/dpkg/info/vrdma-daemon
 if [ "$e" = enabled ]; then ok "vrdmad.service enabled by the package"
 else bad "vrdmad.service after install: '$e', not enabled"; fi
-if grep -qs "deb-systemd-invoke \\$_dh_action 'vrdmad.service'" "$info.postinst" &&
+if grep -qsF 'deb-systemd-invoke $_dh_action '"'vrdmad.service'" "$info.postinst" &&
    grep -qs '_dh_action=start' "$info.postinst" &&
    grep -qs 'deb-systemd-invoke stop.*vrdmad.service' "$info.prerm" &&
    grep -qs 'deb-systemd-helper purge.*vrdmad.service' "$info.postrm"; then
