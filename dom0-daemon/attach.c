@@ -7,9 +7,13 @@
  * domains not seen before are decided, domains gone are forgotten (their
  * devices are the backend's business: it tears a guest down when its
  * frontend dir goes).  Domains are indexed by domid (a table of 256-domid
- * chunks), so a listing costs one lookup a domain.  xl writes a domain's
- * `name` before it introduces the domain; a name still missing is looked
- * for again on each listing and tick, for VD_ATTACH_NAME_WAIT_MS.  Under
+ * chunks), so a listing costs one lookup a domain.  libxl writes a
+ * domain's home and `name` first (libxl__domain_make) and its `domid`
+ * last (libxl__build_post, just before it introduces the domain): a
+ * domain listed in between (another domain's event, a vrdmad starting)
+ * is not built yet and waits, undecided, for a later listing.  A name
+ * still missing is looked for again on each listing and tick, for
+ * VD_ATTACH_NAME_WAIT_MS.  Under
  * `marker`, a domain whose marker is not "1" gets a watch on the marker
  * key until it is, or the domain goes.
  */
@@ -33,7 +37,7 @@
 #define VD_AUTO_CHUNKS		((VD_AUTO_DOMID_MAX + VD_AUTO_CHUNK - 1) / VD_AUTO_CHUNK)
 
 enum vd_dom_state {
-	VD_DOM_WAIT,		/* name or marker not there yet */
+	VD_DOM_WAIT,		/* domid, name or marker not there yet */
 	VD_DOM_ATTACHED,	/* device 0 attached: by us, or by hand */
 	VD_DOM_HAD,		/* it had device 0 already (vrdmactl, an earlier vrdmad) */
 	VD_DOM_REFUSED,		/* attach failed: logged, not retried */
@@ -262,10 +266,11 @@ static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
 		d->state = VD_DOM_HAD;
 		vlog_info("attach: domain %u (%s) has device 0 already", d->domid, d->name);
 	} else if (err == -ESRCH) {
-		/* Destroyed since the listing: nothing was written; the
-		 * release event's listing forgets it. */
-		d->state = VD_DOM_NO;
-		vlog_info("attach: domain %u (%s) is gone: not attached", d->domid, d->name);
+		/* Its `domid` went since vd_auto_try read it: destroyed, and
+		 * nothing was written.  Undecided: the release event's listing
+		 * forgets it, and a domain still there is tried again. */
+		vlog_dbg("attach: domain %u (%s) has no domid now: not attached yet",
+			 d->domid, d->name);
 	} else {
 		d->state = VD_DOM_REFUSED;
 		vlog_warn("attach: domain %u (%s) device 0 not attached: %s (not retried; "
@@ -286,6 +291,13 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 
 	if (d->state != VD_DOM_WAIT)
 		return;
+	/* Not built yet (libxl writes `domid` last): its introduce event
+	 * lists it again.  The name wait starts once it is built. */
+	snprintf(path, sizeof(path), "/local/domain/%u/domid", d->domid);
+	if (vplat_key_read(a->p, path, marker, sizeof(marker))) {
+		d->since_ms = now;
+		return;
+	}
 	snprintf(path, sizeof(path), "/local/domain/%u/name", d->domid);
 	if (!vplat_key_read(a->p, path, name, sizeof(name))) {
 		size_t n = strnlen(name, sizeof(d->name) - 1);	/* shown cut */

@@ -6,7 +6,8 @@
  * come late or never, markers written after the domain appeared (and "1"
  * after another value), dom0 never, a refusal not retried, a detach not
  * undone and shown as one, a detach kept by VM name, a domain gone
- * between the listing and the attach, domains released, many events
+ * between the listing and the attach, a domain listed before libxl
+ * wrote its domid, domains released, many events
  * listed once, many domains.  The attach function is a recorder here;
  * vrdmad passes the one `vrdmactl attach` runs.
  */
@@ -32,11 +33,16 @@ static const char *t_kept;	/* a VM the operator detached, kept */
 
 static int t_attach(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 {
+	char path[64], v[16];
 	int err = t_refuse;
 
 	ck_assert_ptr_eq(arg, &t_got);
 	ck_assert_uint_eq(devid, 0);
 	t_refuse = 0;
+	/* as vplat_dev_attach: no domid key, no domain */
+	snprintf(path, sizeof(path), "/local/domain/%u/domid", domid);
+	if (!err && vplat_key_read(t_p, path, v, sizeof(v)))
+		err = -ESRCH;
 	if (err)
 		return vout_err(o, err, "attach %u/0: tenant full", domid);
 	if (t_n < T_MAX)	/* counted beyond */
@@ -204,6 +210,7 @@ START_TEST(t_all)
 	struct vd_auto *a;
 	char js[2048];
 
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/3/domid", "3"), 0);
 	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/3/name", "early"), 0);
 	a = t_start("all");
 	ck_assert_uint_eq(t_n, 1);
@@ -410,7 +417,8 @@ START_TEST(t_kept_detached)
 END_TEST
 
 /* Destroyed between the listing and the attach (vplat_dev_attach's
- * transaction says -ESRCH): not a refusal, forgotten with the domain. */
+ * transaction says -ESRCH): not a refusal nor a decision, forgotten with
+ * the domain; one still there (its domid back) is tried again. */
 START_TEST(t_gone_meanwhile)
 {
 	struct vd_auto *a = t_start("all");
@@ -421,9 +429,50 @@ START_TEST(t_gone_meanwhile)
 	ck_assert_uint_eq(t_n, 0);
 	t_show(a, js, sizeof(js));
 	ck_assert_ptr_null(strstr(js, "refused"));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"short\",\"state\":\"waiting\""));
 	t_destroy(6);
 	t_show(a, js, sizeof(js));
 	ck_assert_ptr_null(strstr(js, "\"short\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* libxl writes a domain's home and name (libxl__domain_make) before its
+ * domid (libxl__build_post, then the introduce event): a listing in
+ * between, for another domain's event, leaves it undecided, and its own
+ * event attaches it.  The same for a vrdmad starting in that window. */
+START_TEST(t_not_built)
+{
+	struct vd_auto *a;
+	char js[2048];
+
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/9/name", "booting"), 0);
+	a = t_start("all");			/* vrdmad starts meanwhile */
+	ck_assert_uint_eq(t_n, 0);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/6/name", "web"), 0);
+	t_create(5, "other");			/* its listing sees 6 half made */
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 5);
+	vd_auto_tick(a, vplat_now_ms() + VD_ATTACH_NAME_WAIT_MS + 1000);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":6,\"name\":\"?\",\"state\":\"waiting\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":9,\"name\":\"?\",\"state\":\"waiting\""));
+	t_create(6, "web");			/* build_post: domid, introduce */
+	ck_assert_uint_eq(t_n, 2);
+	ck_assert_uint_eq(t_got[1], 6);
+	t_create(9, "booting");
+	ck_assert_uint_eq(t_n, 3);
+	ck_assert_uint_eq(t_got[2], 9);
+	vd_auto_stop(a);
+
+	/* name: the same, and the name wait counts from the domid */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/12/name", "web-x"), 0);
+	a = t_start("name:web-*");
+	t_create(13, "db");
+	vd_auto_tick(a, vplat_now_ms() + VD_ATTACH_NAME_WAIT_MS + 1000);
+	t_create(12, "web-x");
+	ck_assert_uint_eq(t_n, 4);
+	ck_assert_uint_eq(t_got[3], 12);
 	vd_auto_stop(a);
 }
 END_TEST
@@ -451,6 +500,8 @@ START_TEST(t_many)
 	for (i = 0; i < N; i++) {		/* domids 20.. over three chunks */
 		snprintf(path, sizeof(path), "/local/domain/%u/name", 20 + i);
 		ck_assert_int_eq(vplat_key_printf(t_p, path, "vm-%u", 20 + i), 0);
+		snprintf(path, sizeof(path), "/local/domain/%u/domid", 20 + i);
+		ck_assert_int_eq(vplat_key_printf(t_p, path, "%u", 20 + i), 0);
 		stub_domain_event(VPLAT_WATCH_INTRODUCE);
 	}
 	t_run();
@@ -491,6 +542,7 @@ int main(void)
 	tcase_add_test(tc, t_refused_detached_none);
 	tcase_add_test(tc, t_kept_detached);
 	tcase_add_test(tc, t_gone_meanwhile);
+	tcase_add_test(tc, t_not_built);
 	tcase_add_test(tc, t_many);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
