@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,11 @@
 #define VD_AUTO_LIST_MAX	(256u << 10)	/* 32752 domids of 5 digits fit */
 #define VD_AUTO_DOMID_MAX	0x7ff0u		/* DOMID_FIRST_RESERVED */
 #define VD_AUTO_NAME		64		/* shown, with its NUL */
+#define VD_AUTO_VM		64		/* libxl's /vm/<uuid>[-N], with its NUL */
+#define VD_AUTO_BUSY_MIN_MS	100		/* xenstore busy: first retry */
+#define VD_AUTO_BUSY_MAX_MS	5000		/* ... doubling up to */
+#define VD_AUTO_LIST_RETRY_MS	1000		/* a failed listing, from the tick */
+#define VD_AUTO_WARN_MS		10000		/* one warning line per kind */
 #define VD_AUTO_CHUNK		256		/* domids per index chunk */
 #define VD_AUTO_CHUNKS		((VD_AUTO_DOMID_MAX + VD_AUTO_CHUNK - 1) / VD_AUTO_CHUNK)
 
@@ -59,8 +65,13 @@ struct vd_dom {
 	enum vd_dom_state state;
 	uint32_t gen;		/* the last listing that had it */
 	bool marker_watch;
-	int64_t since_ms;	/* first seen */
+	bool watch_failed;	/* not tried again before introduce event... */
+	uint32_t watch_failed_intro;	/* ...number this + 1 */
+	int64_t since_ms;	/* first seen, or built */
+	int64_t busy_ms;	/* xenstore was busy: tried again from then on */
+	unsigned busy_wait_ms;	/* the last wait, doubled at each busy try */
 	char name[VD_AUTO_NAME];
+	char vm[VD_AUTO_VM];	/* its identity: the domid may be reused */
 };
 
 struct vd_chunk {
@@ -76,11 +87,18 @@ struct vd_auto {
 	struct vd_chunk *idx[VD_AUTO_CHUNKS];	/* by domid */
 	unsigned ndoms;
 	uint32_t gen;		/* listings so far */
+	uint32_t intro;		/* @introduceDomain events so far */
 	bool dirty;		/* a domain event since the last listing */
+	int64_t list_ms;	/* a failed listing: not again before */
 	char *list;
 	size_t list_len;
 	unsigned watches;	/* 0, or 2 while introduce + release are watched */
 	char pol_str[VD_ATTACH_GLOB_MAX + 8];
+	struct vd_auto_lim {
+		bool any;
+		int64_t ms;	/* the last line logged */
+		unsigned quiet;	/* not logged since */
+	} lim_list, lim_watch;
 };
 
 /* ---- the policy ---- */
@@ -236,6 +254,33 @@ static void vd_auto_del(struct vd_auto *a, struct vd_dom *d)
 
 /* ---- applying it ---- */
 
+/* A warning that may come for every listing (xenstore refusing): one
+ * line per VD_AUTO_WARN_MS, the rest at debug level and counted. */
+static void vd_auto_warn(struct vd_auto_lim *l, int64_t now, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void vd_auto_warn(struct vd_auto_lim *l, int64_t now, const char *fmt, ...)
+{
+	char buf[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (l->any && now - l->ms < VD_AUTO_WARN_MS) {
+		l->quiet++;
+		vlog_dbg("%s", buf);
+		return;
+	}
+	if (l->quiet)
+		vlog_warn("%s (%u such lines not logged)", buf, l->quiet);
+	else
+		vlog_warn("%s", buf);
+	l->any = true;
+	l->ms = now;
+	l->quiet = 0;
+}
+
 static void vd_auto_marker_path(const struct vd_dom *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "/local/domain/%u/" VD_ATTACH_MARKER_KEY, d->domid);
@@ -252,7 +297,7 @@ static void vd_auto_unwatch_marker(struct vd_auto *a, struct vd_dom *d)
 	d->marker_watch = false;
 }
 
-static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
+static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d, int64_t now)
 {
 	struct vout o = { 0 };
 	int err;
@@ -265,6 +310,18 @@ static void vd_auto_attach(struct vd_auto *a, struct vd_dom *d)
 	} else if (err == -EEXIST) {
 		d->state = VD_DOM_HAD;
 		vlog_info("attach: domain %u (%s) has device 0 already", d->domid, d->name);
+	} else if (err == -EAGAIN) {
+		/* Every commit conflicted (a busy or hostile guest writing its
+		 * own keys does that to oxenstored): not its fault, so no
+		 * refusal; waiting, tried again from the tick, backing off. */
+		d->busy_wait_ms = !d->busy_wait_ms ? VD_AUTO_BUSY_MIN_MS :
+				  d->busy_wait_ms >= VD_AUTO_BUSY_MAX_MS / 2 ?
+				  VD_AUTO_BUSY_MAX_MS : d->busy_wait_ms * 2;
+		d->busy_ms = now + d->busy_wait_ms;
+		if (d->busy_wait_ms == VD_AUTO_BUSY_MIN_MS)
+			vlog_info("attach: domain %u (%s): xenstore busy, tried again from the "
+				  "tick (up to every %d s)", d->domid, d->name,
+				  VD_AUTO_BUSY_MAX_MS / 1000);
 	} else if (err == -ESRCH) {
 		/* Its `domid` went since vd_auto_try read it: destroyed, and
 		 * nothing was written.  Undecided: the release event's listing
@@ -289,7 +346,7 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 	const char *nm = NULL, *mk = NULL;
 	int r;
 
-	if (d->state != VD_DOM_WAIT)
+	if (d->state != VD_DOM_WAIT || (d->busy_ms && now < d->busy_ms))
 		return;
 	/* Not built yet (libxl writes `domid` last): its introduce event
 	 * lists it again.  The name wait starts once it is built. */
@@ -333,12 +390,19 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 	}
 	r = vd_attach_match(&a->pol, d->domid, nm, mk);
 	if (r == -EAGAIN && a->pol.kind == VD_ATTACH_MARKER) {
-		/* No time limit: nothing waits, the watch tells us. */
-		if (!d->marker_watch) {
+		/* No time limit: nothing waits, the watch tells us.  One that
+		 * failed is tried again at the next domain introduced, not at
+		 * every listing (each listing reads the marker meanwhile). */
+		if (!d->marker_watch &&
+		    !(d->watch_failed && d->watch_failed_intro == a->intro)) {
 			r = vplat_watch(a->p, path, vd_auto_marker_cb, d);
-			if (r)
-				vlog_warn("attach: cannot watch %s: %s", path, strerror(-r));
 			d->marker_watch = !r;
+			d->watch_failed = r != 0;
+			d->watch_failed_intro = a->intro;
+			if (r)
+				vd_auto_warn(&a->lim_watch, now, "attach: cannot watch %s: %s "
+					     "(tried again when a domain is introduced)", path,
+					     strerror(-r));
 		}
 		return;
 	}
@@ -352,7 +416,7 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 	}
 	vd_auto_unwatch_marker(a, d);
 	if (r) {
-		vd_auto_attach(a, d);
+		vd_auto_attach(a, d, now);
 		return;
 	}
 	d->state = VD_DOM_NO;
@@ -390,10 +454,36 @@ static int vd_auto_list(struct vd_auto *a)
 	}
 }
 
-/* Domains new to us decided, domains gone forgotten: one listing. */
-static void vd_auto_sync(struct vd_auto *a)
+/*
+ * Domain domid's identity into vm: its `vm` key (libxl writes /vm/<uuid>
+ * with its name, before its domid), "" without one; -errno when it cannot
+ * be read now (then it is not compared).  A VM made again with the same
+ * uuid and domid between two listings is not told apart: it is the same
+ * VM, and a decision about it stands.
+ */
+static int vd_auto_ident(struct vd_auto *a, uint32_t domid, char *vm)
 {
-	int64_t now = vplat_now_ms();
+	char path[64], v[VPLAT_VAL_MAX];
+	size_t n;
+	int r;
+
+	snprintf(path, sizeof(path), "/local/domain/%u/vm", domid);
+	r = vplat_key_read(a->p, path, v, sizeof(v));
+	if (r == -ENOENT)
+		v[0] = '\0';
+	else if (r < 0)
+		return r;
+	n = strnlen(v, VD_AUTO_VM - 1);
+	memcpy(vm, v, n);
+	vm[n] = '\0';
+	return 0;
+}
+
+/* Domains new to us decided, domains gone forgotten: one listing.
+ * 0, or -errno when /local/domain cannot be listed. */
+static int vd_auto_sync(struct vd_auto *a, int64_t now)
+{
+	char vm[VD_AUTO_VM];
 	uint32_t domid, pos;
 	struct vd_dom *d;
 	const char *e;
@@ -401,8 +491,9 @@ static void vd_auto_sync(struct vd_auto *a)
 
 	r = vd_auto_list(a);
 	if (r < 0) {
-		vlog_warn("attach: cannot list /local/domain: %s", strerror(-r));
-		return;
+		vd_auto_warn(&a->lim_list, now, "attach: cannot list /local/domain: %s (tried "
+			     "again every %d s)", strerror(-r), VD_AUTO_LIST_RETRY_MS / 1000);
+		return r;
 	}
 	a->gen++;
 	for (e = a->list; *e; e += strlen(e) + 1) {
@@ -410,12 +501,23 @@ static void vd_auto_sync(struct vd_auto *a)
 		    domid == VPLAT_DOM0 || domid == vplat_domid(a->p))
 			continue;
 		d = vd_auto_find(a, domid);
+		r = vd_auto_ident(a, domid, vm);
+		if (d && !r && strcmp(d->vm, vm)) {
+			/* Destroyed and made again since the last listing (xl's
+			 * domid_policy="random", an explicit domid): a new
+			 * domain, decided again. */
+			vlog_dbg("attach: domain %u (%s) replaced by another", domid, d->name);
+			vd_auto_del(a, d);
+			d = NULL;
+		}
 		if (!d) {
 			d = vd_auto_add(a, domid, now);
 			if (!d) {
 				vlog_err("attach: out of memory, domain %u not looked at", domid);
 				continue;
 			}
+			if (!r)
+				memcpy(d->vm, vm, sizeof(vm));
 			vlog_dbg("attach: domain %u appeared", domid);
 		}
 		d->gen = a->gen;
@@ -428,6 +530,7 @@ static void vd_auto_sync(struct vd_auto *a)
 		vlog_dbg("attach: domain %u (%s) gone", d->domid, d->name);
 		vd_auto_del(a, d);
 	}
+	return 0;
 }
 
 /* Many events may be queued (xl creating or destroying many domains):
@@ -437,16 +540,30 @@ static void vd_auto_event_cb(struct vplat *p, const char *path, void *arg)
 	struct vd_auto *a = arg;
 
 	(void)p;
-	(void)path;
+	if (path && !strcmp(path, VPLAT_WATCH_INTRODUCE))
+		a->intro++;
 	a->dirty = true;
+}
+
+/* A listing that failed stays due: tried again from the tick, for a
+ * quiet host may send no other event. */
+static void vd_auto_run_at(struct vd_auto *a, int64_t now)
+{
+	if (now < a->list_ms)
+		return;
+	a->dirty = false;
+	if (vd_auto_sync(a, now) < 0) {
+		a->dirty = true;
+		a->list_ms = now + VD_AUTO_LIST_RETRY_MS;
+	} else {
+		a->list_ms = 0;
+	}
 }
 
 void vd_auto_run(struct vd_auto *a)
 {
-	if (!a || !a->dirty)
-		return;
-	a->dirty = false;
-	vd_auto_sync(a);
+	if (a && a->dirty)
+		vd_auto_run_at(a, vplat_now_ms());
 }
 
 int vd_auto_start(struct vplat *p, const struct vd_attach *pol,
@@ -501,10 +618,15 @@ void vd_auto_tick(struct vd_auto *a, int64_t now_ms)
 	struct vd_dom *d;
 	uint32_t pos;
 
-	if (!a || a->pol.kind != VD_ATTACH_NAME)
+	if (!a || !a->watches)
 		return;
+	if (a->dirty)
+		vd_auto_run_at(a, now_ms);
+	/* The name wait's deadline, and domains xenstore was too busy for. */
 	for (pos = 0; (d = vd_auto_next(a, &pos));)
-		vd_auto_try(a, d, now_ms);
+		if (d->state == VD_DOM_WAIT &&
+		    (a->pol.kind == VD_ATTACH_NAME || (d->busy_ms && now_ms >= d->busy_ms)))
+			vd_auto_try(a, d, now_ms);
 }
 
 void vd_auto_note(struct vd_auto *a, uint32_t domid, bool attached)

@@ -79,7 +79,9 @@ int  vd_auto_start(struct vplat *p, const struct vd_attach *pol,
 /* After vplat_process(): one listing of /local/domain if any domain
  * event came since the last, however many came. */
 void vd_auto_run(struct vd_auto *a);
-/* The name wait's deadline; vrdmad's tick calls it. */
+/* vrdmad's tick: the name wait's deadline, a domain xenstore was too
+ * busy to attach (tried again backing off, 100 ms up to 5 s), a listing
+ * that failed (again each second). */
 void vd_auto_tick(struct vd_auto *a, int64_t now_ms);
 /* The operator attached (attached true) or detached domid's device 0 by
  * hand: the decision shown from now on, and the policy's from then on. */

@@ -135,6 +135,9 @@ static int vd_attach_dev(void *arg, uint32_t domid, uint32_t devid, struct vout 
 	err = vplat_dev_attach(d->plat, "vrdma", domid, devid);
 	if (err == -ESRCH)
 		return vout_err(o, err, "attach %u/%u: no domain %u", domid, devid, domid);
+	if (err == -EAGAIN)
+		return vout_err(o, err, "attach %u/%u: xenstore busy (other writers kept "
+				"conflicting), try again", domid, devid);
 	if (err)
 		return vout_err(o, err, "attach %u/%u: %s", domid, devid, strerror(-err));
 	return 0;

@@ -501,7 +501,9 @@ int vplat_dev_attach(struct vplat *p, const char *type, uint32_t domid, uint32_t
 		if (r != -EAGAIN)
 			break;
 	}
-	if (r && r != -EEXIST && r != -ESRCH)
+	/* -EAGAIN: every try conflicted (a guest writing its own keys can do
+	 * that); the caller tries again later, backing off, and says so. */
+	if (r && r != -EEXIST && r != -ESRCH && r != -EAGAIN)
 		vlog_err("attach %s %u/%u: %s", type, domid, devid, strerror(-r));
 	return r;
 }

@@ -183,7 +183,9 @@ int  vplat_key_perm(struct vplat *p, const char *path, uint32_t owner,
  * -EEXIST if the backend directory exists, -ESRCH if the domain does not
  * (its home's `domid` key, which the toolstack that made it wrote): the
  * check and the writes are one xenstore transaction, so the nodes never
- * outlive a domain destroyed meanwhile.  Detach removes both (backend
+ * outlive a domain destroyed meanwhile; -EAGAIN when every one of its
+ * few tries conflicted with another writer (not logged: try again later).
+ * Detach removes both (backend
  * first, so the backend drops the guest before its frontend vanishes);
  * -ENOENT if neither existed.
  */

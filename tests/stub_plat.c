@@ -80,6 +80,27 @@ static struct stub_grant stub_grants[STUB_MAX_GRANTS];
 static uint32_t stub_next_ref = 1;
 static struct stub_chan *stub_chans[256];
 static unsigned stub_maps, stub_binds, stub_lists;
+static struct { int err; unsigned n; } stub_fails[STUB_FAIL_N];
+
+void stub_fail(enum stub_fail_op op, int err, unsigned n)
+{
+	stub_fails[op].err = err;
+	stub_fails[op].n = n;
+}
+
+unsigned stub_fail_left(enum stub_fail_op op)
+{
+	return stub_fails[op].n;
+}
+
+/* 0, or the error an injected failure of op gives now. */
+static int stub_failing(enum stub_fail_op op)
+{
+	if (!stub_fails[op].n)
+		return 0;
+	stub_fails[op].n--;
+	return stub_fails[op].err;
+}
 
 void stub_reset(void)
 {
@@ -99,6 +120,7 @@ void stub_reset(void)
 	memset(stub_grants, 0, sizeof(stub_grants));
 	stub_next_ref = 1;
 	stub_lists = 0;
+	memset(stub_fails, 0, sizeof(stub_fails));
 }
 
 unsigned stub_list_calls(void)
@@ -606,7 +628,12 @@ int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,
 	size_t used = 0, n;
 	bool found = false;
 
+	int err;
+
 	stub_lists++;
+	err = stub_failing(STUB_FAIL_LIST);
+	if (err)
+		return err;
 	stub_path(p, path, full);
 	n = strlen(full);
 	*count = 0;
@@ -643,8 +670,12 @@ void stub_domain_event(const char *which)
 
 int vplat_watch(struct vplat *p, const char *path, vplat_watch_fn *cb, void *arg)
 {
-	struct stub_watch *w = calloc(1, sizeof(*w));
+	struct stub_watch *w;
+	int err = stub_failing(STUB_FAIL_WATCH);
 
+	if (err)
+		return err;
+	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->p = p;

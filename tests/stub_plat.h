@@ -23,6 +23,12 @@ unsigned stub_list_calls(void);		/* vplat_key_list calls since the reset */
 /* Fire Xen's special watch VPLAT_WATCH_INTRODUCE or _RELEASE (the test
  * writes or removes /local/domain/<domid> itself). */
 void stub_domain_event(const char *which);
+/* The next n vplat_key_list (STUB_FAIL_LIST) or vplat_watch
+ * (STUB_FAIL_WATCH) calls fail with err; stub_fail_left: how many are
+ * still to fail. */
+enum stub_fail_op { STUB_FAIL_LIST, STUB_FAIL_WATCH, STUB_FAIL_N };
+void stub_fail(enum stub_fail_op op, int err, unsigned n);
+unsigned stub_fail_left(enum stub_fail_op op);
 /* Revoke one grant (the ref becomes bad). */
 void stub_revoke(uint32_t ref);
 

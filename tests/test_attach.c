@@ -27,6 +27,10 @@
 static uint32_t t_got[T_MAX];	/* the first domids attached, in order */
 static unsigned t_n;
 static int t_refuse;		/* the next attach fails with this */
+static uint32_t t_busy_dom;	/* attaches of this domain say -EAGAIN... */
+static unsigned t_busy_n;	/* ...this many times */
+static unsigned t_busy_calls;	/* attaches of t_busy_dom */
+static unsigned t_vms;		/* /vm/ identities made */
 static struct vplat *t_p;
 static struct vd_auto *t_a;	/* the running policy */
 static const char *t_kept;	/* a VM the operator detached, kept */
@@ -39,6 +43,13 @@ static int t_attach(void *arg, uint32_t domid, uint32_t devid, struct vout *o)
 	ck_assert_ptr_eq(arg, &t_got);
 	ck_assert_uint_eq(devid, 0);
 	t_refuse = 0;
+	if (domid == t_busy_dom) {
+		t_busy_calls++;
+		if (t_busy_n) {
+			t_busy_n--;
+			return vout_err(o, -EAGAIN, "attach %u/0: xenstore busy", domid);
+		}
+	}
 	/* as vplat_dev_attach: no domid key, no domain */
 	snprintf(path, sizeof(path), "/local/domain/%u/domid", domid);
 	if (!err && vplat_key_read(t_p, path, v, sizeof(v)))
@@ -73,6 +84,9 @@ static void t_setup(void)
 	t_refuse = 0;
 	t_a = NULL;
 	t_kept = NULL;
+	t_busy_dom = UINT32_MAX;
+	t_busy_n = 0;
+	t_busy_calls = 0;
 	t_p = stub_open(VPLAT_DOM0);
 	ck_assert_ptr_nonnull(t_p);
 	/* xen-init-dom0 writes dom0's own dir: never attached */
@@ -85,16 +99,24 @@ static void t_teardown(void)
 	stub_reset();
 }
 
-/* xl create: the domain's home and name, then the introduce event. */
-static void t_create(uint32_t domid, const char *name)
+/* libxl: the domain's home, name and vm (a new uuid), its domid. */
+static void t_make(uint32_t domid, const char *name)
 {
 	char path[64];
 
+	snprintf(path, sizeof(path), "/local/domain/%u/vm", domid);
+	ck_assert_int_eq(vplat_key_printf(t_p, path, "/vm/0000-%u", ++t_vms), 0);
 	snprintf(path, sizeof(path), "/local/domain/%u/domid", domid);
 	ck_assert_int_eq(vplat_key_printf(t_p, path, "%u", domid), 0);
 	snprintf(path, sizeof(path), "/local/domain/%u/name", domid);
 	if (name)	/* NULL: the name comes later */
 		ck_assert_int_eq(vplat_key_write(t_p, path, name), 0);
+}
+
+/* xl create: t_make, then the introduce event. */
+static void t_create(uint32_t domid, const char *name)
+{
+	t_make(domid, name);
 	stub_domain_event(VPLAT_WATCH_INTRODUCE);
 	t_run();
 }
@@ -477,6 +499,179 @@ START_TEST(t_not_built)
 }
 END_TEST
 
+/* A listing that fails is done again from the tick, however quiet the
+ * host: no other event may come. */
+START_TEST(t_list_retry)
+{
+	struct vd_auto *a = t_start("all");
+	int64_t now = vplat_now_ms();
+	unsigned lists;
+
+	stub_fail(STUB_FAIL_LIST, -EIO, 1);
+	t_create(5, "quiet");
+	ck_assert_uint_eq(stub_fail_left(STUB_FAIL_LIST), 0);
+	ck_assert_uint_eq(t_n, 0);
+	lists = stub_list_calls();
+	t_run();				/* no event, not a second later */
+	ck_assert_uint_eq(stub_list_calls(), lists);
+	vd_auto_tick(a, now + 2000);
+	ck_assert_uint_eq(stub_list_calls(), lists + 1);
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 5);
+	vd_auto_tick(a, now + 4000);		/* listed: nothing due */
+	ck_assert_uint_eq(stub_list_calls(), lists + 1);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* A domid reused between two listings (destroy and create before one
+ * pass: xl domid_policy="random", an explicit domid) is a new domain: its
+ * identity (the vm key, its uuid) differs, and it is decided again. */
+START_TEST(t_domid_reused)
+{
+	struct vd_auto *a = t_start("name:web*");
+	char js[2048];
+
+	t_create(7, "db");
+	ck_assert_uint_eq(t_n, 0);
+	vplat_key_rm(t_p, "/local/domain/7");
+	t_make(7, "web-a");
+	stub_domain_event(VPLAT_WATCH_RELEASE);
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 7);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":7,\"name\":\"web-a\",\"state\":\"attached\""));
+	/* an attached one replaced: the new domain has no device yet */
+	vplat_key_rm(t_p, "/local/domain/7");
+	t_make(7, "web-b");
+	stub_domain_event(VPLAT_WATCH_RELEASE);
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_uint_eq(t_n, 2);
+	ck_assert_uint_eq(t_got[1], 7);
+	/* the same domain listed again: decided once */
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_uint_eq(t_n, 2);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"domid\":7,\"name\":\"web-b\",\"state\":\"attached\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* xenstore too busy to commit (every try conflicted: -EAGAIN): not a
+ * refusal; the domain waits and the tick tries again, 100 ms doubling up
+ * to 5 s, until it works; listings meanwhile do not hammer it. */
+START_TEST(t_busy)
+{
+	static const unsigned waits[] = { 100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000 };
+	struct vd_auto *a = t_start("all");
+	int64_t now = vplat_now_ms(), t, last;
+	unsigned i, calls;
+	char js[2048];
+
+	t_busy_dom = 8;
+	t_busy_n = 10;
+	t_create(8, "busy");
+	ck_assert_uint_eq(t_busy_calls, 1);
+	ck_assert_uint_eq(t_n, 0);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"busy\",\"state\":\"waiting\""));
+	t_create(9, "calm");			/* a listing within the wait */
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_busy_calls, 1);
+	/* from the tick (every 10 ms here), each wait twice the last */
+	for (i = 0, last = now, t = now; i < sizeof(waits) / sizeof(waits[0]); t += 10) {
+		calls = t_busy_calls;
+		vd_auto_tick(a, t);
+		if (t_busy_calls == calls)
+			continue;
+		ck_assert_msg(t - last >= waits[i] && t - last < waits[i] + 20,
+			      "try %u after %lld ms, want %u", i + 2, (long long)(t - last),
+			      waits[i]);
+		last = t;
+		i++;
+	}
+	ck_assert_uint_eq(t_busy_calls, 10);
+	ck_assert_uint_eq(t_n, 1);
+	vd_auto_tick(a, last + 5000);		/* the 11th works */
+	ck_assert_uint_eq(t_busy_calls, 11);
+	ck_assert_uint_eq(t_n, 2);
+	ck_assert_uint_eq(t_got[1], 8);
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"busy\",\"state\":\"attached\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* A marker watch that fails is not tried again at every listing, only at
+ * the next domain introduced; the listings still read the marker. */
+START_TEST(t_marker_watch_fails)
+{
+	struct vd_auto *a = t_start("marker");
+	unsigned i;
+
+	stub_fail(STUB_FAIL_WATCH, -ENOSPC, 100);
+	t_create(5, "m");
+	ck_assert_uint_eq(stub_fail_left(STUB_FAIL_WATCH), 99);
+	for (i = 0; i < 10; i++) {
+		stub_domain_event(VPLAT_WATCH_RELEASE);
+		t_run();
+	}
+	vd_auto_tick(a, vplat_now_ms() + 1000);
+	ck_assert_uint_eq(stub_fail_left(STUB_FAIL_WATCH), 99);
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_uint_eq(stub_fail_left(STUB_FAIL_WATCH), 98);
+	/* watches work again: the next introduce event makes it */
+	stub_fail(STUB_FAIL_WATCH, 0, 0);
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/5/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	stub_run();				/* the watch alone, no listing */
+	ck_assert_uint_eq(t_n, 1);
+	ck_assert_uint_eq(t_got[0], 5);
+	/* without a watch, a listing reads the marker */
+	stub_fail(STUB_FAIL_WATCH, -ENOSPC, 100);
+	t_create(6, "n");
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/6/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	stub_run();
+	ck_assert_uint_eq(t_n, 1);
+	stub_domain_event(VPLAT_WATCH_RELEASE);
+	t_run();
+	ck_assert_uint_eq(t_n, 2);
+	ck_assert_uint_eq(t_got[1], 6);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* Domids up to DOMID_FIRST_RESERVED (0x7ff0) are domains, the ids from
+ * there on (DOMID_SELF, DOMID_IO, ...) are not: never looked at. */
+START_TEST(t_domid_top)
+{
+	struct vd_auto *a = t_start("all");
+	static char js[8192];
+	char want[64];
+	uint32_t id;
+
+	for (id = 0x7fe8; id <= 0x7fff; id++)
+		t_make(id, "top");
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	ck_assert_uint_eq(t_n, 8);
+	for (id = 0x7fe8; id < 0x7ff0; id++)
+		ck_assert_uint_eq(t_got[id - 0x7fe8], id);
+	t_show(a, js, sizeof(js));
+	for (id = 0x7fe8; id <= 0x7fff; id++) {
+		snprintf(want, sizeof(want), "\"domid\":%u,", id);
+		ck_assert_msg((strstr(js, want) != NULL) == (id < 0x7ff0), "domain %#x", id);
+	}
+	vd_auto_stop(a);
+}
+END_TEST
+
 /* Many events, one listing a pass; many domains, each decided once, the
  * gone ones forgotten, shown in domid order. */
 START_TEST(t_many)
@@ -543,6 +738,11 @@ int main(void)
 	tcase_add_test(tc, t_kept_detached);
 	tcase_add_test(tc, t_gone_meanwhile);
 	tcase_add_test(tc, t_not_built);
+	tcase_add_test(tc, t_list_retry);
+	tcase_add_test(tc, t_domid_reused);
+	tcase_add_test(tc, t_busy);
+	tcase_add_test(tc, t_marker_watch_fails);
+	tcase_add_test(tc, t_domid_top);
 	tcase_add_test(tc, t_many);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
