@@ -28,6 +28,7 @@
 #include "host_proto.h"
 #include "keystore.h"
 #include "vplat.h"
+#include "vplat_impl.h"
 #include "ck_run.h"
 
 #define T_WAIT_MS 5000
@@ -331,6 +332,90 @@ START_TEST(t_toolstack)
 	snprintf(k, sizeof(k), "/local/domain/%u/device/vrdma/0/state", d);
 	ck_assert_int_eq(vplat_key_read(t0.d, k, buf, sizeof(buf)), -ENOENT);
 	t0_unlock();
+	t0_close();
+}
+END_TEST
+
+/* vplat_dev_attach's transaction loop, run on the plain host (which has
+ * no transactions) through a stand-in: a commit that conflicts discards
+ * what the try wrote, as xenstored does, and says -EAGAIN. */
+static struct {
+	unsigned conflicts;	/* the next commits that conflict */
+	unsigned starts, commits, aborts;
+} t_tx;
+
+static int t_tx_start(struct vplat *p)
+{
+	(void)p;
+	t_tx.starts++;
+	return 0;
+}
+
+static int t_tx_end(struct vplat *p, int abort)
+{
+	if (abort) {	/* here only where the try wrote nothing */
+		t_tx.aborts++;
+		return 0;
+	}
+	if (!t_tx.conflicts) {
+		t_tx.commits++;
+		return 0;
+	}
+	/* before each conflicting try there was nothing of these */
+	vplat_key_rm(p, "/local/domain/5/device");
+	vplat_key_rm(p, "/local/domain/0/backend");
+	t_tx.conflicts--;
+	return -EAGAIN;
+}
+
+START_TEST(t_tx_retry)
+{
+	struct vplat_ops ops;
+	const struct vplat_ops *real;
+	char buf[VPLAT_VAL_MAX];
+	unsigned starts;
+
+	t0_open(0);
+	ck_assert_int_eq(vplat_key_write(t0.d, "/local/domain/5/domid", "5"), 0);
+	real = t0.d->ops;
+	ops = *real;
+	ops.tx_start = t_tx_start;
+	ops.tx_end = t_tx_end;
+	t0.d->ops = &ops;
+	memset(&t_tx, 0, sizeof(t_tx));
+
+	/* the first commit conflicts, the second goes through */
+	t_tx.conflicts = 1;
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", 5, 0), 0);
+	ck_assert_uint_eq(t_tx.starts, 2);
+	ck_assert_uint_eq(t_tx.commits, 1);
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/0/backend/vrdma/5/0/state", buf,
+					sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "1");
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/5/device/vrdma/0/backend", buf,
+					sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/local/domain/0/backend/vrdma/5/0");
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", 5, 0), -EEXIST);
+	ck_assert_uint_eq(t_tx.aborts, 1);
+	ck_assert_int_eq(vplat_dev_detach(t0.d, "vrdma", 5, 0), 0);
+
+	/* every commit conflicts: a few tries, then -EAGAIN, nothing left */
+	t_tx.conflicts = 1000;
+	starts = t_tx.starts;
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", 5, 0), -EAGAIN);
+	ck_assert_uint_gt(t_tx.starts - starts, 1);
+	ck_assert_uint_le(t_tx.starts - starts, 16);
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/5/device/vrdma/0/state", buf,
+					sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(vplat_key_read(t0.d, "/local/domain/0/backend/vrdma/5/0/state", buf,
+					sizeof(buf)), -ENOENT);
+
+	/* no domid: -ESRCH at once, the transaction discarded */
+	t_tx.conflicts = 0;
+	starts = t_tx.starts;
+	ck_assert_int_eq(vplat_dev_attach(t0.d, "vrdma", 6, 0), -ESRCH);
+	ck_assert_uint_eq(t_tx.starts - starts, 1);
+	t0.d->ops = real;
 	t0_close();
 }
 END_TEST
@@ -1786,6 +1871,7 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_open);
 	tcase_add_test(tc, t_no_dom0);
 	tcase_add_test(tc, t_toolstack);
+	tcase_add_test(tc, t_tx_retry);
 	tcase_add_test(tc, t_keys);
 	tcase_add_test(tc, t_perm);
 	tcase_add_test(tc, t_watch);
