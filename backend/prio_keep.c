@@ -109,8 +109,10 @@ int vbe_keep_store(struct vbe_node *n, const char *vm, uint32_t devid,
 	int err;
 
 	memcpy(old, n->keep, sizeof(old));
+	/* The table may hold it already but not the disk (a key written by
+	 * hand, saved at the next tick): the answer waits for the disk. */
 	if (!vbe_keep_put(n, vm, devid, p))
-		return 0;
+		return n->store_dirty ? vbe_store_save(n) : 0;
 	err = vbe_store_save(n);
 	if (err) {
 		memcpy(n->keep, old, sizeof(old));

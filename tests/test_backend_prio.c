@@ -675,6 +675,36 @@ START_TEST(settings_written_once_per_tick)
 }
 END_TEST
 
+/* `set` of the value a key written by hand put in the table (saved only
+ * at the next tick) still answers after the disk: a failing one fails
+ * it, where it used to answer OK with nothing written. */
+START_TEST(set_waits_for_disk)
+{
+	char path[160];
+	struct tg x;
+
+	store_node();
+	vm_start(&x, 40, "late");
+	snprintf(path, sizeof(path), "%s/weight", x.bdir);
+	ck_assert_int_eq(vplat_key_write(dom0, path, "4"), 0);
+	stub_run();
+	ck_assert_uint_eq(vbe_node_guest(node, 40, 0)->prio.weight, 4);
+	ck_assert(node->store_dirty);
+	snprintf(path, sizeof(path), "%s/settings.new", store_dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_ne(set("late", "weight=4"), 0);
+	ck_assert_uint_eq(store_lines("vm late 0 weight=4"), 0);
+	ck_assert_int_eq(rmdir(path), 0);
+	ck_assert_int_eq(set("late", "weight=4"), 0);
+	ck_assert_uint_eq(store_lines("vm late 0 weight=4"), 1);
+	ck_assert(!node->store_dirty);
+	vm_leave(&x);
+	vbe_node_free(node);
+	node = NULL;
+	store_rm();
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -693,6 +723,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, bad_values_refused);
 	tcase_add_test(t, settings_follow_the_vm);
 	tcase_add_test(t, settings_written_once_per_tick);
+	tcase_add_test(t, set_waits_for_disk);
 	suite_add_tcase(s, t);
 	return s;
 }
