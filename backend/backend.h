@@ -107,6 +107,8 @@ int  vbe_node_attach_ok(struct vbe_node *n, uint32_t domid, uint32_t devid, stru
  */
 int  vbe_node_detached_set(struct vbe_node *n, const char *vm, bool on);
 bool vbe_node_detached(const struct vbe_node *n, const char *vm);
+/* Does the node keep a settings file (else: in memory only)? */
+bool vbe_node_keeps_state(const struct vbe_node *n);
 /* `vrdmactl attach-policy`: those VMs. */
 void vbe_node_detached_show(const struct vbe_node *n, struct vout *o);
 /* `vrdmactl policy [show | check F T | change...]` (docs/tenants.md):

@@ -184,7 +184,7 @@ int vbe_detached_put(struct vbe_node *n, const char *vm, bool on)
 	}
 	for (i = 0; i < VBE_DETACHED_MAX && n->detached[i][0]; i++)
 		;
-	if (i == VBE_DETACHED_MAX)
+	if (i == VBE_DETACHED_MAX)	/* `vrdmactl attach-policy forget` makes room */
 		return -ENOSPC;	/* not the oldest forgotten: each is a decision */
 	strcpy(n->detached[i], vm);
 	return 1;
@@ -193,6 +193,11 @@ int vbe_detached_put(struct vbe_node *n, const char *vm, bool on)
 bool vbe_node_detached(const struct vbe_node *n, const char *vm)
 {
 	return vbe_detached_find(n, vm) >= 0;
+}
+
+bool vbe_node_keeps_state(const struct vbe_node *n)
+{
+	return n->state_dir[0] != '\0';
 }
 
 int vbe_node_detached_set(struct vbe_node *n, const char *vm, bool on)

@@ -206,32 +206,53 @@ static int vd_cmd_attach(struct vd_daemon *d, int argc, char **argv, struct vout
 	return 0;
 }
 
-/* A detach of device 0 is kept by VM name (vd_cmd_attach's converse):
- * the policy does not attach the VM again, nor after a restart. */
+/*
+ * A detach of device 0 is kept by VM name (vd_cmd_attach's converse):
+ * the policy does not attach the VM again, nor after a restart.  On disk
+ * before the device goes: a crash in between leaves the VM kept detached
+ * with its device still there, the safe side (nothing attaches it again,
+ * a second detach removes it).  A domain with no device 0 yet (the policy
+ * waits for its marker or name) is recorded all the same, so the operator
+ * can stop a VM before the policy attaches it.  A detach that cannot be
+ * kept (no name the file holds, no state dir, the table full) still
+ * happens and the answer says why; a failing disk refuses it, as `set`.
+ */
 static int vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
 	char vm[VPLAT_VAL_MAX] = "";
+	const char *why = NULL;	/* not kept across a restart of vrdmad */
 	uint32_t domid, devid;
-	bool undo = false;
+	bool undo = false, nodev = false;
 	int err;
 
 	err = vd_cmd_dev_args(argc, argv, &domid, &devid, o);
 	if (err)
 		return err;
-	if (devid == 0)
+	if (devid == 0) {
 		vd_cmd_vm(d, domid, vm, sizeof(vm));
+		if (!vm[0])
+			why = "the domain has no name";
+	}
 	if (vm[0] && !vbe_node_detached(d->node, vm)) {
 		err = vbe_node_detached_set(d->node, vm, true);
 		if (err == -EINVAL)
-			vm[0] = '\0';	/* a name the settings file cannot hold */
+			why = "its VM name is not one the settings file holds (blank, not "
+			      "printable ASCII, or 64 bytes or more)";
+		else if (err == -ENOSPC)
+			why = "256 VMs are kept detached already (vrdmactl attach-policy "
+			      "forget VM makes room)";
 		else if (err)
 			return vout_err(o, err, "detach %u/0: cannot store that VM '%s' is "
-					"detached: %s", domid, vm, err == -ENOSPC ?
-					"too many detached VMs (vrdmactl attach some)" :
-					strerror(-err));
-		undo = true;
+					"detached: %s", domid, vm, strerror(-err));
+		undo = !err;
 	}
+	if (!why && vm[0] && !vbe_node_keeps_state(d->node))
+		why = "vrdmad keeps no settings file (--state-dir none)";
 	err = vplat_dev_detach(d->plat, "vrdma", domid, devid);
+	if (err == -ENOENT && devid == 0 && vm[0]) {
+		nodev = true;	/* a domain (it has a name) not given device 0 yet */
+		err = 0;
+	}
 	if (err) {
 		if (undo && vbe_node_detached_set(d->node, vm, false))
 			vlog_warn("detach %u/0 failed and VM '%s' stays kept detached", domid, vm);
@@ -239,22 +260,54 @@ static int vd_cmd_detach(struct vd_daemon *d, int argc, char **argv, struct vout
 	}
 	if (devid == 0) {
 		vd_auto_note(d->autoattach, domid, false);
-		if (!vm[0])
-			vlog_warn("detach %u/0: the domain has no name vrdmad keeps: its detach "
-				  "is not kept across a restart of vrdmad", domid);
+		if (why)
+			vlog_warn("detach %u/0: not kept across a restart of vrdmad: %s", domid,
+				  why);
 	}
-	vout_text(o, "detached domain %u device %u\n", domid, devid);
+	if (nodev)
+		vout_text(o, "domain %u has no device 0: VM '%s' recorded as detached, the "
+			  "attach policy will not attach it\n", domid, vm);
+	else
+		vout_text(o, "detached domain %u device %u\n", domid, devid);
+	if (why)
+		vout_text(o, "warning: this detach is not kept across a restart of vrdmad: "
+			  "%s\n", why);
 	vout_jbool(o, "detached", true);
 	vout_ju64(o, "domid", domid);
 	vout_ju64(o, "devid", devid);
+	if (devid == 0) {
+		vout_jbool(o, "device", !nodev);
+		vout_jbool(o, "kept", !why);
+		if (why)
+			vout_jstr(o, "not_kept", why);
+	}
 	return 0;
 }
 
-/* Issue 13: the attach policy and what it decided for each domain. */
+/* Issue 13: the attach policy and what it decided for each domain;
+ * `forget VM` drops a VM kept detached without a domain of it running
+ * (a VM deleted for good: the table holds 256). */
 static int vd_cmd_attach_policy(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
-	if (vd_cmd_no_args(argc, argv, o))
-		return -EINVAL;
+	int err;
+
+	if (argc == 3 && !strcmp(argv[1], "forget")) {
+		if (!vbe_node_detached(d->node, argv[2]))
+			return vout_err(o, -ENOENT, "attach-policy forget: VM '%.64s' is not "
+					"kept detached", argv[2]);
+		err = vbe_node_detached_set(d->node, argv[2], false);
+		if (err)
+			return vout_err(o, err, "attach-policy forget: cannot store that VM "
+					"'%s' is no longer detached: %s", argv[2], strerror(-err));
+		vlog_info("VM '%s' no longer kept detached (attach-policy forget)", argv[2]);
+		vout_text(o, "VM '%s' is no longer kept detached: the attach policy decides "
+			  "it when a domain of it appears\n", argv[2]);
+		vout_jstr(o, "forgot", argv[2]);
+		return 0;
+	}
+	if (argc > 1)
+		return vout_err(o, -EINVAL, "attach-policy: unexpected '%.32s' (try: [-j] "
+				"attach-policy [forget VM])", argv[1]);
 	vd_auto_show(d->autoattach, o);
 	vbe_node_detached_show(d->node, o);
 	return 0;

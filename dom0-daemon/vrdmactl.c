@@ -371,6 +371,16 @@ static int vc_cmd_dev(struct vc_opts *o, int argc, char **argv)
 	return vc_request(o, req);
 }
 
+/* attach-policy [forget VM]: the VM name is vrdmad's to check. */
+static int vc_cmd_attach_policy(struct vc_opts *o, int argc, char **argv)
+{
+	if (argc == 1)
+		return vc_request(o, argv[0]);
+	if (argc != 3 || strcmp(argv[1], "forget"))
+		return vc_usage_err(argv[0], "nothing, or forget and a VM name");
+	return vc_join(o, argc, argv);
+}
+
 /* set|get <vm> [key=value...]: the words go to vrdmad as they are; it
  * checks every value (the same check as for keys written in xenstore). */
 static int vc_cmd_prio(struct vc_opts *o, int argc, char **argv)
@@ -569,11 +579,14 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "attach", vc_cmd_dev, "", "DOMID [DEVID]", "create a Xen domain's device",
 	  "create a domain's vrdma device in xenstore (toolstack duty)" },
 	{ "detach", vc_cmd_dev, "", "DOMID [DEVID]", "remove it",
-	  "remove it (a program using it gets errors); the attach policy does\n"
-	  "  not attach that domain again while it lives" },
-	{ "attach-policy", vc_cmd_list, "", "", "which domains get a device",
+	  "remove it (a program using it gets errors); device 0: the attach\n"
+	  "  policy leaves that VM alone, kept by its name across restarts,\n"
+	  "  until attach (also for a domain not given device 0 yet)" },
+	{ "attach-policy", vc_cmd_attach_policy, "", "[forget VM]",
+	  "which domains get a device",
 	  "vrdmad's --attach policy and what it decided for each domain it saw:\n"
-	  "  attached, had-device, refused, not-matched, no-name, waiting" },
+	  "  attached, had-device, refused, not-matched, no-name, waiting,\n"
+	  "  detached; the VMs kept detached; forget VM: no longer kept" },
 	{ "help", vc_cmd_help, "", "[COMMAND]", "this text, or a command's",
 	  "this text, or a command's" },
 };
