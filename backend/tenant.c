@@ -66,20 +66,29 @@ bool vbe_tenant_name_ok(const char *s)
 	return true;
 }
 
-/* Limits changed (any key below the root): re-read before the next check. */
+/* Limits changed (any key below the root): re-read before the next check.
+ * A key written (or removed) by hand goes into the settings file at the
+ * next tick, as a VM's: at every firing but the watch's first (it fires
+ * once at registration) and vbe_tenant_set's own call (no path: it saves
+ * before it answers; its writes' events cost one more write at the
+ * tick). */
 static void vbe_tenant_changed(struct vplat *p, const char *path, void *arg)
 {
 	struct vbe_node *n = arg;
 	struct vbe_tenant *t;
 
 	(void)p;
-	(void)path;
 	for (t = n->tenants; t; t = t->next)
 		t->stale = true;
+	if (path && n->tenant_watch_fired)
+		vbe_store_later(n);
+	if (path)
+		n->tenant_watch_fired = true;
 }
 
 int vbe_tenant_watch(struct vbe_node *n)
 {
+	n->tenant_watch_fired = false;
 	return vplat_watch(n->plat, VPLAT_TENANT_ROOT, vbe_tenant_changed, n);
 }
 

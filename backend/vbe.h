@@ -438,6 +438,7 @@ struct vbe_node {
 	char detached[VBE_DETACHED_MAX][VBE_VM_NAME];
 	char state_dir[200];		/* prio_store.c; "" = settings in memory only */
 	bool store_dirty;		/* changes the file lacks: written at the tick */
+	bool tenant_watch_fired;	/* tenant.c: its registration's firing came */
 	int64_t store_retry_ms;		/* a failed tick's write: not again before */
 	uint64_t store_writes;		/* the file written (tests count them) */
 	struct vbe_rng rng;		/* memory keys (key.c) */

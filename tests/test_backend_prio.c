@@ -705,6 +705,30 @@ START_TEST(set_waits_for_disk)
 }
 END_TEST
 
+/* A tenant limit written by hand (xenstore-write .../vrdma-tenants/T/KEY)
+ * reaches the settings file at the next tick, as a VM's key does. */
+START_TEST(tenant_key_by_hand_saved)
+{
+	uint64_t w;
+
+	store_node();
+	vbe_node_tick(node, 1000);		/* whatever the start left */
+	w = node->store_writes;
+	ck_assert_int_eq(vplat_key_write(dom0, VPLAT_TENANT_ROOT "/t1/qps", "7"), 0);
+	stub_run();
+	ck_assert(node->store_dirty);
+	ck_assert_uint_eq(store_lines("tenant t1 "), 0);
+	vbe_node_tick(node, 1100);
+	ck_assert_uint_eq(node->store_writes, w + 1);
+	ck_assert_uint_eq(store_lines("tenant t1 qps=7"), 1);
+	vbe_node_tick(node, 1200);		/* nothing more */
+	ck_assert_uint_eq(node->store_writes, w + 1);
+	vbe_node_free(node);
+	node = NULL;
+	store_rm();
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -724,6 +748,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, settings_follow_the_vm);
 	tcase_add_test(t, settings_written_once_per_tick);
 	tcase_add_test(t, set_waits_for_disk);
+	tcase_add_test(t, tenant_key_by_hand_saved);
 	suite_add_tcase(s, t);
 	return s;
 }
