@@ -11,14 +11,15 @@
  *
  * One line per VM device, tenant or detached VM, words split by blanks:
  *
- *     version 2                         first, when a line below needs it
+ *     version 2                         first and once, when a line below needs it
  *     vm NAME DEVID key=value...        keys of vbe_prio_keys, defaults left out
  *     tenant NAME key=value...          keys of vbe_tenant_keys
  *     detached NAME                     `vrdmactl detach` of its device 0 (v2)
  *
  * No version line is version 1 (vrdma 1.0: vm and tenant lines), which
  * is what is written while no VM is detached, so 1.0 reads such a file; a
- * version above VBE_STORE_VERSION is refused, naming it.
+ * version above VBE_STORE_VERSION (or too big a number) is refused,
+ * naming it.
  * VM names are what vbe_keep_name accepts (printable ASCII, no blank,
  * under VBE_VM_NAME) and tenant names what vbe_tenant_name_ok accepts, so
  * no word needs quoting; a file with anything else is refused whole, with
@@ -285,21 +286,29 @@ static int vbe_store_tenant(struct vbe_node *n, int argc, char **argv, const cha
 	return 0;
 }
 
+/* Digits only (strtoul takes "-1" and " 2"); a number too big for us
+ * is a version too new for us too. */
 static int vbe_store_version(int argc, char **argv, const char **why)
 {
 	static char buf[128];	/* at start, one thread */
 	unsigned long v;
-	char *e;
+	size_t len;
 
-	errno = 0;
-	v = argc == 2 ? strtoul(argv[1], &e, 10) : 0;
-	if (argc != 2 || errno || e == argv[1] || *e || !v) {
+	len = argc == 2 ? strspn(argv[1], "0123456789") : 0;
+	if (argc != 2 || !len || argv[1][len]) {
 		*why = "want: version N";
 		return -EINVAL;
 	}
-	if (v > VBE_STORE_VERSION) {
-		snprintf(buf, sizeof(buf), "version %lu: written by a newer vrdmad (this one "
-			 "reads versions 1 to %d)", v, VBE_STORE_VERSION);
+	errno = 0;
+	v = strtoul(argv[1], NULL, 10);
+	if (!errno && !v) {
+		*why = "want: version N (N from 1)";
+		return -EINVAL;
+	}
+	if (errno || v > VBE_STORE_VERSION) {
+		snprintf(buf, sizeof(buf), "version %.24s%s: written by a newer vrdmad (this "
+			 "one reads versions 1 to %d)", argv[1], len > 24 ? "..." : "",
+			 VBE_STORE_VERSION);
 		*why = buf;
 		return -EPROTONOSUPPORT;
 	}
@@ -323,9 +332,12 @@ static int vbe_store_detached_vm(struct vbe_node *n, int argc, char **argv,
 	return r > 0 ? 0 : r ? r : -EINVAL;
 }
 
-static int vbe_store_line(struct vbe_node *n, char *line, const char **why)
+/* bool *any: a line with words came before (the version line is first,
+ * once, or absent). */
+static int vbe_store_line(struct vbe_node *n, char *line, bool *any, const char **why)
 {
 	char *argv[VBE_STORE_WORDS], *save = NULL, *tok;
+	bool first = !*any;
 	int argc = 0;
 
 	for (tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
@@ -337,6 +349,11 @@ static int vbe_store_line(struct vbe_node *n, char *line, const char **why)
 	}
 	if (!argc || argv[0][0] == '#')
 		return 0;
+	*any = true;
+	if (!strcmp(argv[0], "version") && !first) {
+		*why = "the version line comes first, once";
+		return -EINVAL;
+	}
 	if (!strcmp(argv[0], "vm"))
 		return vbe_store_vm(n, argc, argv, why);
 	if (!strcmp(argv[0], "tenant"))
@@ -358,6 +375,7 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 	char path[sizeof(n->state_dir) + 16], line[2048];
 	const char *why = NULL;
 	unsigned lineno = 0, nvm = 0, ndet = 0, i;
+	bool any = false;
 	int err = 0;
 	FILE *f;
 
@@ -389,7 +407,7 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 			err = -EINVAL;
 			break;
 		}
-		err = vbe_store_line(n, line, &why);
+		err = vbe_store_line(n, line, &any, &why);
 	}
 	if (!err && ferror(f))
 		err = -EIO;

@@ -729,6 +729,72 @@ START_TEST(tenant_key_by_hand_saved)
 }
 END_TEST
 
+/* A settings file's version line: first (comments aside) and once, or
+ * absent; digits; a number too big for us is a newer vrdmad's file. */
+START_TEST(store_version_line)
+{
+	static const struct {
+		const char *text;
+		int err;
+		const char *says;	/* in the log */
+	} c[] = {
+		{ "# c\nversion 2\ndetached a\n", 0, NULL },
+		{ "version 2\nversion 2\ndetached a\n", -EINVAL, "comes first, once" },
+		{ "vm a 0 weight=2\nversion 2\n", -EINVAL, "comes first, once" },
+		{ "version 3\n", -EPROTONOSUPPORT, "version 3: written by a newer vrdmad" },
+		{ "version 99999999999999999999999\n", -EPROTONOSUPPORT,
+		  "version 99999999999999999999999: written by a newer vrdmad" },
+		{ "version 184467440737095516160000000000000000\n", -EPROTONOSUPPORT,
+		  "...: written by a newer vrdmad" },
+		{ "version -1\n", -EINVAL, "want: version N" },
+		{ "version +2\n", -EINVAL, "want: version N" },
+		{ "version 2x\n", -EINVAL, "want: version N" },
+		{ "version 0\n", -EINVAL, "N from 1" },
+		{ "version\n", -EINVAL, "want: version N" },
+	};
+	struct vbe_node_cfg cfg = { .node_name = "n1", .plat = dom0 };
+	char path[128], log[4096];
+	struct vbe_node *x;
+	FILE *f, *cap;
+	unsigned i;
+	size_t got;
+	int err, fd2;
+
+	vbe_node_free(node);
+	node = NULL;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(store_dir, sizeof(store_dir), "/tmp/vrdma-store-XXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(store_dir));
+		snprintf(path, sizeof(path), "%s/settings", store_dir);
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(c[i].text, f);
+		fclose(f);
+		cfg.state_dir = store_dir;
+		cap = tmpfile();
+		ck_assert_ptr_nonnull(cap);
+		fflush(stderr);
+		fd2 = dup(2);
+		dup2(fileno(cap), 2);
+		x = NULL;
+		err = vbe_node_new(&cfg, &x);
+		fflush(stderr);
+		dup2(fd2, 2);
+		close(fd2);
+		rewind(cap);
+		got = fread(log, 1, sizeof(log) - 1, cap);
+		log[got] = '\0';
+		fclose(cap);
+		ck_assert_msg(err == c[i].err, "'%s': %d", c[i].text, err);
+		if (c[i].says)
+			ck_assert_msg(strstr(log, c[i].says), "'%s': log '%s'", c[i].text, log);
+		if (x)
+			vbe_node_free(x);
+		store_rm();
+	}
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -749,6 +815,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, settings_written_once_per_tick);
 	tcase_add_test(t, set_waits_for_disk);
 	tcase_add_test(t, tenant_key_by_hand_saved);
+	tcase_add_test(t, store_version_line);
 	suite_add_tcase(s, t);
 	return s;
 }
