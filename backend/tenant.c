@@ -156,7 +156,9 @@ int vbe_tenant_parse(unsigned q, const char *val, uint64_t *out)
 	const char *e;
 	uint64_t v;
 
-	if (vbe_prio_size(val, &e, &v) || *e || v > vbe_tenant_top[q])
+	/* K/M/G/T for bytes (mem) only: on a count, "qps=4K" is a slip. */
+	if (vbe_prio_size(val, &e, &v) || *e || v > vbe_tenant_top[q] ||
+	    (q != VBE_TQ_MEM && val[strspn(val, "0123456789")]))
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -420,22 +420,32 @@ static void hd_guest_readable(struct hd_guest *g, long *fds_free)
 	}
 }
 
-/* A tenant's limit on connected guests: its own key, the default key, or
- * the node's default (vrdmad.conf [limits], else VPLAT_TENANT_GUESTS;
- * docs/tenants.md). */
-static unsigned hd_tenant_max(struct hd *d, const char *tenant)
+/* dir's `guests` key (a tenant, or "default"); -1 when absent or not a
+ * number in range, which the backend ignores too (vbe_tenant_parse). */
+static long hd_tenant_key(struct hd *d, const char *dir)
 {
 	char path[VPLAT_KEY_MAX], val[16], *e;
 	unsigned long v;
 
-	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/guests", tenant);
-	if (ks_read(d->ks, path, val, sizeof(val)) < 0) {
-		snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/default/guests");
-		if (ks_read(d->ks, path, val, sizeof(val)) < 0)
-			return d->tenant_guests;
-	}
+	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/guests", dir);
+	if (ks_read(d->ks, path, val, sizeof(val)) < 0 || val[0] < '0' || val[0] > '9')
+		return -1;
+	errno = 0;
 	v = strtoul(val, &e, 10);
-	return *e || !val[0] || v > HD_MAX_GUESTS ? d->tenant_guests : (unsigned)v;
+	return *e || errno || v > HD_MAX_GUESTS ? -1 : (long)v;
+}
+
+/* A tenant's limit on connected guests: its own key, the default key, or
+ * the node's default (vrdmad.conf [limits], else VPLAT_TENANT_GUESTS;
+ * docs/tenants.md); a key that is not valid is skipped, as the backend
+ * does, so both count the same limit. */
+static unsigned hd_tenant_max(struct hd *d, const char *tenant)
+{
+	long v = hd_tenant_key(d, tenant);
+
+	if (v < 0)
+		v = hd_tenant_key(d, "default");
+	return v < 0 ? d->tenant_guests : (unsigned)v;
 }
 
 /*

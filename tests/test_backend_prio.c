@@ -795,6 +795,29 @@ START_TEST(store_version_line)
 }
 END_TEST
 
+/* Tenant limits: K/M/G/T on bytes (mem) only, as vrdmad.conf(5) says. */
+START_TEST(tenant_suffix_mem_only)
+{
+	uint64_t v = 0;
+	unsigned q;
+
+	ck_assert_int_eq(vbe_tenant_parse(VBE_TQ_MEM, "4K", &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(vbe_tenant_parse(VBE_TQ_MEM, "16G", &v), 0);
+	ck_assert_uint_eq(v, 16ull << 30);
+	for (q = 0; q < VBE_TQ_N; q++) {
+		ck_assert_int_eq(vbe_tenant_parse(q, "3", &v), 0);
+		ck_assert_uint_eq(v, 3);
+		if (q != VBE_TQ_MEM) {
+			ck_assert_int_eq(vbe_tenant_parse(q, "1K", &v), -EINVAL);
+			ck_assert_int_eq(vbe_tenant_parse(q, "1k", &v), -EINVAL);
+		}
+		ck_assert_int_eq(vbe_tenant_parse(q, "3x", &v), -EINVAL);
+		ck_assert_int_eq(vbe_tenant_parse(q, "", &v), -EINVAL);
+	}
+}
+END_TEST
+
 static Suite *prio_suite(void)
 {
 	Suite *s = suite_create("backend_prio");
@@ -816,6 +839,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, set_waits_for_disk);
 	tcase_add_test(t, tenant_key_by_hand_saved);
 	tcase_add_test(t, store_version_line);
+	tcase_add_test(t, tenant_suffix_mem_only);
 	suite_add_tcase(s, t);
 	return s;
 }

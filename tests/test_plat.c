@@ -420,6 +420,29 @@ START_TEST(t_tx_retry)
 }
 END_TEST
 
+/* A tenant's `guests` key that is not a valid number is skipped for
+ * tenant:default's, as the backend does (not for vrdmad.conf's). */
+START_TEST(t_tenant_bad_key)
+{
+	struct vplat_cfg cfg = { .role = VPLAT_GUEST };
+	struct vplat *g1, *g2 = NULL;
+	char k[VPLAT_KEY_MAX];
+
+	t0_open(1);
+	cfg.run_dir = t0.dir;
+	snprintf(k, sizeof(k), VPLAT_TENANT_ROOT "/uid%u/guests", (unsigned)getuid());
+	ck_assert_int_eq(d0_write(k, "2x"), 0);
+	ck_assert_int_eq(d0_write(VPLAT_TENANT_ROOT "/default/guests", "1"), 0);
+	g1 = guest_open();
+	ck_assert_int_eq(vplat_open(&cfg, &g2), -EUSERS);
+	ck_assert_int_eq(d0_write(k, "2"), 0);		/* valid: its own counts */
+	g2 = guest_open();
+	vplat_close(g2);
+	vplat_close(g1);
+	t0_close();
+}
+END_TEST
+
 START_TEST(t_keys)
 {
 	char buf[VPLAT_VAL_MAX], k[VPLAT_KEY_MAX], big[VPLAT_VAL_MAX + 1];
@@ -1872,6 +1895,7 @@ static Suite *plat_suite(void)
 	tcase_add_test(tc, t_no_dom0);
 	tcase_add_test(tc, t_toolstack);
 	tcase_add_test(tc, t_tx_retry);
+	tcase_add_test(tc, t_tenant_bad_key);
 	tcase_add_test(tc, t_keys);
 	tcase_add_test(tc, t_perm);
 	tcase_add_test(tc, t_watch);
