@@ -7,15 +7,17 @@
  * domains not seen before are decided, domains gone are forgotten (their
  * devices are the backend's business: it tears a guest down when its
  * frontend dir goes).  Domains are indexed by domid (a table of 256-domid
- * chunks), so a listing costs one lookup a domain.  libxl writes a
- * domain's home and `name` first (libxl__domain_make) and its `domid`
- * last (libxl__build_post, just before it introduces the domain): a
- * domain listed in between (another domain's event, a vrdmad starting)
- * is not built yet and waits, undecided, for a later listing.  A name
- * still missing is looked for again on each listing and tick, for
- * VD_ATTACH_NAME_WAIT_MS.  Under
+ * chunks), so a listing costs one lookup a domain, and one read of its
+ * `vm` key (its identity: a domid may be reused between two listings).
+ * libxl writes a domain's home, `vm` and `name` first
+ * (libxl__domain_make) and its `domid` last (libxl__build_post, just
+ * before it introduces the domain): a domain listed in between (another
+ * domain's event, a vrdmad starting) is not built yet and waits,
+ * undecided, for a later listing.  A name still missing is looked for
+ * again on each listing and tick, for VD_ATTACH_NAME_WAIT_MS.  Under
  * `marker`, a domain whose marker is not "1" gets a watch on the marker
- * key until it is, or the domain goes.
+ * key until it is, or the domain goes.  xenstore too busy to commit an
+ * attach, and a listing that failed, are tried again from the tick.
  */
 #include <errno.h>
 #include <fnmatch.h>
