@@ -74,6 +74,7 @@ struct vd_dom {
 	unsigned busy_wait_ms;	/* the last wait, doubled at each busy try */
 	char name[VD_AUTO_NAME];
 	char vm[VD_AUTO_VM];	/* its identity: the domid may be reused */
+	bool vm_known;		/* vm read (a failed read is no identity) */
 };
 
 struct vd_chunk {
@@ -91,6 +92,8 @@ struct vd_auto {
 	uint32_t gen;		/* listings so far */
 	uint32_t intro;		/* @introduceDomain events so far */
 	bool dirty;		/* a domain event since the last listing */
+	bool released;		/* a @releaseDomain since then: a domid may
+				 * have been reused, identities read again */
 	int64_t list_ms;	/* a failed listing: not again before */
 	char *list;
 	size_t list_len;
@@ -350,6 +353,7 @@ static void vd_auto_try(struct vd_auto *a, struct vd_dom *d, int64_t now)
 
 	if (d->state != VD_DOM_WAIT || (d->busy_ms && now < d->busy_ms))
 		return;
+	d->busy_ms = 0;		/* this is its try: set again if still busy */
 	/* Not built yet (libxl writes `domid` last): its introduce event
 	 * lists it again.  The name wait starts once it is built. */
 	snprintf(path, sizeof(path), "/local/domain/%u/domid", d->domid);
@@ -458,8 +462,9 @@ static int vd_auto_list(struct vd_auto *a)
 
 /*
  * Domain domid's identity into vm: its `vm` key (libxl writes /vm/<uuid>
- * with its name, before its domid), "" without one; -errno when it cannot
- * be read now (then it is not compared).  A VM made again with the same
+ * with its name, before its domid); -errno without one or when it cannot
+ * be read now (then it is not compared: a domain with none is never
+ * called replaced).  A VM made again with the same
  * uuid and domid between two listings is not told apart: it is the same
  * VM, and a decision about it stands.
  */
@@ -471,10 +476,8 @@ static int vd_auto_ident(struct vd_auto *a, uint32_t domid, char *vm)
 
 	snprintf(path, sizeof(path), "/local/domain/%u/vm", domid);
 	r = vplat_key_read(a->p, path, v, sizeof(v));
-	if (r == -ENOENT)
-		v[0] = '\0';
-	else if (r < 0)
-		return r;
+	if (r < 0)
+		return r;	/* none (yet): nothing to compare */
 	n = strnlen(v, VD_AUTO_VM - 1);
 	memcpy(vm, v, n);
 	vm[n] = '\0';
@@ -489,6 +492,7 @@ static int vd_auto_sync(struct vd_auto *a, int64_t now)
 	uint32_t domid, pos;
 	struct vd_dom *d;
 	const char *e;
+	bool reread;
 	int r;
 
 	r = vd_auto_list(a);
@@ -498,13 +502,21 @@ static int vd_auto_sync(struct vd_auto *a, int64_t now)
 		return r;
 	}
 	a->gen++;
+	/* A domid is reused only after a release: identities are read for
+	 * new domains, and for all only after one (200 domains cost 200
+	 * reads a listing otherwise, and every introduce lists). */
+	reread = a->released;
+	a->released = false;
 	for (e = a->list; *e; e += strlen(e) + 1) {
 		if (vplat_parse_u32(e, &domid) || domid >= VD_AUTO_DOMID_MAX ||
 		    domid == VPLAT_DOM0 || domid == vplat_domid(a->p))
 			continue;
 		d = vd_auto_find(a, domid);
-		r = vd_auto_ident(a, domid, vm);
-		if (d && !r && strcmp(d->vm, vm)) {
+		r = !d || reread || !d->vm_known ? vd_auto_ident(a, domid, vm) : -EAGAIN;
+		if (d && !r && !d->vm_known) {
+			memcpy(d->vm, vm, sizeof(vm));
+			d->vm_known = true;
+		} else if (d && !r && strcmp(d->vm, vm)) {
 			/* Destroyed and made again since the last listing (xl's
 			 * domid_policy="random", an explicit domid): a new
 			 * domain, decided again. */
@@ -518,8 +530,10 @@ static int vd_auto_sync(struct vd_auto *a, int64_t now)
 				vlog_err("attach: out of memory, domain %u not looked at", domid);
 				continue;
 			}
-			if (!r)
+			if (!r) {
 				memcpy(d->vm, vm, sizeof(vm));
+				d->vm_known = true;
+			}
 			vlog_dbg("attach: domain %u appeared", domid);
 		}
 		d->gen = a->gen;
@@ -544,6 +558,8 @@ static void vd_auto_event_cb(struct vplat *p, const char *path, void *arg)
 	(void)p;
 	if (path && !strcmp(path, VPLAT_WATCH_INTRODUCE))
 		a->intro++;
+	else
+		a->released = true;	/* or the first firing: read them all */
 	a->dirty = true;
 }
 

@@ -79,7 +79,7 @@ static struct stub_watch *stub_watches;
 static struct stub_grant stub_grants[STUB_MAX_GRANTS];
 static uint32_t stub_next_ref = 1;
 static struct stub_chan *stub_chans[256];
-static unsigned stub_maps, stub_binds, stub_lists;
+static unsigned stub_maps, stub_binds, stub_lists, stub_reads;
 static struct { int err; unsigned n; } stub_fails[STUB_FAIL_N];
 
 void stub_fail(enum stub_fail_op op, int err, unsigned n)
@@ -120,12 +120,18 @@ void stub_reset(void)
 	memset(stub_grants, 0, sizeof(stub_grants));
 	stub_next_ref = 1;
 	stub_lists = 0;
+	stub_reads = 0;
 	memset(stub_fails, 0, sizeof(stub_fails));
 }
 
 unsigned stub_list_calls(void)
 {
 	return stub_lists;
+}
+
+unsigned stub_read_calls(void)
+{
+	return stub_reads;
 }
 
 struct vplat *stub_open(uint32_t domid)
@@ -581,6 +587,7 @@ int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 	char full[VPLAT_KEY_MAX];
 	struct stub_key *k;
 
+	stub_reads++;
 	stub_path(p, path, full);
 	k = stub_find(full);
 	if (!k)

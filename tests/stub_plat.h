@@ -20,6 +20,7 @@ void stub_run(void);
 unsigned stub_live_maps(void);
 unsigned stub_live_binds(void);		/* dom0-side channels */
 unsigned stub_list_calls(void);		/* vplat_key_list calls since the reset */
+unsigned stub_read_calls(void);		/* vplat_key_read calls since the reset */
 /* Fire Xen's special watch VPLAT_WATCH_INTRODUCE or _RELEASE (the test
  * writes or removes /local/domain/<domid> itself). */
 void stub_domain_event(const char *which);

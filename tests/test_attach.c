@@ -606,6 +606,64 @@ START_TEST(t_busy)
 }
 END_TEST
 
+/* The tick tries a busy domain once per wait: one whose marker went
+ * meanwhile waits for the marker, it is not read at every tick. */
+START_TEST(t_busy_once)
+{
+	struct vd_auto *a = t_start("marker");
+	int64_t now = vplat_now_ms();
+	unsigned reads;
+
+	t_busy_dom = 8;
+	t_busy_n = 1;
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/8/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_create(8, "busy");
+	ck_assert_uint_eq(t_busy_calls, 1);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/8/" VD_ATTACH_MARKER_KEY, "0"), 0);
+	t_run();
+	vd_auto_tick(a, now + 150);		/* its retry: the marker says no */
+	ck_assert_uint_eq(t_busy_calls, 1);
+	reads = stub_read_calls();
+	vd_auto_tick(a, now + 1000);
+	vd_auto_tick(a, now + 10000);
+	ck_assert_uint_eq(stub_read_calls(), reads);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/8/" VD_ATTACH_MARKER_KEY, "1"), 0);
+	t_run();
+	ck_assert_uint_eq(t_busy_calls, 2);
+	ck_assert_uint_eq(t_n, 1);
+	vd_auto_stop(a);
+}
+END_TEST
+
+/* A domain's identity is read when it is new and after a release (a
+ * domid is reused only after one), and a failed read is no identity:
+ * the next listing that reads it does not call the domain replaced. */
+START_TEST(t_vm_read_late)
+{
+	struct vd_auto *a = t_start("marker");
+	char js[2048];
+
+	t_make(4, "first");
+	vplat_key_rm(t_p, "/local/domain/4/vm");	/* no identity yet */
+	stub_domain_event(VPLAT_WATCH_INTRODUCE);
+	t_run();
+	vd_auto_note(a, 4, false);			/* the operator detached it */
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/4/vm", "/vm/late"), 0);
+	t_create(5, "second");
+	vd_auto_note(a, 5, false);
+	ck_assert_int_eq(vplat_key_write(t_p, "/local/domain/5/vm", "/vm/other"), 0);
+	t_create(6, "third");				/* no release: 5 not read */
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"first\",\"state\":\"detached\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"second\",\"state\":\"detached\""));
+	t_destroy(6);					/* a release: all read */
+	t_show(a, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"first\",\"state\":\"detached\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"name\":\"second\",\"state\":\"waiting\""));
+	vd_auto_stop(a);
+}
+END_TEST
+
 /* A marker watch that fails is not tried again at every listing, only at
  * the next domain introduced; the listings still read the marker. */
 START_TEST(t_marker_watch_fails)
@@ -741,6 +799,8 @@ int main(void)
 	tcase_add_test(tc, t_list_retry);
 	tcase_add_test(tc, t_domid_reused);
 	tcase_add_test(tc, t_busy);
+	tcase_add_test(tc, t_busy_once);
+	tcase_add_test(tc, t_vm_read_late);
 	tcase_add_test(tc, t_marker_watch_fails);
 	tcase_add_test(tc, t_domid_top);
 	tcase_add_test(tc, t_many);
