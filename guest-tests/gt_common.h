@@ -47,6 +47,7 @@
 #define GT_CQ_MAX	16384u		/* vrdma_create_cq()'s limit */
 #define GT_BUF_MAX	(64u << 20)	/* vrdma_alloc_buf()'s limit */
 #define GT_MAX_QPS	1024u		/* QPs of a guest (vrdma_query_device) */
+#define GT_MAX_DURATION	86400u		/* -D: a day at most */
 #define GT_WR_CTL	(1ull << 63)	/* wr_id bit: a control send */
 
 enum gt_test { GT_BW, GT_LAT };

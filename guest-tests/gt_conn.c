@@ -421,8 +421,10 @@ static int gt_connect_one(struct gt_ctx *c, uint32_t idx)
 	ret = vrdma_connect(c->qps[idx].qp, o->node, o->service, pd, sizeof(pd), peer,
 			    &peer_len, o->timeout_s * 1000);
 	if (ret == ECONNREFUSED) {
-		/* A server says why it refuses (below); this is no server. */
-		fprintf(stderr, "%s: nobody listens on service %s%s%s (QP %u of %u): %s\n",
+		/* A server says why it refuses (below) while it can; a plain
+		 * reject (no server, or one out of QPs for answers) is this. */
+		fprintf(stderr, "%s: nobody listens on service %s%s%s, or it refused without "
+			"a reason (QP %u of %u): %s\n",
 			o->prog, o->service, *o->node ? " of node " : "", o->node, idx + 1,
 			c->nqps, strerror(ret));
 		return -ret;

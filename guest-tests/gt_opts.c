@@ -19,7 +19,6 @@
 
 #define GT_MAX_ITERS	100000000u
 #define GT_MAX_DEPTH	1024u
-#define GT_MAX_DURATION	86400u
 
 /* long-only options: codes beyond any character */
 enum {

@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,12 @@ int gt_ms_left(uint64_t deadline)
 {
 	uint64_t now = gt_now_ns();
 
+	uint64_t ms;
+
 	if (now >= deadline)
 		return 0;
-	return (int)((deadline - now + 999999) / 1000000);
+	ms = (deadline - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 /* The pattern of message idx: 64-bit words from a per-message start. */

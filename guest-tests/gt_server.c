@@ -23,7 +23,10 @@ static int gt_serve(struct gt_ctx *c, const struct gt_server_ops *ops,
 		memset(&r, 0, sizeof(r));
 		switch (m.type) {
 		case GT_CTL_BEGIN:
-			if (!m.size || m.size > c->max_size || !m.iters)
+			/* -D is at most a day (gt_opts.c): a longer one
+			 * would hold this server that long. */
+			if (!m.size || m.size > c->max_size || !m.iters ||
+			    m.dur_s > GT_MAX_DURATION)
 				return -EPROTO;
 			c->rx_data = 0;
 			for (i = 0; i < c->nqps; i++)
