@@ -17,6 +17,22 @@
 
 #include "stub_plat.h"
 
+/* ASan, with clang or gcc: a cached mapping is poisoned while unmapped. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STUB_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(STUB_ASAN)
+#define STUB_ASAN 1
+#endif
+#ifdef STUB_ASAN
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(a, n)		((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n)	((void)(a), (void)(n))
+#endif
+
 #define STUB_PAGE	4096u
 #define STUB_MAX_PLAT	16
 #define STUB_MAX_GRANTS	65536
@@ -60,6 +76,9 @@ struct vplat_map {
 	void *addr;
 	size_t len;
 	uint8_t *live;		/* vplat_map_live: cleared at unmap */
+	uint32_t *refs;		/* with the map cache: what it maps */
+	uint32_t n;
+	int writable;
 };
 
 struct stub_chan {
@@ -80,6 +99,9 @@ static struct stub_grant stub_grants[STUB_MAX_GRANTS];
 static uint32_t stub_next_ref = 1;
 static struct stub_chan *stub_chans[256];
 static unsigned stub_maps, stub_binds, stub_lists, stub_reads;
+/* stub_map_cache: unmapped mappings kept for the same refs, newest last. */
+static struct vplat_map **stub_mcache;
+static unsigned stub_mcache_n, stub_mcache_max;
 static struct { int err; unsigned n; } stub_fails[STUB_FAIL_N];
 
 void stub_fail(enum stub_fail_op op, int err, unsigned n)
@@ -117,6 +139,7 @@ void stub_reset(void)
 		stub_watches = w->next;
 		free(w);
 	}
+	stub_map_cache_drop();
 	memset(stub_grants, 0, sizeof(stub_grants));
 	stub_next_ref = 1;
 	stub_lists = 0;
@@ -313,12 +336,58 @@ void vplat_unshare(struct vplat_share *s)
 {
 	uint32_t i;
 
+	stub_map_cache_drop();	/* (a cached mapping holds the memfd) */
 	for (i = 0; i < s->npages; i++)
 		stub_revoke(s->refs[i]);
 	munmap(s->addr, (size_t)s->npages * STUB_PAGE);
 	close(s->fd);
 	free(s->refs);
 	free(s);
+}
+
+static void stub_map_free(struct vplat_map *m)
+{
+	ASAN_UNPOISON_MEMORY_REGION(m->addr, m->len);
+	munmap(m->addr, m->len);
+	free(m->refs);
+	free(m);
+}
+
+void stub_map_cache(unsigned n)
+{
+	stub_map_cache_drop();
+	free(stub_mcache);
+	stub_mcache = n ? calloc(n, sizeof(*stub_mcache)) : NULL;
+	if (n && !stub_mcache)
+		abort();
+	stub_mcache_max = n;
+}
+
+void stub_map_cache_drop(void)
+{
+	while (stub_mcache_n)
+		stub_map_free(stub_mcache[--stub_mcache_n]);
+}
+
+/* A kept mapping of exactly these refs, taken out of the cache. */
+static struct vplat_map *stub_map_cached(const uint32_t *refs, uint32_t n, int writable)
+{
+	struct vplat_map *m;
+	unsigned i;
+
+	for (i = stub_mcache_n; i-- > 0;) {
+		m = stub_mcache[i];
+		if (m->n != n || m->writable != writable ||
+		    memcmp(m->refs, refs, n * sizeof(*refs)))
+			continue;
+		memmove(&stub_mcache[i], &stub_mcache[i + 1],
+			(stub_mcache_n - i - 1) * sizeof(*stub_mcache));
+		stub_mcache_n--;
+		ASAN_UNPOISON_MEMORY_REGION(m->addr, m->len);
+		m->live = NULL;
+		return m;
+	}
+	return NULL;
 }
 
 int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
@@ -339,6 +408,13 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		if (!gr->live || gr->owner != domid || gr->peer != p->domid ||
 		    (writable && !gr->writable))
 			return -EFAULT;
+	}
+	/* (refs are never reused but after stub_reset, which empties it) */
+	m = stub_mcache_max ? stub_map_cached(refs, n, writable) : NULL;
+	if (m) {
+		stub_maps++;
+		*out = m;
+		return 0;
 	}
 	base = mmap(NULL, (size_t)n * STUB_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 		    -1, 0);
@@ -362,6 +438,14 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		abort();
 	m->addr = base;
 	m->len = (size_t)n * STUB_PAGE;
+	m->n = n;
+	m->writable = writable;
+	if (stub_mcache_max) {
+		m->refs = malloc(n * sizeof(*refs));
+		if (!m->refs)
+			abort();
+		memcpy(m->refs, refs, n * sizeof(*refs));
+	}
 	stub_maps++;
 	*out = m;
 	return 0;
@@ -386,9 +470,19 @@ void vplat_unmap(struct vplat_map *m)
 {
 	if (m->live)
 		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
-	munmap(m->addr, m->len);
 	stub_maps--;
-	free(m);
+	if (!m->refs) {
+		stub_map_free(m);
+		return;
+	}
+	/* Kept: a use after the unmap is ASan's use-after-poison. */
+	if (stub_mcache_n == stub_mcache_max) {
+		stub_map_free(stub_mcache[0]);
+		memmove(&stub_mcache[0], &stub_mcache[1],
+			--stub_mcache_n * sizeof(*stub_mcache));
+	}
+	ASAN_POISON_MEMORY_REGION(m->addr, m->len);
+	stub_mcache[stub_mcache_n++] = m;
 }
 
 /* ---- channels ---- */

@@ -32,5 +32,11 @@ void stub_fail(enum stub_fail_op op, int err, unsigned n);
 unsigned stub_fail_left(enum stub_fail_op op);
 /* Revoke one grant (the ref becomes bad). */
 void stub_revoke(uint32_t ref);
+/* Keep up to n unmapped mappings and hand one out again when the same
+ * refs are mapped (fuzz harnesses: no munmap and page faults per input);
+ * 0, the default, unmaps at once.  A kept mapping is poisoned under ASan,
+ * so a use after vplat_unmap is still caught.  _drop unmaps the kept. */
+void stub_map_cache(unsigned n);
+void stub_map_cache_drop(void);
 
 #endif /* VRDMA_STUB_PLAT_H */

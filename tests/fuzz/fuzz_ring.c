@@ -375,6 +375,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	if (!getenv("VRDMA_LOG"))
 		vlog_level = VLOG_ERR;
+	stub_map_cache(64);
 	fz_dom0 = stub_open(0);
 	cfg.plat = fz_dom0;
 	CHECK(!vbe_node_new(&cfg, &fz_node));
