@@ -8,7 +8,8 @@
  *
  * The client drives; the server verifies what lands in its memory and
  * answers over SEND (and registers an MR again on request: a key kept
- * past its MR must be refused, t_stale_rkey).  Prints "ITEST <name> PASS|FAIL ..." per check and
+ * past its MR must be refused, t_stale_rkey; and binds a QP the verbs
+ * way, by GID and QP number, then destroys it: t_bind_gone).  Prints "ITEST <name> PASS|FAIL ..." per check and
  * exits 0 only if every check passed.
  */
 #include <arpa/inet.h>
@@ -43,7 +44,8 @@
 #define OFF_STALE	(896u << 10)	/* server: an MR registered, dropped, again */
 #define LEN_STALE	4096u
 
-enum { M_CHECK = 1, M_RESULT, M_ACCEPT_MORE, M_BYE, M_SENDDATA, M_STALE_REG, M_STALE_SWAP };
+enum { M_CHECK = 1, M_RESULT, M_ACCEPT_MORE, M_BYE, M_SENDDATA, M_STALE_REG, M_STALE_SWAP,
+       M_BIND, M_UNBIND };
 
 struct msg {
 	uint32_t type, seed, off, len;
@@ -198,6 +200,87 @@ static int post1(struct vrdma_qp *qp, enum vrdma_wr_opcode op, uint64_t wr_id,
 	return vrdma_post_send(qp, &wr, &bad);
 }
 
+/* ---- a QP bound the verbs way (t_bind_gone): its own CQ ---- */
+
+struct bound {
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+};
+
+static void bound_new(struct ctx *c, struct bound *b)
+{
+	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
+	struct vrdma_qp_attr at = { .qp_state = VRDMA_QPS_INIT };
+
+	b->cq = vrdma_create_cq(c->dev, 16, NULL);
+	if (!b->cq)
+		die("bound create_cq", errno);
+	a.send_cq = a.recv_cq = b->cq;
+	b->qp = vrdma_create_qp(c->pd, &a);
+	if (!b->qp)
+		die("bound create_qp", errno);
+	at.qp_access_flags = VRDMA_ACCESS_LOCAL_WRITE;
+	if (vrdma_modify_qp(b->qp, &at, VRDMA_QP_STATE | VRDMA_QP_ACCESS_FLAGS))
+		die("bound INIT", errno);
+}
+
+/* This side's (GID, QPN) into m->data, as perftest's TCP exchange does. */
+static void bound_name(struct ctx *c, const struct bound *b, struct msg *m)
+{
+	if (vrdma_query_gid(c->dev, m->data))
+		die("query_gid", errno);
+	memcpy(m->data + VRDMA_GID_LEN, &b->qp->qp_num, 4);
+}
+
+/* RTR naming the peer in m->data, then RTS: 0 or errno. */
+static int bound_rts(struct bound *b, const struct msg *m)
+{
+	struct vrdma_qp_attr a = { .qp_state = VRDMA_QPS_RTR };
+
+	memcpy(a.dest_gid, m->data, VRDMA_GID_LEN);
+	memcpy(&a.dest_qp_num, m->data + VRDMA_GID_LEN, 4);
+	if (vrdma_modify_qp(b->qp, &a, VRDMA_QP_STATE | VRDMA_QP_DEST | VRDMA_QP_RQ_PSN))
+		return errno;
+	a.qp_state = VRDMA_QPS_RTS;
+	return vrdma_modify_qp(b->qp, &a, VRDMA_QP_STATE | VRDMA_QP_SQ_PSN) ? errno : 0;
+}
+
+/* A receive of MSG_LEN bytes at buf + off on the bound QP. */
+static int bound_recv(struct ctx *c, struct bound *b, uint64_t id, uint32_t off)
+{
+	struct vrdma_sge sge = { (uintptr_t)(c->buf + off), MSG_LEN, c->mr->lkey };
+	struct vrdma_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return vrdma_post_recv(b->qp, &wr, &bad);
+}
+
+/* The next completion of the bound QP within ms: 1, 0 (none) or -errno. */
+static int bound_wc(struct bound *b, struct vrdma_wc *wc, int ms)
+{
+	struct timespec t0, t;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = vrdma_poll_cq(b->cq, 1, wc);
+		if (n)
+			return n < 0 ? -errno : 1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			return 0;
+		usleep(2000);
+	}
+}
+
+static void bound_free(struct bound *b)
+{
+	if (b->qp)
+		vrdma_destroy_qp(b->qp);
+	if (b->cq)
+		vrdma_destroy_cq(b->cq);
+	memset(b, 0, sizeof(*b));
+}
+
 /* Send a message from the client's scratch area at OFF_SEND + 32K. */
 static int send_msg(struct ctx *c, struct vrdma_qp *qp, const struct msg *m,
 		    enum vrdma_wr_opcode op, uint32_t imm)
@@ -238,6 +321,7 @@ static int serve(const char *service)
 	struct vrdma_listener *l;
 	struct vrdma_qp *qp, *extra[4];
 	struct vrdma_mr *stale = NULL;
+	struct bound bq = { 0 };
 	unsigned nextra = 0;
 	struct ctx c;
 	int err;
@@ -303,11 +387,25 @@ static int serve(const char *service)
 			if (!stale)
 				r.result = -1;
 			r.imm = stale ? stale->rkey : 0;
+		} else if (m.type == M_BIND && !bq.qp) {
+			/* Bind to the client's QP named in m; answer ours. */
+			bound_new(&c, &bq);
+			r.result = bound_recv(&c, &bq, 0xb0, OFF_BIGRECV) ? -1 :
+				   -bound_rts(&bq, &m);
+			bound_name(&c, &bq, &r);
+		} else if (m.type == M_UNBIND && bq.qp) {
+			/* The client's send arrived: then our QP goes. */
+			struct vrdma_wc bw;
+
+			r.result = bound_wc(&bq, &bw, T_MS) == 1 && bw.wr_id == 0xb0 &&
+				   bw.status == VRDMA_WC_SUCCESS ? 0 : -1;
+			bound_free(&bq);
 		}
 		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
 			die("server send", err);
 	}
 	printf("ITEST server-done PASS\n");
+	bound_free(&bq);
 	if (stale)
 		vrdma_dereg_mr(stale);
 	while (nextra)
@@ -690,6 +788,56 @@ static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *se
 	report("stale-rkey-new-mr-intact", r.result == 0, "result=%d", r.result);
 }
 
+/*
+ * A QP bound by number whose peer QP is destroyed hears nothing, as an RC
+ * QP: its posted receive stays (no FLUSH_ERR right behind the last good
+ * completion, which ibv_rc_pingpong and ibv_srq_pingpong took for a
+ * failure when the peer exited first), and a send fails with
+ * RETRY_EXC_ERR after the retry time, then the receive flushes.  Across
+ * nodes the peer's vrdmad disconnects the device QPs at the destroy.
+ */
+static void t_bind_gone(struct ctx *c, struct vrdma_qp *main_qp)
+{
+	struct msg m = { .type = M_BIND };
+	struct vrdma_sge sg = { (uintptr_t)(c->buf + OFF_SEND + (40u << 10)), 8, c->mr->lkey };
+	struct bound b;
+	struct vrdma_wc wc;
+	struct msg r;
+	int n, err;
+
+	bound_new(c, &b);
+	bound_name(c, &b, &m);
+	r = rpc_msg(c, main_qp, &m);
+	err = r.result ? EIO : bound_rts(&b, &r);
+	if (!err)
+		err = bound_recv(c, &b, 0xb1, OFF_BIGRECV);
+	if (!err)
+		err = post1(b.qp, VRDMA_WR_SEND, 0xb2, &sg, 1, 0, 0);
+	n = err ? 0 : bound_wc(&b, &wc, T_MS);
+	report("bind-send", n == 1 && wc.wr_id == 0xb2 && wc.status == VRDMA_WC_SUCCESS,
+	       "err=%d result=%d n=%d status=%s", err, r.result, n,
+	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	m.type = M_UNBIND;
+	r = rpc_msg(c, main_qp, &m);
+	report("bind-peer-destroyed", r.result == 0, "result=%d", r.result);
+	n = bound_wc(&b, &wc, 1500);
+	report("bind-peer-gone-recv-kept", n == 0 && b.qp->state == VRDMA_QPS_RTS,
+	       "n=%d wr_id=%#llx status=%s", n, n == 1 ? (unsigned long long)wc.wr_id : 0ull,
+	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	err = post1(b.qp, VRDMA_WR_SEND, 0xb3, &sg, 1, 0, 0);
+	n = err ? 0 : bound_wc(&b, &wc, T_MS);
+	report("bind-peer-gone-send-fails",
+	       n == 1 && wc.wr_id == 0xb3 && wc.status == VRDMA_WC_RETRY_EXC_ERR,
+	       "err=%d n=%d wr_id=%#llx status=%s", err, n,
+	       n == 1 ? (unsigned long long)wc.wr_id : 0ull,
+	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	n = bound_wc(&b, &wc, T_MS);
+	report("bind-peer-gone-recv-flushed",
+	       n == 1 && wc.wr_id == 0xb1 && wc.status == VRDMA_WC_WR_FLUSH_ERR,
+	       "n=%d status=%s", n, n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	bound_free(&b);
+}
+
 static int client(const char *service)
 {
 	struct msg bye = { .type = M_BYE };
@@ -709,6 +857,7 @@ static int client(const char *service)
 	t_error(&c, qp, service, "out-of-bounds", BUF_LEN - 63, 64, 0,
 		VRDMA_WC_REM_ACCESS_ERR);
 	t_stale_rkey(&c, qp, service);
+	t_bind_gone(&c, qp);
 	/* the main connection still works after its neighbours failed */
 	t_read(&c, qp);
 	if (send_msg(&c, qp, &bye, VRDMA_WR_SEND, 0))

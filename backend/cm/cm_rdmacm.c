@@ -287,6 +287,7 @@ static void vbe_rcm_established(struct vbe_vx *vx, struct vbe_vqp *vq,
 	vq->peer_qpn = h.qpn;
 	vq->peer_pd = h.pd;
 	vq->peer_rkt = h.rkt_rkey;
+	qp->by_qpn = qp->vwait;		/* a binding: RC semantics when it is lost */
 	qp->vwait = false;
 	qp->conn_id = 0;
 	qp->peer_domid = VBE_DOMID_REMOTE;
@@ -463,6 +464,7 @@ int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id 
 	vq->peer_pd = h->pd;
 	vq->peer_rkt = h->rkt_rkey;
 	vq->state = VBE_VQ_UP;
+	qp->by_qpn = qp->vwait;
 	qp->vwait = false;
 	qp->peer_domid = VBE_DOMID_REMOTE;
 	qp->peer_devid = 0;
