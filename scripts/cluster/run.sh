@@ -113,7 +113,7 @@ if [ $ok = 0 ]; then
 		sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$log"
 	done
 	# Again at the end: CI shows only the tail of what a run prints.
-	cat "$LA" "$LB" | grep 'VRDMA-TEST .* FAIL'
+	xr_fail_tail "$LA" "$LB"
 fi
 cl_log "suite '$SUITE': $npass passed, $nfail failed, ${secs}s in QEMU ($([ $ok = 1 ] && echo PASS || echo FAIL)); logs: $LA $LB"
 [ $ok = 1 ]

@@ -81,7 +81,7 @@ if [ $ok = 0 ]; then
 		sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOGDIR/$SUITE-$n.log" | tail -n 60
 	done
 	# Again at the end: CI shows only the tail of what a run prints.
-	cat "$LOGDIR/$SUITE-a.log" "$LOGDIR/$SUITE-b.log" | grep 'VRDMA-TEST .* FAIL'
+	xr_fail_tail "$LOGDIR/$SUITE-a.log" "$LOGDIR/$SUITE-b.log"
 fi
 cl_log "Xen cluster suite '$SUITE': $npass passed, $nfail failed, $((SECONDS - start))s in QEMU ($([ $ok = 1 ] && echo PASS || echo FAIL))"
 [ $ok = 1 ]

@@ -57,6 +57,21 @@ xr_lock() { # seconds
 }
 xr_unlock() { exec 9<&-; }
 
+# xr_fail_tail LOG...: last in a failed run's output, as CI shows only its
+# tail: the console lines around the first failed check (what the program
+# said: a pair prints its output before its FAIL line, itest its details
+# after), then every FAIL line.
+xr_fail_tail() {
+	local log
+	for log in "$@"; do
+		grep -q 'VRDMA-TEST .* FAIL' "$log" || continue
+		echo "----- ${log##*/}: around its first failed check"
+		grep -m 1 -B 10 -A 8 'VRDMA-TEST .* FAIL' "$log" | grep -v 'VRDMA-TEST ' | tail -n 14
+		break
+	done
+	cat "$@" | grep 'VRDMA-TEST .* FAIL'
+}
+
 xr_as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }

@@ -58,6 +58,6 @@ if [ $ok = 0 ] && [ -n "$done_line" ]; then
 	sed -n '/VRDMA-DIAG-BEGIN/,/VRDMA-DIAG-END/p' "$LOG"
 fi
 # Again at the end: CI shows only the tail of what a run prints.
-[ "$nfail" -eq 0 ] || grep 'VRDMA-TEST .* FAIL' "$LOG"
+[ "$nfail" -eq 0 ] || xr_fail_tail "$LOG"
 xr_log "suite '$SUITE': $npass passed, $nfail failed, ${secs}s in QEMU ($([ $ok = 1 ] && echo PASS || echo FAIL)); log: $LOG"
 [ $ok = 1 ]

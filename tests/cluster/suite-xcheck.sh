@@ -164,6 +164,11 @@ xc_vpair() {
 		echo
 		vt_fail verbs-$1-$NODE "exit $XV_RC"
 	fi
+	# Retransmissions (completer_retry_err, duplicate_request) tell a
+	# lossy wire from our own doing.
+	[ "$VP_OK" = 1 ] || echo "verbs-$1 on $NODE: rxe0 counters:" \
+		"$(cd /sys/class/infiniband/rxe0/ports/1/hw_counters 2>/dev/null &&
+			grep -v '^0$' -- * | tr '\n' ' ')"
 }
 
 # xc_vonce NAME PORT SRV_CMD CLI_CMD: one run of the pair for vt_tries;
