@@ -79,6 +79,8 @@ struct vplat_map {
 	uint32_t *refs;		/* with the map cache: what it maps */
 	uint32_t n;
 	int writable;
+	unsigned epoch;		/* stub_reset count when mapped */
+	bool cached;		/* unmapped, kept in stub_mcache */
 };
 
 struct stub_chan {
@@ -101,7 +103,7 @@ static struct stub_chan *stub_chans[256];
 static unsigned stub_maps, stub_binds, stub_lists, stub_reads;
 /* stub_map_cache: unmapped mappings kept for the same refs, newest last. */
 static struct vplat_map **stub_mcache;
-static unsigned stub_mcache_n, stub_mcache_max;
+static unsigned stub_mcache_n, stub_mcache_max, stub_epoch;
 static struct { int err; unsigned n; } stub_fails[STUB_FAIL_N];
 
 void stub_fail(enum stub_fail_op op, int err, unsigned n)
@@ -140,6 +142,7 @@ void stub_reset(void)
 		free(w);
 	}
 	stub_map_cache_drop();
+	stub_epoch++;		/* refs are handed out again from 1 */
 	memset(stub_grants, 0, sizeof(stub_grants));
 	stub_next_ref = 1;
 	stub_lists = 0;
@@ -385,6 +388,7 @@ static struct vplat_map *stub_map_cached(const uint32_t *refs, uint32_t n, int w
 		stub_mcache_n--;
 		ASAN_UNPOISON_MEMORY_REGION(m->addr, m->len);
 		m->live = NULL;
+		m->cached = false;
 		return m;
 	}
 	return NULL;
@@ -440,6 +444,7 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	m->len = (size_t)n * STUB_PAGE;
 	m->n = n;
 	m->writable = writable;
+	m->epoch = stub_epoch;
 	if (stub_mcache_max) {
 		m->refs = malloc(n * sizeof(*refs));
 		if (!m->refs)
@@ -466,12 +471,27 @@ int vplat_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c)
 	return 0;
 }
 
+/* Worth keeping: the cache is on and every ref still names what m maps. */
+static bool stub_map_keep(const struct vplat_map *m)
+{
+	uint32_t i;
+
+	if (!m->refs || !stub_mcache_max || m->epoch != stub_epoch)
+		return false;
+	for (i = 0; i < m->n; i++)
+		if (!stub_grants[m->refs[i]].live)
+			return false;
+	return true;
+}
+
 void vplat_unmap(struct vplat_map *m)
 {
+	if (m->cached)
+		abort();	/* unmapped twice */
 	if (m->live)
 		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
 	stub_maps--;
-	if (!m->refs) {
+	if (!stub_map_keep(m)) {
 		stub_map_free(m);
 		return;
 	}
@@ -482,6 +502,7 @@ void vplat_unmap(struct vplat_map *m)
 			--stub_mcache_n * sizeof(*stub_mcache));
 	}
 	ASAN_POISON_MEMORY_REGION(m->addr, m->len);
+	m->cached = true;
 	stub_mcache[stub_mcache_n++] = m;
 }
 
