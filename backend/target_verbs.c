@@ -282,10 +282,12 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	int st;
 
 	if (!vq || vq->state != VBE_VQ_UP) {
-		if (qp->state == VBE_QPS_RTS && qp->by_qpn)
-			vbe_qpn_lost(g, qp);	/* as an RC QP: after its retries */
-		else if (qp->state == VBE_QPS_RTS)
+		if (qp->state == VBE_QPS_RTS && qp->by_qpn) {
+			if (qp->sq.count)
+				vbe_qpn_lost(g, qp);	/* as an RC QP: after its retries */
+		} else if (qp->state == VBE_QPS_RTS) {
 			vbe_qp_peer_lost(g, qp);
+		}
 		return;
 	}
 	vbe_vx_guest_sync(vx, vq->vg, g);
@@ -495,8 +497,9 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 }
 
 /* The connection broke under vq (peer node or guest gone, device error):
- * the WR in flight exhausts its retries, the rest flush, QP_ERROR. */
-void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
+ * the WR in flight exhausts its retries, the rest flush, QP_ERROR.
+ * peer_left: the peer disconnected (its QP went), nothing failed here. */
+void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq, bool peer_left)
 {
 	struct vbe_guest *g;
 	struct vbe_qp *qp;
@@ -517,8 +520,9 @@ void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq)
 	 * went; its posted receives stay, its sends fail after the retry
 	 * time (target_local.c too).  Flushing the receives at once put
 	 * FLUSH_ERR CQEs right behind the last good ones, which a program
-	 * polling in batches (ibv_rc_pingpong) took for a failure. */
-	if (qp->by_qpn) {
+	 * polling in batches (ibv_rc_pingpong) took for a failure.  An
+	 * error of our own device flushes at once, as RC hardware's does. */
+	if (qp->by_qpn && peer_left) {
 		if (qp->sq.count)
 			vbe_qpn_lost(g, qp);
 		return;

@@ -316,7 +316,7 @@ int  vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 		 const struct vbe_wqe *w, uint32_t acc, struct ibv_sge *sg, int *nsg,
 		 uint64_t *total);
 void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc);
-void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq);
+void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq, bool peer_left);
 
 /* verbs_srq.c */
 struct ibv_srq *vbe_vx_srq_get(struct vbe_vx *vx, struct vbe_vguest *vg,

@@ -577,7 +577,7 @@ static void vbe_vx_async(struct vbe_vx *vx)
 		ibv_ack_async_event(&ev);
 		for (i = 0; q && i < VBE_VX_MAX_QPS; i++)
 			if (vx->qps[i].s.used && vx->qps[i].id && vx->qps[i].id->qp == q)
-				vbe_vx_qp_lost(vx, &vx->qps[i]);
+				vbe_vx_qp_lost(vx, &vx->qps[i], false);
 	}
 }
 

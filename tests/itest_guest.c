@@ -397,9 +397,12 @@ static int serve(const char *service)
 			/* The client's send arrived: then our QP goes. */
 			struct vrdma_wc bw;
 
-			r.result = bound_wc(&bq, &bw, T_MS) == 1 && bw.wr_id == 0xb0 &&
+			/* (within the client's wait for this answer) */
+			r.result = bound_wc(&bq, &bw, T_MS / 2) == 1 && bw.wr_id == 0xb0 &&
 				   bw.status == VRDMA_WC_SUCCESS ? 0 : -1;
 			bound_free(&bq);
+		} else if (m.type == M_BIND || m.type == M_UNBIND) {
+			r.result = -1;		/* bound already, or not */
 		}
 		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
 			die("server send", err);

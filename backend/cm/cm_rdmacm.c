@@ -480,6 +480,7 @@ int vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id 
 	if (len < 0 || rdma_accept(id, &p)) {
 		vbe_vx_qp_free(vx, vq);
 		qp->state = VBE_QPS_RESET;
+		qp->by_qpn = false;
 		qp->tgt = NULL;
 		qp->peer_qpn = 0;
 		return VRDMA_CS_NOENT;	/* the id went with vq */
@@ -578,10 +579,10 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 		if (vq->connector && vq->state != VBE_VQ_UP)
 			vbe_rcm_refuse(vx, vq, VRDMA_CS_UNREACH, NULL, 0);
 		else
-			vbe_vx_qp_lost(vx, vq);
+			vbe_vx_qp_lost(vx, vq, false);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		vbe_vx_qp_lost(vx, vq);
+		vbe_vx_qp_lost(vx, vq, true);
 		break;
 	default:
 		break;
