@@ -435,7 +435,7 @@ static void vbe_local_disconnect(struct vbe_guest *g, struct vbe_qp *qp)
 
 	if (pqp && (!pqp->by_qpn || pqp == qp))
 		vbe_qp_peer_lost(pg, pqp);
-	else if (pqp && pqp->sq.count)
+	else if (pqp)
 		vbe_qpn_lost(pg, pqp);
 	qp->peer_qpn = 0;
 	qp->peer_handle = 0;

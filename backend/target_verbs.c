@@ -282,12 +282,10 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 	int st;
 
 	if (!vq || vq->state != VBE_VQ_UP) {
-		if (qp->state == VBE_QPS_RTS && qp->by_qpn) {
-			if (qp->sq.count)
-				vbe_qpn_lost(g, qp);	/* as an RC QP: after its retries */
-		} else if (qp->state == VBE_QPS_RTS) {
+		if (qp->state == VBE_QPS_RTS && qp->by_qpn)
+			vbe_qpn_lost(g, qp);	/* as an RC QP: after its retries */
+		else if (qp->state == VBE_QPS_RTS)
 			vbe_qp_peer_lost(g, qp);
-		}
 		return;
 	}
 	vbe_vx_guest_sync(vx, vq->vg, g);
@@ -523,8 +521,7 @@ void vbe_vx_qp_lost(struct vbe_vx *vx, struct vbe_vqp *vq, bool peer_left)
 	 * polling in batches (ibv_rc_pingpong) took for a failure.  An
 	 * error of our own device flushes at once, as RC hardware's does. */
 	if (qp->by_qpn && peer_left) {
-		if (qp->sq.count)
-			vbe_qpn_lost(g, qp);
+		vbe_qpn_lost(g, qp);
 		return;
 	}
 	vbe_qp_peer_lost(g, qp);

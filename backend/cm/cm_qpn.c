@@ -245,7 +245,8 @@ int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 
 void vbe_qpn_lost(struct vbe_guest *g, struct vbe_qp *qp)
 {
-	if (qp->lost_ms || qp->state == VBE_QPS_ERR)
+	/* No send waiting: nothing fails, the posted receives stay. */
+	if (qp->lost_ms || qp->state == VBE_QPS_ERR || !qp->sq.count)
 		return;
 	qp->lost_ms = vplat_now_ms() + VBE_LOST_MS;
 	g->node->vwaiting++;
