@@ -9,11 +9,17 @@
  * The temporary is made fresh (O_EXCL, O_NOFOLLOW) with mode 0600, so the
  * file is 0600 too: nothing planted at FILE.new is written through, and
  * tenant names and VM settings are not for every local user to read.
+ *
+ * FILE.lock, flocked for the node's life, makes the file one vrdmad's:
+ * a second one (another run dir, the same -P or --state-dir) is refused
+ * at start instead of removing the first one's FILE.new mid-write and
+ * each overwriting the other's changes.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -85,4 +91,37 @@ int vbe_file_replace(const char *path, const char *what,
 err_unlink:
 	unlink(tmp);
 	return err;
+}
+
+/* A lock that cannot be made (no directory yet, read-only) is only
+ * warned of: such a file cannot be written either, so there is no
+ * write to guard; the node starts as it did before FILE.lock. */
+int vbe_file_lock(const char *path, const char *what, int *lock)
+{
+	char lk[VBE_FILE_PATH_MAX + 8];
+	int fd;
+
+	*lock = -1;
+	if (strlen(path) >= VBE_FILE_PATH_MAX)
+		return -ENAMETOOLONG;
+	snprintf(lk, sizeof(lk), "%s.lock", path);
+	fd = open(lk, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		vlog_warn("%s: cannot open %s: %s: not guarded against a second vrdmad",
+			  what, lk, strerror(errno));
+		return 0;
+	}
+	if (!flock(fd, LOCK_EX | LOCK_NB)) {
+		*lock = fd;
+		return 0;
+	}
+	if (errno == EWOULDBLOCK) {
+		vlog_err("%s: %s is another vrdmad's (it holds %s)", what, path, lk);
+		close(fd);
+		return -EBUSY;
+	}
+	vlog_warn("%s: cannot lock %s: %s: not guarded against a second vrdmad", what, lk,
+		  strerror(errno));
+	close(fd);
+	return 0;
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "vring.h"
@@ -187,6 +188,16 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		vbe_ring_flush(g);
 }
 
+/* The policy's and the settings' FILE.lock (filesave.c), if taken. */
+static void vbe_node_unlock(struct vbe_node *n)
+{
+	if (n->pol_lock >= 0)
+		close(n->pol_lock);
+	if (n->store_lock >= 0)
+		close(n->store_lock);
+	n->pol_lock = n->store_lock = -1;
+}
+
 int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 {
 	struct vbe_node *n;
@@ -215,25 +226,19 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
 	else
 		vbe_tenant_defaults(n->tenant_def);
+	n->store_lock = n->pol_lock = -1;
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
 	if (!n->qpn_map) {
 		free(n);
 		return -ENOMEM;
 	}
 	err = vbe_policy_new(n, cfg->policy_path);
-	if (err) {
-		free(n->qpn_map);
-		free(n);
-		return err;
-	}
+	if (err)
+		goto err_map;
 	/* Before any guest: the first one of a VM finds its settings. */
 	err = vbe_store_open(n, cfg->state_dir);
-	if (err) {
-		vbe_policy_free(n);
-		free(n->qpn_map);
-		free(n);
-		return err;
-	}
+	if (err)
+		goto err_policy;
 	/* No device is no error: remote connects are refused UNREACH. */
 	err = vbe_vx_open(n, cfg);
 	if (err)
@@ -252,7 +257,10 @@ err_tenant:
 	vbe_tenant_unwatch(n);
 err_vx:
 	vbe_vx_close(n);
+err_policy:
 	vbe_policy_free(n);
+err_map:
+	vbe_node_unlock(n);
 	free(n->qpn_map);
 	free(n);
 	return err;
@@ -276,6 +284,7 @@ void vbe_node_free(struct vbe_node *n)
 	vbe_vx_close(n);
 	vbe_qpn_fini(n);
 	vbe_policy_free(n);
+	vbe_node_unlock(n);	/* after the last write of its files */
 	free(n->qpn_map);
 	free(n);
 }

@@ -388,8 +388,11 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 		vlog_err("settings: cannot create %s: %s", dir, strerror(-err));
 		return err;
 	}
-	strcpy(n->state_dir, dir);
 	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
+	err = vbe_file_lock(path, "settings", &n->store_lock);
+	if (err)
+		return err;
+	strcpy(n->state_dir, dir);
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno != ENOENT) {

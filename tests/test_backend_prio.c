@@ -567,6 +567,8 @@ static void store_rm(void)
 
 	snprintf(path, sizeof(path), "%s/settings", store_dir);
 	unlink(path);
+	snprintf(path, sizeof(path), "%s/settings.lock", store_dir);
+	unlink(path);
 	ck_assert_int_eq(rmdir(store_dir), 0);
 }
 
@@ -705,6 +707,25 @@ START_TEST(set_waits_for_disk)
 }
 END_TEST
 
+/* One vrdmad per settings file (its FILE.lock): a second node on the
+ * same state dir is refused, and starts once the first is gone. */
+START_TEST(settings_one_node)
+{
+	struct vbe_node_cfg cfg = { .node_name = "n2", .plat = dom0 };
+	struct vbe_node *n2 = NULL;
+
+	store_node();
+	cfg.state_dir = store_dir;
+	ck_assert_int_eq(vbe_node_new(&cfg, &n2), -EBUSY);
+	ck_assert_ptr_null(n2);
+	vbe_node_free(node);
+	node = NULL;
+	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
+	vbe_node_free(n2);
+	store_rm();
+}
+END_TEST
+
 /* A tenant limit written by hand (xenstore-write .../vrdma-tenants/T/KEY)
  * reaches the settings file at the next tick, as a VM's key does. */
 START_TEST(tenant_key_by_hand_saved)
@@ -838,6 +859,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, settings_written_once_per_tick);
 	tcase_add_test(t, set_waits_for_disk);
 	tcase_add_test(t, tenant_key_by_hand_saved);
+	tcase_add_test(t, settings_one_node);
 	tcase_add_test(t, store_version_line);
 	tcase_add_test(t, tenant_suffix_mem_only);
 	suite_add_tcase(s, t);

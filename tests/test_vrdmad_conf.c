@@ -661,6 +661,58 @@ START_TEST(test_conf_override)
 }
 END_TEST
 
+/* sh -c cmd: its stdout in out. */
+static void run_out(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	size_t got;
+
+	ck_assert_ptr_nonnull(f);
+	got = fread(out, 1, len - 1, f);
+	out[got] = '\0';
+	pclose(f);
+}
+
+/*
+ * One vrdmad per kept file: a second one (its own run dir) given the
+ * first one's state dir or policy file stops at start, saying whose they
+ * are, and leaves the first one's settings as they were.
+ */
+START_TEST(test_second_vrdmad_refused)
+{
+	char other[128], pol[128], cmd[1280], out[2048], before[512], after[512];
+	pid_t d;
+
+	snprintf(other, sizeof(other), "%s/other", T.dir);
+	snprintf(pol, sizeof(pol), "%s/policy", state);
+	d = start_args("-f", "-S", T.dir, "-n", "cnode", "--state-dir", state, "-P", pol, NULL);
+	wait_ping();
+	ck_assert_int_eq(vrdmactl("set one-vm weight=3", out, sizeof(out)), 0);
+	read_settings(before, sizeof(before));
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -f -S %s --state-dir %s -P none 2>&1; echo rc=$?",
+		 T.bin, other, state);
+	run_out(cmd, out, sizeof(out));
+	has(out, "/settings is another vrdmad's (it holds ");
+	has(out, "rc=1");
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -f -S %s --state-dir none -P %s 2>&1; echo rc=$?",
+		 T.bin, other, pol);
+	run_out(cmd, out, sizeof(out));
+	has(out, "/policy is another vrdmad's (it holds ");
+	has(out, "rc=1");
+	ck_assert_int_eq(vrdmactl("ping", out, sizeof(out)), 0);
+	read_settings(after, sizeof(after));
+	ck_assert_str_eq(before, after);
+	stop(d);
+	/* Gone, it holds nothing: the next one starts on the same files. */
+	d = start_args("-f", "-S", other, "--state-dir", state, "-P", pol, NULL);
+	snprintf(cmd, sizeof(cmd), "for i in $(seq 100); do %s -S %s ping >/dev/null 2>&1 "
+		 "&& exit 0; sleep 0.05; done; exit 1", T.ctl, other);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(kill(d, SIGTERM), 0);
+	ck_assert_int_eq(wait_exit(d), 0);
+}
+END_TEST
+
 /* path's whole content is text. */
 static void file_is(const char *path, const char *text)
 {
@@ -867,6 +919,7 @@ int main(void)
 	tcase_add_test(tc, test_detach_not_kept);
 	tcase_add_test(tc, test_conf_errors);
 	tcase_add_test(tc, test_conf_override);
+	tcase_add_test(tc, test_second_vrdmad_refused);
 	tcase_add_test(tc, test_conf_limits);
 	tcase_add_test(tc, test_settings_new_planted);
 	suite_add_tcase(s, tc);
