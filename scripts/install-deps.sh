@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Install what vrdma needs to build and test, from Debian 12 packages.
 # Runs apt-get as root (through sudo when not root).  Idempotent.
-# With arguments: those packages instead (a bench's extra tools).
+# With arguments: those packages instead (a bench's extra tools, the
+# rigs' host tools: scripts/xen/fetch.sh, tests/systemd.sh).
 set -eu
 
 # libxen-dev: the Xen platform (platform/xen_*.c); without it only the
@@ -36,11 +37,11 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-	echo "install-deps: all present"
+	[ $# -gt 0 ] || echo "install-deps: all present"	# (a rig's: quiet)
 	exit 0
 fi
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -qq
 # shellcheck disable=SC2086
-as_root apt-get install -y -qq --no-install-recommends $missing
+as_root apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 $missing

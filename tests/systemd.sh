@@ -87,17 +87,8 @@ took() { echo "$((SECONDS - $1)) s"; }
 
 # ---- tools: the Xen rig's (QEMU, busybox, cpio, the kernel), mmdebstrap ----
 as_owner "$TOP/scripts/xen/fetch.sh" >/dev/null || die "scripts/xen/fetch.sh (QEMU and Debian's kernel)"
-missing=
-for p in $HOST_PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	say "installing$missing"
-	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		-o DPkg::Lock::Timeout=300 $missing >/dev/null || die "apt-get install$missing"
-fi
+# shellcheck disable=SC2086
+"$TOP/scripts/install-deps.sh" $HOST_PKGS >/dev/null || die "installing $HOST_PKGS"
 KVER=$(xr_kver)
 mkdir -p "$W"
 

@@ -19,19 +19,8 @@ offline() {
 	xr_die "$1 failed: the rig needs Debian's package mirror once (then the cache in $XEN_CACHE is reused); are we offline?"
 }
 
-missing=""
-for p in $HOST_PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	xr_log "installing host tools:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	xr_as_root apt-get update -qq || offline "apt-get update"
-	# shellcheck disable=SC2086
-	xr_as_root apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 \
-		$missing || offline "apt-get install$missing"
-fi
+# shellcheck disable=SC2086
+"$(dirname "$0")/../install-deps.sh" $HOST_PKGS >&2 || offline "installing the host tools ($HOST_PKGS)"
 
 if [ "${1:-}" != -f ] && [ -s "$XEN_STAMP" ] && [ -d "$XEN_ROOT/boot" ]; then
 	xr_log "cache complete: $XEN_CACHE (kernel $(cat "$XEN_STAMP"))"
