@@ -65,7 +65,7 @@ RPATH    := -Wl,-rpath,'$$ORIGIN/../lib'
 # depend on the Xen libraries.
 XEN_PCS  := xenstore xengnttab xenevtchn
 XEN_LIBS := $(shell pkg-config --libs $(XEN_PCS) 2>/dev/null)
-# The RDMA-device path (backend/*verbs*, backend/cm/cm_r*.c): rdma-core's
+# The RDMA-device path (backend/device/, backend/cm/cm_r*.c): rdma-core's
 # libibverbs + librdmacm (libibverbs-dev librdmacm-dev); --as-needed keeps
 # them out of programs that never touch the backend.
 RDMA_PCS := libibverbs librdmacm

@@ -3,22 +3,29 @@
  * Backend internals shared by the files of backend/ (never installed).
  *
  *   node.c       guests by (domid, devid), QP numbers, poll/arm/tick
- *   xenbus.c     per-guest handshake and teardown
- *   ring.c       request pull + validation, event ring producer, fatal
- *   obj.c        per-guest object tables, CQ writer, QP error/flush
- *   sched.c      waiting async events, run list and per-poll budgets, credits
- *   sched_round.c  who is served next: classes, guard, DRR, token bucket
- *   prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
- *   prio_ctl.c   vrdmactl set / get
- *   prio_keep.c  a VM's settings remembered across its guests' departures
- *   prio_store.c those settings and tenant limits on disk, across restarts
- *   tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
- *   cmd.c        the commands of wire.h
- *   key.c        memory keys: random keys in random free key slots (getrandom)
- *   srq.c        shared receive queues
- *   target_*.c   where the data goes (target.h)
  *   dump.c       vrdmactl list, stats, census
- *   cm/          who connects to whom (a room of its own):
+ *   vout.c       control answers, text or JSON (vout.h)
+ *   guest/       one guest's end of the split driver:
+ *     xenbus.c     per-guest handshake and teardown
+ *     ring.c       request pull + validation, event ring producer, fatal
+ *     cmd.c        the commands of wire.h
+ *     obj.c        per-guest object tables, CQ writer, QP error/flush
+ *     key.c        memory keys: random keys in random free key slots (getrandom)
+ *     srq.c        shared receive queues
+ *   sched/       who is served, how much:
+ *     sched.c      waiting async events, run list and per-poll budgets, credits
+ *     sched_round.c  who is served next: classes, guard, DRR, token bucket
+ *     prio.c       per-guest weight/class/rate/quotas: keys, checks, quotas
+ *     tenant.c     quotas summed over a tenant's guests, set/get tenant:<name>
+ *   settings/    what the operator set, kept:
+ *     prio_ctl.c   vrdmactl set / get
+ *     prio_keep.c  a VM's settings remembered across its guests' departures
+ *     prio_store.c those settings and tenant limits on disk, across restarts
+ *     filesave.c   a kept file replaced whole; one vrdmad per file (FILE.lock)
+ *   local/       target_local.c: where the data goes on this node (target.h)
+ *   device/      target_verbs.c and verbs_*.c: to another node through the
+ *                RDMA device (verbs.h)
+ *   cm/          who connects to whom:
  *     cm.c         by service name, on this node (listeners, requests)
  *     cm_qpn.c     verbs-style: MODIFY_QP binds QPs by number
  *     cm_rdmacm.c  to another node: rdma_cm between the vrdmads

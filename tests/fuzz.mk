@@ -31,7 +31,7 @@ $(FZ)/fuzz_xsvalue: $(call fzobj,tests/fuzz/fuzz_xsvalue.c tests/stub_plat.c $(B
 $(FZ)/fuzz_hostmsg: $(call fzobj,tests/fuzz/fuzz_hostmsg.c platform/vplat.c \
 		$(wildcard platform/host_*dom0.c) platform/host_chan_common.c \
 		platform/keystore_dom0.c common/log.c)
-$(FZ)/fuzz_hello: $(call fzobj,tests/fuzz/fuzz_hello.c backend/verbs_map.c)
+$(FZ)/fuzz_hello: $(call fzobj,tests/fuzz/fuzz_hello.c backend/device/verbs_map.c)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)

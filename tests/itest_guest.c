@@ -780,7 +780,7 @@ static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *se
 	r = rpc_msg(c, main_qp, &m);
 	report("stale-rkey-swap", r.result == 0 && r.imm != key, "result=%d", r.result);
 	/* No wait: DEREG_MR is answered only once the server's device MR
-	 * is gone (backend/cmd.c, the held answer). */
+	 * is gone (backend/guest/cmd.c, the held answer). */
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 79, &sg, 1, c->peer.addr + OFF_STALE, key);
 	if (!err)
 		err = wait_wr(c, 79, &wc);

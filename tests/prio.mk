@@ -1,4 +1,4 @@
-# Issue 5: the scheduler across guests (backend/sched_round.c, prio.c)
+# Issue 5: the scheduler across guests (backend/sched/sched_round.c, prio.c)
 # against the stub platform, and a plain-host check of vrdmactl set/get/stats.
 EXTRA_CFLAGS_tests := $(CHECK_CFLAGS)
 CHECK_BINS += $(B)/tests/test_backend_prio

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Check suite for backend/verbs_reap.c, the device teardown threads, with
+ * Check suite for backend/device/verbs_reap.c, the device teardown threads, with
  * the device calls stubbed so a test decides when each one returns (a
  * device that holds an MR, a peer that takes seconds to answer a DREQ):
  *
@@ -20,7 +20,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "../backend/verbs.h"
+#include "../backend/device/verbs.h"
 #include "ck_run.h"
 
 /* ---- the device, stubbed: each call logs itself and may wait on a gate */

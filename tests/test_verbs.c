@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Check suite for backend/verbs_map.c: what the RDMA-device path says
+ * Check suite for backend/device/verbs_map.c: what the RDMA-device path says
  * to the guest (statuses) and to the other node (private data, key
  * table entries), and the requester's cache of the peer's entries
  * against a model of the peer (its table and its device's checks).
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backend/verbs.h"
+#include "../backend/device/verbs.h"
 #include "ck_run.h"
 
 START_TEST(test_status_map)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Backend lifecycle of backend/xenbus.c: process death, disable, domain
+/* Backend lifecycle of backend/guest/xenbus.c: process death, disable, domain
  * destroyed, vrdmad restart with stale frontends (stub platform). */
 #include <check.h>
 #include <errno.h>

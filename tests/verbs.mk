@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: MIT
-# The RDMA-device path's pure parts (backend/verbs_map.c): status and
+# The RDMA-device path's pure parts (backend/device/verbs_map.c): status and
 # access mapping, rdma_cm private data, remote-key table entries and the
 # requester's cache of them (against a model of the peer).  No device
 # needed; the device path itself runs on the cluster rig.
 EXTRA_CFLAGS_tests := $(CHECK_CFLAGS)
 CHECK_BINS += $(B)/tests/test_verbs
-$(B)/tests/test_verbs: $(call obj,tests/test_verbs.c backend/verbs_map.c common/log.c)
+$(B)/tests/test_verbs: $(call obj,tests/test_verbs.c backend/device/verbs_map.c common/log.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
-# The teardown threads (backend/verbs_reap.c), device calls stubbed.
+# The teardown threads (backend/device/verbs_reap.c), device calls stubbed.
 CHECK_BINS += $(B)/tests/test_reap
-$(B)/tests/test_reap: $(call obj,tests/test_reap.c backend/verbs_reap.c common/log.c)
+$(B)/tests/test_reap: $(call obj,tests/test_reap.c backend/device/verbs_reap.c common/log.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) -lpthread

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "../verbs.h"
+#include "../device/verbs.h"
 #include "../target.h"
 
 #define VBE_RCM_CONN_CTX	0x80000000u

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "../verbs.h"
+#include "../device/verbs.h"
 #include "../target.h"
 
 /* Binding REQs waiting for their QP's RTR: to one guest. */

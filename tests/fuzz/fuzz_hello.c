@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer: what a remote node sends (backend/verbs_map.c) -- the hello
+ * libFuzzer: what a remote node sends (backend/device/verbs_map.c) -- the hello
  * of a REQ/REP, a reject's private data, and a key-table entry read from
  * the peer with the requester's check on it.  data[0] picks the parser,
  * the rest is the peer's bytes.  Beyond "no crash", each accepted input
@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "verbs.h"
+#include "device/verbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer: the request ring (backend/ring.c, cmd.c, cm*.c, srq.c,
+ * libFuzzer: the request ring (backend/guest/ring.c, cmd.c, cm*.c, srq.c,
  * target_local.c) as two guests of one node on the stub platform drive
  * it.  Each input starts with both guests newly Connected (real shared
  * pages, standard rings), each holding a 16-page buffer and its list page,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer: the xenstore values the backend reads (backend/xenbus.c,
+ * libFuzzer: the xenstore values the backend reads (backend/guest/xenbus.c,
  * prio.c, prio_keep.c, tenant.c, node.c), on the stub platform.  Each
  * input starts with one guest's frontend dir holding a valid handshake
  * but its state Initialising; the input is a run of operations

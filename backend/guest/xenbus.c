@@ -33,7 +33,7 @@
 
 #include "log.h"
 #include "vring.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 static uint64_t vbe_be64(const uint8_t *p)
 {

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
-#include "vout.h"
+#include "../vbe.h"
+#include "../vout.h"
 
 /* The domain's name: "" when it has none (then nothing is remembered). */
 static void vbe_keep_name(struct vbe_guest *g)

@@ -23,7 +23,7 @@
 
 #include "log.h"
 #include "verbs.h"
-#include "target.h"
+#include "../target.h"
 
 static int vbe_vx_nonblock(int fd)
 {

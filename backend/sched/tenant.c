@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 const char *const vbe_tenant_keys[] = {
 	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,

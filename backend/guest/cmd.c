@@ -25,7 +25,7 @@
 
 #include "log.h"
 #include "vring.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 			      uint32_t *out)

@@ -33,7 +33,7 @@
 
 #include "log.h"
 #include "vring.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 int64_t vbe_sched_now(struct vbe_node *n)
 {

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 {

@@ -11,8 +11,8 @@
 
 #include "log.h"
 #include "vring.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 /* "5", "5/1" or a guest name ("dom5/0"); vbe_prio_find also takes the
  * name of a VM (the domain's `name`) that has exactly one guest. */

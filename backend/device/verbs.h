@@ -43,7 +43,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "vbe.h"
+#include "../vbe.h"
 
 #define VBE_VX_PORT_DEF		18515
 #define VBE_VX_MAX_QPS		1024	/* device QPs per node */

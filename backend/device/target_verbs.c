@@ -24,7 +24,7 @@
 
 #include "log.h"
 #include "verbs.h"
-#include "target.h"
+#include "../target.h"
 
 #define VBE_VX_STALL	(-1)	/* key-table READ in flight: try later */
 

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 #define VBE_STORE_NAME	"settings"
 #define VBE_STORE_WORDS	(2 + 16)

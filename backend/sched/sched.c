@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "log.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 int vbe_qfifo_init(struct vbe_qfifo *q)
 {

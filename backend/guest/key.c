@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 /* n bytes of the node's pool: 0 or -errno (EAGAIN: kernel pool not ready). */
 static int vbe_rng_take(struct vbe_node *n, uint8_t *out, size_t len)

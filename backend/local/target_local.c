@@ -13,8 +13,8 @@
  */
 #include <string.h>
 
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 #define VBE_WAIT	(-1)	/* no receive posted yet: keep the WR queued */
 #define VBE_PART	(-2)	/* a piece moved; the rest in a later turn */

@@ -12,8 +12,8 @@
 
 #include "log.h"
 #include "vring.h"
-#include "vbe.h"
-#include "target.h"
+#include "../vbe.h"
+#include "../target.h"
 
 /* Disable g with a logged reason; returns -EPROTO for the caller's use. */
 int vbe_guest_fatal(struct vbe_guest *g, const char *fmt, ...)

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 static int vbe_sync_dir_of(const char *path)
 {

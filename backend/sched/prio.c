@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #include "log.h"
-#include "vbe.h"
+#include "../vbe.h"
 
 #define VBE_RATE_MIN		1024ull		/* bytes/s */
 #define VBE_BURST_MIN		4096ull
