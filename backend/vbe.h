@@ -553,6 +553,7 @@ void vbe_qp_fail(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_sq_cqe(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
 		uint8_t wc, uint8_t status, uint32_t byte_len);
+uint8_t vbe_wc_of(uint8_t op);	/* a send-queue WR's completion opcode */
 void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 		     uint8_t status, uint32_t byte_len, uint32_t imm,
 		     bool has_imm, uint32_t src_qpn);

@@ -35,23 +35,6 @@ static struct vbe_vqp *vbe_vx_of(struct vbe_guest *g, struct vbe_qp *qp)
 	return vx ? vbe_vx_qp_find(vx, g, qp) : NULL;
 }
 
-static uint8_t vbe_vx_wc_of(uint8_t op)
-{
-	switch (op) {
-	case VRDMA_OP_WRITE:
-	case VRDMA_OP_WRITE_IMM:
-		return VRDMA_WC_WRITE;
-	case VRDMA_OP_READ:
-		return VRDMA_WC_READ;
-	case VRDMA_OP_CMP_SWAP:
-		return VRDMA_WC_CMP_SWAP;
-	case VRDMA_OP_FETCH_ADD:
-		return VRDMA_WC_FETCH_ADD;
-	default:
-		return VRDMA_WC_SEND;
-	}
-}
-
 /* Bytes a successful send WR moved, as target_local reports them. */
 static uint32_t vbe_vx_wr_len(const struct vbe_wqe *w)
 {
@@ -315,7 +298,7 @@ static void vbe_vx_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 			/* Earlier WRs complete first; their CQEs run us again. */
 			if (vq->sq_posted)
 				return;
-			vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), (uint8_t)st, 0);
+			vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), (uint8_t)st, 0);
 			vbe_vx_fail(vq, g, qp);
 			return;
 		}
@@ -457,7 +440,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 			g->ctr.tx_ops++;
 			g->ctr.tx_bytes += vbe_vx_wr_len(w);
 		}
-		vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), st,
+		vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), st,
 				st ? 0 : vbe_vx_wr_len(w));
 		break;
 	case VBE_VX_WR_RQ:
@@ -478,7 +461,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 		/* The table itself was refused: the waiting WR fails as such. */
 		w = vbe_wq_head(&qp->sq);
 		if (w && !vq->sq_posted)
-			vbe_sq_complete(g, qp, vbe_vx_wc_of(w->opcode), st, 0);
+			vbe_sq_complete(g, qp, vbe_wc_of(w->opcode), st, 0);
 		break;
 	default:
 		return;

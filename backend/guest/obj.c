@@ -355,7 +355,7 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 	return &qp->srq_wqe;
 }
 
-static uint8_t vbe_wc_of(uint8_t op)
+uint8_t vbe_wc_of(uint8_t op)
 {
 	switch (op) {
 	case VRDMA_OP_WRITE:
