@@ -54,6 +54,18 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N]);	/* built in */
 int  vbe_tenant_parse(unsigned q, const char *val, uint64_t *out);
 uint64_t vbe_tenant_max(unsigned q);	/* the largest value q takes */
 
+/* One vrdmad per kept file (settings/filesave.c): FILE.lock of
+ * state_dir/settings (state_dir made if missing) and of policy_path,
+ * flocked until vbe_files_unlock; taken before the platform opens, so a
+ * second vrdmad stops first.  NULL or "": no such file.  0, -EBUSY
+ * (another vrdmad holds one), -EINVAL (policy_path is the settings
+ * file), -ENAMETOOLONG; a lock that cannot be made is only warned of. */
+struct vbe_files {
+	int fd[2];
+};
+int  vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_files *l);
+void vbe_files_unlock(struct vbe_files *l);
+
 /* Wait (bounded) until the kernel's CSPRNG is seeded: memory keys take
  * random bytes without ever blocking, so a daemon waits here once, at
  * start.  0, or -ETIMEDOUT (registrations are refused until it is). */

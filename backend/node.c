@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "vring.h"
@@ -188,16 +187,6 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		vbe_ring_flush(g);
 }
 
-/* The policy's and the settings' FILE.lock (filesave.c), if taken. */
-static void vbe_node_unlock(struct vbe_node *n)
-{
-	if (n->pol_lock >= 0)
-		close(n->pol_lock);
-	if (n->store_lock >= 0)
-		close(n->store_lock);
-	n->pol_lock = n->store_lock = -1;
-}
-
 int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 {
 	struct vbe_node *n;
@@ -226,7 +215,6 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
 	else
 		vbe_tenant_defaults(n->tenant_def);
-	n->store_lock = n->pol_lock = -1;
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
 	if (!n->qpn_map) {
 		free(n);
@@ -260,7 +248,6 @@ err_vx:
 err_policy:
 	vbe_policy_free(n);
 err_map:
-	vbe_node_unlock(n);
 	free(n->qpn_map);
 	free(n);
 	return err;
@@ -284,7 +271,6 @@ void vbe_node_free(struct vbe_node *n)
 	vbe_vx_close(n);
 	vbe_qpn_fini(n);
 	vbe_policy_free(n);
-	vbe_node_unlock(n);	/* after the last write of its files */
 	free(n->qpn_map);
 	free(n);
 }

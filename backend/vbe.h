@@ -444,7 +444,6 @@ struct vbe_node {
 	/* VMs whose device 0 the operator detached (prio_keep.c), "" = free */
 	char detached[VBE_DETACHED_MAX][VBE_VM_NAME];
 	char state_dir[200];		/* prio_store.c; "" = settings in memory only */
-	int store_lock, pol_lock;	/* their files' FILE.lock fds, -1 none */
 	bool store_dirty;		/* changes the file lacks: written at the tick */
 	bool tenant_watch_fired;	/* tenant.c: its registration's firing came */
 	int64_t store_retry_ms;		/* a failed tick's write: not again before */
@@ -696,11 +695,9 @@ int  vbe_detached_put(struct vbe_node *n, const char *vm, bool on);
 #define VBE_FILE_PATH_MAX	256
 int  vbe_file_replace(const char *path, const char *what,
 		      int (*fill)(FILE *f, void *arg), void *arg);
-/* FILE.lock taken for good (*lock its fd, -1 if none could be made);
- * -EBUSY when another vrdmad holds it. */
-int  vbe_file_lock(const char *path, const char *what, int *lock);
 
 /* prio_store.c: STATE_DIR/settings */
+#define VBE_STORE_NAME	"settings"
 bool vbe_keep_name_ok(const char *s);	/* a VM name the node remembers */
 int  vbe_store_open(struct vbe_node *n, const char *dir);	/* load at start */
 int  vbe_store_save(struct vbe_node *n);	/* the whole file, atomically */

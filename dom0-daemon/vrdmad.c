@@ -288,6 +288,12 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 			vlog_err("control socket %s: %s", d->ctl_path, strerror(-err));
 		return err;
 	}
+	err = vbe_files_lock(d->policy_path, d->state_dir, &d->files);
+	if (err) {
+		if (err != -EBUSY && err != -EINVAL)
+			vlog_err("policy file or state dir: %s", strerror(-err));
+		return err;
+	}
 	vd_raise_nofile();
 	err = vplat_open(&pcfg, &d->plat);
 	if (err) {
@@ -341,6 +347,7 @@ static void vd_stop(struct vd_daemon *d)
 		close(d->sig_fd);
 	vd_ctl_close(d->ctl);
 	vev_loop_free(d->loop);
+	vbe_files_unlock(&d->files);	/* after the node's last write */
 }
 
 static int vd_parse_port(const char *s)
@@ -450,7 +457,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct vd_daemon d = { .sig_fd = -1 };
+	struct vd_daemon d = { .sig_fd = -1, .files = { { -1, -1 } } };
 	const char *conf_path = NULL;
 	struct vd_conf conf = { 0 };
 	unsigned spin_us = VEV_SPIN_US_DEF, rt_prio = 0;

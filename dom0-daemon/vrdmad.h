@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "../backend/backend.h"	/* struct vbe_files */
 #include "attach.h"
 #include "evloop.h"
 
@@ -18,6 +19,7 @@ struct vd_daemon {
 	struct vplat *plat;
 	struct vbe_node *node;
 	struct vd_ctl *ctl;
+	struct vbe_files files;		/* the policy's and settings' locks */
 	int sig_fd;
 	int pid_written;
 	int64_t plat_err_ms;	/* last logged vplat_process error */

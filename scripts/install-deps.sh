@@ -42,6 +42,9 @@ if [ -z "$missing" ]; then
 fi
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-as_root apt-get update -qq
+# A broken source of the machine's own must not stop us: the lists that
+# did come may hold every package (the install below says if not).
+as_root apt-get update -qq -o DPkg::Lock::Timeout=300 ||
+	echo "install-deps: apt-get update failed; installing from the lists there are" >&2
 # shellcheck disable=SC2086
 as_root apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 $missing

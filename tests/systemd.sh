@@ -88,7 +88,7 @@ took() { echo "$((SECONDS - $1)) s"; }
 # ---- tools: the Xen rig's (QEMU, busybox, cpio, the kernel), mmdebstrap ----
 as_owner "$TOP/scripts/xen/fetch.sh" >/dev/null || die "scripts/xen/fetch.sh (QEMU and Debian's kernel)"
 # shellcheck disable=SC2086
-"$TOP/scripts/install-deps.sh" $HOST_PKGS >/dev/null || die "installing $HOST_PKGS"
+"$TOP/scripts/install-deps.sh" $HOST_PKGS >&2 || die "installing $HOST_PKGS"
 KVER=$(xr_kver)
 mkdir -p "$W"
 

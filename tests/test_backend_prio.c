@@ -567,8 +567,6 @@ static void store_rm(void)
 
 	snprintf(path, sizeof(path), "%s/settings", store_dir);
 	unlink(path);
-	snprintf(path, sizeof(path), "%s/settings.lock", store_dir);
-	unlink(path);
 	ck_assert_int_eq(rmdir(store_dir), 0);
 }
 
@@ -707,22 +705,39 @@ START_TEST(set_waits_for_disk)
 }
 END_TEST
 
-/* One vrdmad per settings file (its FILE.lock): a second node on the
- * same state dir is refused, and starts once the first is gone. */
-START_TEST(settings_one_node)
+/* One vrdmad per kept file (vbe_files_lock, vrdmad takes it before the
+ * platform): a second taker of either file is refused, also when the
+ * policy file sits in a state dir made only now; a -P naming the
+ * settings file is refused as such; gone, the first one holds nothing. */
+START_TEST(files_one_vrdmad)
 {
-	struct vbe_node_cfg cfg = { .node_name = "n2", .plat = dom0 };
-	struct vbe_node *n2 = NULL;
+	char base[] = "/tmp/vrdma-lock-XXXXXX", st[64], pol[80], set[80], lk[96];
+	struct vbe_files a, b;
 
-	store_node();
-	cfg.state_dir = store_dir;
-	ck_assert_int_eq(vbe_node_new(&cfg, &n2), -EBUSY);
-	ck_assert_ptr_null(n2);
-	vbe_node_free(node);
-	node = NULL;
-	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
-	vbe_node_free(n2);
-	store_rm();
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(st, sizeof(st), "%s/st", base);	/* not there yet */
+	snprintf(pol, sizeof(pol), "%s/policy", st);
+	snprintf(set, sizeof(set), "%s/settings", st);
+	ck_assert_int_eq(vbe_files_lock(pol, st, &a), 0);
+	ck_assert_int_ge(a.fd[0], 0);
+	ck_assert_int_ge(a.fd[1], 0);
+	ck_assert_int_eq(vbe_files_lock(pol, NULL, &b), -EBUSY);
+	ck_assert_int_eq(vbe_files_lock(NULL, st, &b), -EBUSY);
+	ck_assert_int_eq(vbe_files_lock(set, NULL, &b), -EBUSY);
+	ck_assert_int_eq(b.fd[0], -1);
+	ck_assert_int_eq(b.fd[1], -1);
+	vbe_files_unlock(&a);
+	ck_assert_int_eq(vbe_files_lock(set, st, &b), -EINVAL);
+	ck_assert_int_eq(vbe_files_lock(pol, st, &b), 0);
+	vbe_files_unlock(&b);
+	ck_assert_int_eq(vbe_files_lock(NULL, NULL, &b), 0);	/* nothing kept */
+	ck_assert_int_eq(b.fd[0], -1);
+	snprintf(lk, sizeof(lk), "%s.lock", pol);
+	ck_assert_int_eq(unlink(lk), 0);
+	snprintf(lk, sizeof(lk), "%s.lock", set);
+	ck_assert_int_eq(unlink(lk), 0);
+	ck_assert_int_eq(rmdir(st), 0);
+	ck_assert_int_eq(rmdir(base), 0);
 }
 END_TEST
 
@@ -859,7 +874,7 @@ static Suite *prio_suite(void)
 	tcase_add_test(t, settings_written_once_per_tick);
 	tcase_add_test(t, set_waits_for_disk);
 	tcase_add_test(t, tenant_key_by_hand_saved);
-	tcase_add_test(t, settings_one_node);
+	tcase_add_test(t, files_one_vrdmad);
 	tcase_add_test(t, store_version_line);
 	tcase_add_test(t, tenant_suffix_mem_only);
 	suite_add_tcase(s, t);

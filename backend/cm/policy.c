@@ -520,11 +520,6 @@ int vbe_policy_new(struct vbe_node *n, const char *path)
 			return -ENAMETOOLONG;
 		}
 		strcpy(p->path, path);
-		err = vbe_file_lock(path, "policy", &n->pol_lock);
-		if (err) {
-			free(p);
-			return err;
-		}
 		err = vbe_pol_load(p, path);
 		if (err) {
 			vlog_err("policy: cannot load %s: %s", path, strerror(-err));

@@ -10,16 +10,17 @@
  * file is 0600 too: nothing planted at FILE.new is written through, and
  * tenant names and VM settings are not for every local user to read.
  *
- * FILE.lock, flocked for the node's life, makes the file one vrdmad's:
- * a second one (another run dir, the same -P or --state-dir) is refused
- * at start instead of removing the first one's FILE.new mid-write and
- * each overwriting the other's changes.
+ * FILE.lock, flocked for vrdmad's life (vbe_files_lock), makes the file
+ * one vrdmad's: a second one (another run dir, the same -P or
+ * --state-dir) is refused at start instead of removing the first one's
+ * FILE.new mid-write and each overwriting the other's changes.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -93,12 +94,18 @@ err_unlink:
 	return err;
 }
 
-/* A lock that cannot be made (no directory yet, read-only) is only
- * warned of: such a file cannot be written either, so there is no
- * write to guard; the node starts as it did before FILE.lock. */
-int vbe_file_lock(const char *path, const char *what, int *lock)
+/*
+ * FILE.lock, flocked until vbe_files_unlock.  flock needs no write
+ * access, so an existing lock on a read-only mount is opened read-only.
+ * One that cannot be made at all (no such directory, a read-only one) is
+ * only warned of: such a file cannot be written either, so there is no
+ * write to guard.  held: the other file's lock, -1 none (a -P naming
+ * the settings file would otherwise blame another vrdmad).
+ */
+static int vbe_file_lock(const char *path, const char *what, int held, int *lock)
 {
 	char lk[VBE_FILE_PATH_MAX + 8];
+	struct stat a, b;
 	int fd;
 
 	*lock = -1;
@@ -106,6 +113,8 @@ int vbe_file_lock(const char *path, const char *what, int *lock)
 		return -ENAMETOOLONG;
 	snprintf(lk, sizeof(lk), "%s.lock", path);
 	fd = open(lk, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EROFS || errno == EACCES))
+		fd = open(lk, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		vlog_warn("%s: cannot open %s: %s: not guarded against a second vrdmad",
 			  what, lk, strerror(errno));
@@ -115,13 +124,53 @@ int vbe_file_lock(const char *path, const char *what, int *lock)
 		*lock = fd;
 		return 0;
 	}
-	if (errno == EWOULDBLOCK) {
-		vlog_err("%s: %s is another vrdmad's (it holds %s)", what, path, lk);
+	if (errno != EWOULDBLOCK) {
+		vlog_warn("%s: cannot lock %s: %s: not guarded against a second vrdmad",
+			  what, lk, strerror(errno));
 		close(fd);
-		return -EBUSY;
+		return 0;
 	}
-	vlog_warn("%s: cannot lock %s: %s: not guarded against a second vrdmad", what, lk,
-		  strerror(errno));
+	if (held >= 0 && !fstat(fd, &a) && !fstat(held, &b) && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino) {
+		vlog_err("%s: %s is the settings file of the state dir too", what, path);
+		close(fd);
+		return -EINVAL;
+	}
+	vlog_err("%s: %s is another vrdmad's (it holds %s)", what, path, lk);
 	close(fd);
-	return 0;
+	return -EBUSY;
+}
+
+int vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_files *l)
+{
+	char path[VBE_FILE_PATH_MAX];
+	int err = 0;
+
+	l->fd[0] = l->fd[1] = -1;
+	if (state_dir && *state_dir) {
+		if (snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, state_dir) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		/* Made now (as vbe_store_open would), so that a policy
+		 * file inside it gets its lock too. */
+		if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+			vlog_warn("settings: cannot create %s: %s", state_dir, strerror(errno));
+		err = vbe_file_lock(path, "settings", -1, &l->fd[0]);
+	}
+	if (!err && policy_path && *policy_path)
+		err = vbe_file_lock(policy_path, "policy", l->fd[0], &l->fd[1]);
+	if (err)
+		vbe_files_unlock(l);
+	return err;
+}
+
+void vbe_files_unlock(struct vbe_files *l)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		if (l->fd[i] >= 0)
+			close(l->fd[i]);
+		l->fd[i] = -1;
+	}
 }

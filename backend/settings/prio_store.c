@@ -35,7 +35,6 @@
 #include "log.h"
 #include "../vbe.h"
 
-#define VBE_STORE_NAME	"settings"
 #define VBE_STORE_WORDS	(2 + 16)
 #define VBE_STORE_VERSION	2	/* the highest this vrdmad reads */
 
@@ -389,9 +388,6 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 		return err;
 	}
 	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
-	err = vbe_file_lock(path, "settings", &n->store_lock);
-	if (err)
-		return err;
 	strcpy(n->state_dir, dir);
 	f = fopen(path, "re");
 	if (!f) {

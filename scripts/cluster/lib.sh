@@ -15,16 +15,7 @@ cl_log() { echo "cluster-rig: $*"; }
 
 # Install the host packages the images copy from, only when missing.
 cl_host_pkgs() {
-	local p missing=""
-	for p in $CL_HOST_PKGS; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-			missing="$missing $p"
-	done
-	[ -z "$missing" ] && return 0
-	cl_log "installing host tools:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	xr_as_root apt-get update -qq || cl_die "apt-get update failed (offline?)"
 	# shellcheck disable=SC2086
-	xr_as_root apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 \
-		$missing || cl_die "apt-get install$missing failed"
+	"$(dirname "${BASH_SOURCE[0]}")/../install-deps.sh" $CL_HOST_PKGS >&2 ||
+		cl_die "installing the host tools ($CL_HOST_PKGS) failed (no package mirror? no sudo?)"
 }

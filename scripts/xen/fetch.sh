@@ -20,7 +20,8 @@ offline() {
 }
 
 # shellcheck disable=SC2086
-"$(dirname "$0")/../install-deps.sh" $HOST_PKGS >&2 || offline "installing the host tools ($HOST_PKGS)"
+"$(dirname "$0")/../install-deps.sh" $HOST_PKGS >&2 ||
+	xr_die "installing the host tools ($HOST_PKGS) failed (no package mirror? no sudo? see above)"
 
 if [ "${1:-}" != -f ] && [ -s "$XEN_STAMP" ] && [ -d "$XEN_ROOT/boot" ]; then
 	xr_log "cache complete: $XEN_CACHE (kernel $(cat "$XEN_STAMP"))"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer: the request ring (backend/guest/ring.c, cmd.c, cm*.c, srq.c,
- * target_local.c) as two guests of one node on the stub platform drive
+ * libFuzzer: the request ring (backend/guest/ring.c, cmd.c, srq.c,
+ * backend/cm/cm*.c, backend/local/target_local.c) as two guests of one node on the stub platform drive
  * it.  Each input starts with both guests newly Connected (real shared
  * pages, standard rings), each holding a 16-page buffer and its list page,
  * not yet attached, with CQ headers on pages 0, 4, 8 and 12.  The input is a run of 129-byte records, one control

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer: the xenstore values the backend reads (backend/guest/xenbus.c,
- * prio.c, prio_keep.c, tenant.c, node.c), on the stub platform.  Each
+ * sched/prio.c, sched/tenant.c, settings/prio_keep.c, node.c), on the
+ * stub platform.  Each
  * input starts with one guest's frontend dir holding a valid handshake
  * but its state Initialising; the input is a run of operations
  * [u8 op][u8 which][u8 len][len bytes of value]:
