@@ -291,7 +291,9 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 	err = vbe_files_lock(d->policy_path, d->state_dir, &d->files);
 	if (err) {
 		if (err != -EBUSY && err != -EINVAL)
-			vlog_err("policy file or state dir: %s", strerror(-err));
+			vlog_err("policy file %s or state dir %s: %s",
+				 d->policy_path ? d->policy_path : "none",
+				 d->state_dir ? d->state_dir : "none", strerror(-err));
 		return err;
 	}
 	vd_raise_nofile();

@@ -3,7 +3,8 @@
 # Install what vrdma needs to build and test, from Debian 12 packages.
 # Runs apt-get as root (through sudo when not root).  Idempotent.
 # With arguments: those packages instead (a bench's extra tools, the
-# rigs' host tools: scripts/xen/fetch.sh, tests/systemd.sh).
+# rigs' host tools: scripts/xen/fetch.sh, scripts/cluster/lib.sh,
+# tests/systemd.sh).
 set -eu
 
 # libxen-dev: the Xen platform (platform/xen_*.c); without it only the

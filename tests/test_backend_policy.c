@@ -334,7 +334,7 @@ START_TEST(pol_file)
 	ck_assert_int_eq(vbe_node_new(&cfg, &n2), -EINVAL);
 	/* An unwritable file: the change is refused and does not apply. */
 	unlink(path);
-	rmdir(dir);
+	ck_assert_int_eq(rmdir(dir), 0);
 	ck_assert_int_eq(vbe_node_new(&cfg, &n2), 0);
 	snprintf(line, sizeof(line), "error: policy: cannot write the policy file");
 	ck_assert_int_lt(vbe_node_policy(n2, 2, w_default, tg_out(false)), 0);
@@ -388,7 +388,7 @@ START_TEST(pol_reload)
 	ck_assert_str_eq(vbe_policy_group(node, "alice"), "lab");
 	tg_stop(&a);
 	unlink(path);
-	rmdir(dir);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 

@@ -705,6 +705,14 @@ START_TEST(set_waits_for_disk)
 }
 END_TEST
 
+static void touch_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+}
+
 /* One vrdmad per kept file (vbe_files_lock, vrdmad takes it before the
  * platform): a second taker of either file is refused, also when the
  * policy file sits in a state dir made only now; a -P naming the
@@ -732,6 +740,16 @@ START_TEST(files_one_vrdmad)
 	vbe_files_unlock(&b);
 	ck_assert_int_eq(vbe_files_lock(NULL, NULL, &b), 0);	/* nothing kept */
 	ck_assert_int_eq(b.fd[0], -1);
+	/* The settings file under another name: refused too. */
+	touch_file(set);
+	snprintf(lk, sizeof(lk), "%s/link", base);
+	ck_assert_int_eq(symlink(set, lk), 0);
+	ck_assert_int_eq(vbe_files_lock(lk, st, &b), -EINVAL);
+	ck_assert_int_eq(b.fd[0], -1);
+	ck_assert_int_eq(unlink(set), 0);
+	ck_assert_int_eq(unlink(lk), 0);
+	strcat(lk, ".lock");
+	ck_assert_int_eq(unlink(lk), 0);
 	snprintf(lk, sizeof(lk), "%s.lock", pol);
 	ck_assert_int_eq(unlink(lk), 0);
 	snprintf(lk, sizeof(lk), "%s.lock", set);

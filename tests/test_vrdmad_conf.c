@@ -760,10 +760,10 @@ static bool file_has(const char *path, const char *what)
 	return file_line_at(path, what, true);
 }
 
-/* state/settings: a regular file, owner only, holding a line pfx... */
-/* Until no write of the settings file is under way: settings.new absent
- * for five ticks in a row (a `set` may be followed by the tick's write of
- * what its key's watch marked, on a loaded machine while we look). */
+/* A `set` may be followed by the tick's write of what its key's watch
+ * marked; with its fsyncs, on a loaded machine, that write's settings.new
+ * can be there when we look.  Wait until it is gone, then 500 ms more
+ * without one (five ticks) for a write still to come. */
 static void settings_quiet(void)
 {
 	struct stat st;
@@ -779,6 +779,7 @@ static void settings_quiet(void)
 	ck_assert_msg(gone >= 25, "settings.new stays");
 }
 
+/* state/settings: a regular file, owner only, holding a line pfx... */
 static void settings_has(const char *pfx)
 {
 	struct stat st;
@@ -816,8 +817,10 @@ START_TEST(test_settings_new_planted)
 	ck_assert_int_eq(access(made, F_OK), -1);
 	settings_has("tenant default guests=11");
 
-	vdt_write_file(tmp_path("settings.new"), "junk from a crash\n");
-	ck_assert_int_eq(chmod(tmp_path("settings.new"), 0644), 0);
+	/* Made aside and renamed in: no window between write and chmod. */
+	vdt_write_file(tmp_path("junk"), "junk from a crash\n");
+	ck_assert_int_eq(chmod(tmp_path("junk"), 0644), 0);
+	ck_assert_int_eq(rename(tmp_path("junk"), tmp_path("settings.new")), 0);
 	ck_assert_int_eq(vrdmactl("set later-vm weight=3", out, sizeof(out)), 0);
 	settings_has("vm later-vm 0 weight=3");
 	settings_has("tenant default guests=11");

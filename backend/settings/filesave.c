@@ -106,18 +106,29 @@ static int vbe_file_lock(const char *path, const char *what, int held, int *lock
 {
 	char lk[VBE_FILE_PATH_MAX + 8];
 	struct stat a, b;
-	int fd;
+	int fd, why;
 
 	*lock = -1;
 	if (strlen(path) >= VBE_FILE_PATH_MAX)
 		return -ENAMETOOLONG;
 	snprintf(lk, sizeof(lk), "%s.lock", path);
-	fd = open(lk, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && (errno == EROFS || errno == EACCES))
-		fd = open(lk, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted there never holds up the start. */
+	fd = open(lk, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	why = errno;
+	if (fd < 0 && (why == EROFS || why == EACCES)) {
+		fd = open(lk, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT)
+			why = errno;
+	}
 	if (fd < 0) {
 		vlog_warn("%s: cannot open %s: %s: not guarded against a second vrdmad",
-			  what, lk, strerror(errno));
+			  what, lk, strerror(why));
+		return 0;
+	}
+	if (fstat(fd, &a) || !S_ISREG(a.st_mode)) {
+		vlog_warn("%s: %s is not a regular file: not guarded against a second vrdmad",
+			  what, lk);
+		close(fd);
 		return 0;
 	}
 	if (!flock(fd, LOCK_EX | LOCK_NB)) {
@@ -144,6 +155,7 @@ static int vbe_file_lock(const char *path, const char *what, int held, int *lock
 int vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_files *l)
 {
 	char path[VBE_FILE_PATH_MAX];
+	struct stat a, b;
 	int err = 0;
 
 	l->fd[0] = l->fd[1] = -1;
@@ -159,6 +171,13 @@ int vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_fi
 	}
 	if (!err && policy_path && *policy_path)
 		err = vbe_file_lock(policy_path, "policy", l->fd[0], &l->fd[1]);
+	/* The same file under another name (a link) has locks of its own. */
+	if (!err && state_dir && *state_dir && policy_path && *policy_path &&
+	    !stat(path, &a) && !stat(policy_path, &b) && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino) {
+		vlog_err("policy: %s is the settings file of the state dir too", policy_path);
+		err = -EINVAL;
+	}
 	if (err)
 		vbe_files_unlock(l);
 	return err;
