@@ -99,13 +99,12 @@ err_unlink:
  * access, so an existing lock on a read-only mount is opened read-only.
  * One that cannot be made at all (no such directory, a read-only one) is
  * only warned of: such a file cannot be written either, so there is no
- * write to guard.  held: the other file's lock, -1 none (a -P naming
- * the settings file would otherwise blame another vrdmad).
+ * write to guard.
  */
-static int vbe_file_lock(const char *path, const char *what, int held, int *lock)
+static int vbe_file_lock(const char *path, const char *what, int *lock)
 {
 	char lk[VBE_FILE_PATH_MAX + 8];
-	struct stat a, b;
+	struct stat st;
 	int fd, why;
 
 	*lock = -1;
@@ -125,7 +124,7 @@ static int vbe_file_lock(const char *path, const char *what, int held, int *lock
 			  what, lk, strerror(why));
 		return 0;
 	}
-	if (fstat(fd, &a) || !S_ISREG(a.st_mode)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		vlog_warn("%s: %s is not a regular file: not guarded against a second vrdmad",
 			  what, lk);
 		close(fd);
@@ -141,21 +140,23 @@ static int vbe_file_lock(const char *path, const char *what, int held, int *lock
 		close(fd);
 		return 0;
 	}
-	if (held >= 0 && !fstat(fd, &a) && !fstat(held, &b) && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino) {
-		vlog_err("%s: %s is the settings file of the state dir too", what, path);
-		close(fd);
-		return -EINVAL;
-	}
 	vlog_err("%s: %s is another vrdmad's (it holds %s)", what, path, lk);
 	close(fd);
 	return -EBUSY;
 }
 
+/* The same name, or (both there) the same file under another name. */
+static bool vbe_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !strcmp(a, b) || (!stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+				 sa.st_ino == sb.st_ino);
+}
+
 int vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_files *l)
 {
 	char path[VBE_FILE_PATH_MAX];
-	struct stat a, b;
 	int err = 0;
 
 	l->fd[0] = l->fd[1] = -1;
@@ -163,21 +164,20 @@ int vbe_files_lock(const char *policy_path, const char *state_dir, struct vbe_fi
 		if (snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, state_dir) >=
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
+		/* Else its own locks would blame "another vrdmad". */
+		if (policy_path && vbe_same_file(policy_path, path)) {
+			vlog_err("policy: %s is the settings file of the state dir too",
+				 policy_path);
+			return -EINVAL;
+		}
 		/* Made now (as vbe_store_open would), so that a policy
 		 * file inside it gets its lock too. */
 		if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
 			vlog_warn("settings: cannot create %s: %s", state_dir, strerror(errno));
-		err = vbe_file_lock(path, "settings", -1, &l->fd[0]);
+		err = vbe_file_lock(path, "settings", &l->fd[0]);
 	}
 	if (!err && policy_path && *policy_path)
-		err = vbe_file_lock(policy_path, "policy", l->fd[0], &l->fd[1]);
-	/* The same file under another name (a link) has locks of its own. */
-	if (!err && state_dir && *state_dir && policy_path && *policy_path &&
-	    !stat(path, &a) && !stat(policy_path, &b) && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino) {
-		vlog_err("policy: %s is the settings file of the state dir too", policy_path);
-		err = -EINVAL;
-	}
+		err = vbe_file_lock(policy_path, "policy", &l->fd[1]);
 	if (err)
 		vbe_files_unlock(l);
 	return err;

@@ -387,8 +387,8 @@ int vbe_store_open(struct vbe_node *n, const char *dir)
 		vlog_err("settings: cannot create %s: %s", dir, strerror(-err));
 		return err;
 	}
-	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
 	strcpy(n->state_dir, dir);
+	snprintf(path, sizeof(path), "%s/" VBE_STORE_NAME, dir);
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno != ENOENT) {
