@@ -402,12 +402,13 @@ int vrdma_dereg_mr(struct vrdma_mr *mr);
 /*
  * vrdma_create_cq - a completion queue for at least @cqe completions
  * (1..16384), rounded up to a power of two (the cqe field says how many).
- * Capacity rule: a CQ must hold every WR that can be outstanding on the QPs
- * using it, i.e. the sum of cap.max_send_wr of the QPs whose send_cq it is
- * plus cap.max_recv_wr of the QPs whose recv_cq it is; vrdma_create_qp()
- * refuses a QP that would break this (EINVAL), so a CQ never overflows.
- * A destroyed QP's share stays taken until its completions still in the
- * CQ have been polled (vrdma_poll_cq() drops them).
+ * As in verbs, the QPs using a CQ may together have more work outstanding
+ * than it holds: size it for what the program leaves unpolled.  A
+ * completion that finds it full overruns it: that one and every later one
+ * are lost, its QPs go to VRDMA_QPS_ERR, and vrdma_get_async_event()
+ * gives VRDMA_EVENT_CQ_ERR (and VRDMA_EVENT_QP_FATAL per QP); the guest's
+ * other queues work on.  A destroyed QP's completions still in the CQ are
+ * dropped by vrdma_poll_cq().
  * NULL with errno: EINVAL, ENOMEM, EIO.
  */
 struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_context);
@@ -439,10 +440,10 @@ int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
  * vrdma_create_qp - a reliable-connected QP in state VRDMA_QPS_RESET.
  * attr->cap: max_send_wr and max_recv_wr 1..4096, max_send_sge and
  * max_recv_sge 1..VRDMA_MAX_SGE_PER_WR; send_cq and recv_cq of the same
- * device (they may be the same CQ) with room for the new WRs (see
- * vrdma_create_cq()).  attr->sq_sig_all: every send WR is signaled.
- * NULL with errno: EINVAL (NULL argument, caps out of range, CQ too
- * small), ENOMEM, EIO (device broken; checked first).
+ * device (they may be the same CQ, and as in verbs need not hold all the
+ * QP's WRs: vrdma_create_cq()).  attr->sq_sig_all: every send WR is
+ * signaled.  NULL with errno: EINVAL (NULL argument, caps out of range,
+ * CQs of another device), ENOMEM, EIO (device broken; checked first).
  */
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr);
 
