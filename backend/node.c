@@ -215,6 +215,8 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
 	else
 		vbe_tenant_defaults(n->tenant_def);
+	vbe_maps_init(n, cfg->tenant_defaults_set & 1u << VBE_TQ_MAPS,
+		      cfg->tenant_defaults_set & 1u << VBE_TQ_PAGES);
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
 	if (!n->qpn_map) {
 		free(n);

@@ -11,6 +11,7 @@
  *     cmd.c        the commands of wire.h
  *     obj.c        per-guest object tables, CQ writer, QP error/flush
  *     key.c        memory keys: random keys in random free key slots (getrandom)
+ *     maps.c       dom0's mappings of guest pages against the node's budget
  *     srq.c        shared receive queues
  *   sched/       who is served, how much:
  *     sched.c      waiting async events, run list and per-poll budgets, credits
@@ -87,6 +88,22 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
  * not a count. */
 #define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
 #define VBE_TENANT_PAGES	(16u * VBE_MAX_PAGES)	/* mapped in dom0: 16 GiB */
+/*
+ * dom0's mappings of guest pages (maps.c): the platform's node budget
+ * (vplat_map_limits) less a reserve for device areas -- so a device the
+ * node admitted always maps its area, whatever buffers hold -- shared out
+ * a quarter per tenant, as the node tables above.  A device area may take
+ * VBE_AREA_MAPS mappings (libvrdma's takes one); the reserve holds 256
+ * devices' worth: the plain host's guest slots, four tenants' `guests`.
+ */
+#define VBE_AREA_MAPS		4
+#define VBE_AREA_PAGES		(1u + (128u << VRDMA_REQ_RING_ORDER_MAX) / VRDMA_PAGE_SIZE + \
+				 (64u << VRDMA_EVT_RING_ORDER_MAX) / VRDMA_PAGE_SIZE)
+#define VBE_AREA_DEVICES	256u
+#define VBE_AREA_RESERVE_MAPS	(VBE_AREA_DEVICES * VBE_AREA_MAPS)
+#define VBE_AREA_RESERVE_PAGES	(VBE_AREA_DEVICES * VBE_AREA_PAGES)
+#define VBE_NODE_MAPS_DEF	32768u	/* the plain host's HD_NODE_RUNS */
+#define VBE_TENANT_MAPS		((VBE_NODE_MAPS_DEF - VBE_AREA_RESERVE_MAPS) / 4)
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
 /* vbe_conn.domid of a request from another node (cm_rdmacm.c) */
@@ -139,6 +156,7 @@ struct vbe_buf {
 	struct vplat_map *map;
 	uint8_t *addr;
 	uint32_t npages;
+	uint32_t maps;		/* vplat_map_cost, against `maps` */
 	bool writable;
 	unsigned users;		/* MRs + CQs */
 };
@@ -347,6 +365,8 @@ struct vbe_guest {
 	struct vbe_qp *qps;
 	struct vbe_srq *srqs;
 	uint64_t pages;			/* attached, against VBE_MAX_PAGES */
+	uint64_t maps;			/* its buffers' mapping costs (tenant `maps`) */
+	uint32_t area_pages;		/* ring_map's pages (maps.c) */
 	unsigned nmaps;			/* live vplat maps (census) */
 	struct vbe_counters ctr;
 };
@@ -392,6 +412,7 @@ struct vbe_tenant {
 	uint32_t cmd_tokens;		/* its guests' commands (lim cmds) */
 	int64_t cmd_fill;
 	uint64_t late_pages;		/* dropped, not unmapped yet (pages) */
+	uint64_t late_maps;		/* ... and their mapping costs */
 };
 
 struct vbe_node {
@@ -402,6 +423,12 @@ struct vbe_node {
 	struct vbe_guest *guests;
 	struct vbe_tenant *tenants;	/* of the guests, issue 12 */
 	uint64_t tenant_def[VBE_TQ_N];	/* below tenant:default's keys */
+	/* maps.c: the platform's budget for guests' mappings, what all of
+	 * them hold (buffers, device areas, dropped buffers the device still
+	 * pins, a list map while ATTACH_BUF runs) and the areas' part. */
+	struct vplat_map_limits map_lim;
+	uint64_t map_use, page_use, area_maps, area_pages;
+	uint64_t map_refused;		/* buffers refused: the node was full */
 	struct vbe_policy *pol;		/* connect policy (policy.c) */
 	uint32_t next_qpn;
 	uint64_t next_conn_id;
@@ -704,6 +731,15 @@ int  vbe_store_save(struct vbe_node *n);	/* the whole file, atomically */
 void vbe_store_later(struct vbe_node *n);	/* written at the next tick */
 void vbe_store_tick(struct vbe_node *n);	/* then, if anything changed */
 
+/* maps.c: every vplat_map of a guest's pages goes through these. */
+void vbe_maps_init(struct vbe_node *n, bool own_maps, bool own_pages);
+int  vbe_map_area(struct vbe_guest *g, const uint32_t *refs, uint32_t npages, int writable,
+		  struct vplat_map **out);		/* -errno, says why */
+void vbe_unmap_area(struct vbe_guest *g);
+int  vbe_map_buf(struct vbe_guest *g, const uint32_t *refs, uint32_t npages, int writable,
+		 struct vplat_map **out);		/* VRDMA_CS_* */
+void vbe_unmap_node(struct vbe_node *n, struct vplat_map *m, uint32_t npages);
+
 /* tenant.c */
 bool vbe_tenant_name_ok(const char *s);
 int  vbe_tenant_watch(struct vbe_node *n);	/* limits re-read on change */
@@ -715,7 +751,8 @@ void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);
 int  vbe_tenant_check(struct vbe_guest *g, unsigned q);	/* VRDMA_CS_* */
 int  vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more);	/* VRDMA_CS_* */
-void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add);
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, uint32_t maps,
+		     bool add);
 uint32_t vbe_tenant_cmds(struct vbe_guest *g);			/* 0: off */
 int  vbe_tenant_get(struct vbe_node *n, const char *tenant, struct vout *o);	/* NULL: all */
 int  vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv, struct vout *o);

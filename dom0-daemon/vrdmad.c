@@ -250,7 +250,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 		.node_name = d->node_name, .fd_cb = vd_fd_change, .fd_arg = d,
 		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
 		.policy_path = d->policy_path, .state_dir = d->state_dir,
-		.tenant_defaults = d->limits,
+		.tenant_defaults = d->limits, .tenant_defaults_set = d->limits_set,
 	};
 	int err;
 
@@ -405,6 +405,7 @@ static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
 			if (!(c->limits_set & 1u << q))
 				c->limits[q] = def[q];
 		d->limits = c->limits;
+		d->limits_set = c->limits_set;
 		d->tenant_guests = (unsigned)c->limits[VBE_TQ_GUESTS];	/* 0..256 */
 	}
 	/* checked when the file was read */

@@ -28,6 +28,7 @@ struct vd_daemon {
 	const char *policy_path;	/* connect policy file, NULL: in memory */
 	const char *state_dir;		/* per-VM settings (issue 13), NULL: none */
 	const uint64_t *limits;		/* tenant defaults, NULL: built in */
+	unsigned limits_set;		/* 1 << VBE_TQ_*: ... given in vrdmad.conf */
 	unsigned tenant_guests;		/* limits[guests], for the platform */
 	struct vd_attach attach;	/* --attach */
 	struct vd_auto *autoattach;	/* applies it (attach.c) */

@@ -843,6 +843,7 @@ const struct vplat_ops vplat_host_dom0_ops = {
 	.map		= hd_map,
 	.unmap		= hd_unmap,
 	.map_live	= hd_map_live,
+	.map_limits	= hd_map_limits,
 	.chan_bind	= hd_chan_bind,
 	.notify		= hd_notify,
 	.chan_fd	= hd_chan_fd,

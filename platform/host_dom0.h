@@ -24,7 +24,10 @@
 #define HD_MAX_CHANS		256
 #define HD_MAX_PAGES		262144	/* 1 GiB; env VRDMA_MAX_GUEST_PAGES */
 #define HD_MAX_RUNS		1024	/* mmaps a guest's live maps may take */
-#define HD_NODE_RUNS		32768	/* all guests: well below vm.max_map_count */
+/* All guests: well below vm.max_map_count (65530), which also counts
+ * vrdmad's libraries, stacks and the device's queues.  The backend
+ * shares it out per tenant (vplat_map_limits). */
+#define HD_NODE_RUNS		32768
 /* fds vrdmad keeps for itself: more than one message can install
  * (VHP_SCM_MAX_FD), with a margin for its own needs. */
 #define HD_FD_RESERVE		(2 * (VHP_SCM_MAX_FD + 64))
@@ -141,6 +144,7 @@ int  hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	    int writable, struct vplat_map **out);
 void hd_unmap(struct vplat_map *m);
 int  hd_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c);
+void hd_map_limits(const struct vplat *p, struct vplat_map_limits *l);
 void hd_fd_caps(struct hd *d);
 int  hd_chan_bind(struct vplat *p, uint32_t domid, uint32_t port,
 		  struct vplat_chan **out);

@@ -308,6 +308,7 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		}
 	}
 	m->base.addr = base;
+	m->base.cost = runs;
 	m->d = g->d;
 	m->domid = domid;
 	m->runs = runs;
@@ -332,6 +333,15 @@ void hd_unmap(struct vplat_map *bm)
 		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
 	munmap(m->base.addr, m->len);
 	free(m);
+}
+
+/* Runs are the node's table; pages are the guests' own memfds, mapped
+ * without filling any table of vrdmad's beyond the page tables. */
+void hd_map_limits(const struct vplat *p, struct vplat_map_limits *l)
+{
+	(void)p;
+	l->maps = HD_NODE_RUNS;
+	l->pages = UINT64_MAX;
 }
 
 /*

@@ -197,6 +197,18 @@ void vplat_unmap(struct vplat_map *m)
 		m->ops->unmap(m);
 }
 
+void vplat_map_limits(const struct vplat *p, struct vplat_map_limits *l)
+{
+	l->maps = l->pages = UINT64_MAX;
+	if (p->ops->map_limits)
+		p->ops->map_limits(p, l);
+}
+
+uint32_t vplat_map_cost(const struct vplat_map *m)
+{
+	return m->cost;
+}
+
 int vplat_map_live(struct vplat_map *m, size_t off, struct vplat_chan *c)
 {
 	if (!m->ops->map_live)

@@ -99,6 +99,24 @@ int  vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n
 void *vplat_map_addr(const struct vplat_map *m);
 void vplat_unmap(struct vplat_map *m);
 /*
+ * What dom0's mappings of guests' pages spend of the node (docs/tenants.md,
+ * "Node tables"): kernel mappings (VMAs, which vm.max_map_count bounds for
+ * the whole of vrdmad) and mapped pages (Xen: entries of dom0's maptrack
+ * table, which netback and blkback share).  vplat_map_limits gives the
+ * node's budget for all guests together, UINT64_MAX where there is no such
+ * table (the plain host maps the guests' own memfds: no page table of
+ * dom0's fills).  vplat_map_cost is what one mapping takes of `maps`: one
+ * per run of contiguous refs of one share on the plain host, 1 on Xen
+ * (gntdev maps any refs into one VMA).  The platform refuses a map past
+ * its budget itself (-ENOMEM); the backend shares the budget out.
+ */
+struct vplat_map_limits {
+	uint64_t maps;
+	uint64_t pages;
+};
+void vplat_map_limits(const struct vplat *p, struct vplat_map_limits *l);
+uint32_t vplat_map_cost(const struct vplat_map *m);
+/*
  * Our liveness, seen by the peer (docs/wire.md, dom0_live): once armed,
  * when this process lets go of the mapping -- vplat_unmap, exit, a crash,
  * SIGKILL -- the byte at offset `off` of it becomes 0 and the peer is

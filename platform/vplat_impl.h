@@ -26,6 +26,8 @@ struct vplat_ops {
 		    int writable, struct vplat_map **out);
 	void (*unmap)(struct vplat_map *m);
 	int  (*map_live)(struct vplat_map *m, size_t off, struct vplat_chan *c);
+	/* NULL: no budget (UINT64_MAX both). */
+	void (*map_limits)(const struct vplat *p, struct vplat_map_limits *l);
 
 	int  (*chan_alloc)(struct vplat *p, uint32_t peer, struct vplat_chan **out,
 			   uint32_t *port);
@@ -77,6 +79,7 @@ struct vplat_share {
 struct vplat_map {
 	const struct vplat_ops *ops;
 	void *addr;
+	uint32_t cost;			/* vplat_map_cost: set by the map op */
 };
 
 struct vplat_chan {

@@ -31,6 +31,8 @@ struct xp {
 	uint64_t shared_pages;		/* ours, against gntalloc's limit */
 	/* dom0 role (xen_dom0.c) */
 	xengnttab_handle *gtab;
+	struct vplat_map_limits lim;	/* the node's, read at open */
+	uint64_t maps, pages;		/* held now, against lim */
 };
 
 struct xp_chan {

@@ -27,6 +27,16 @@
 #include "xen_common.h"
 
 #define XD_DOMID_MAX	0x7ff0u		/* DOMID_FIRST_RESERVED */
+/* Mappings: each one is a VMA of vrdmad's, against vm.max_map_count,
+ * which also counts vrdmad's libraries, stacks and device queues: half
+ * of it, at most the plain host's 32768. */
+#define XD_MAPS_MAX	32768u
+/* Grant-mapped pages: dom0's maptrack holds 1024 frames by default
+ * (gnttab_max_maptrack_frames) of 256 16-byte entries, 262144 mappings
+ * for netback, blkback, QEMU and vrdma together; vrdma takes half unless
+ * told otherwise. */
+#define XD_PAGES_DEF	131072u
+#define XD_PAGES_ENV	"VRDMA_XEN_MAP_PAGES"
 
 struct xd_map {
 	struct vplat_map base;
@@ -45,6 +55,8 @@ static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_
 
 	if (domid == VPLAT_DOM0 || domid >= XD_DOMID_MAX)
 		return -EINVAL;
+	if (x->maps >= x->lim.maps || n > x->lim.pages - x->pages)
+		return -ENOMEM;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -60,6 +72,9 @@ static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_
 	}
 	m->base.ops = &vplat_xen_dom0_ops;
 	m->base.addr = addr;
+	m->base.cost = 1;
+	x->maps++;
+	x->pages += n;
 	m->x = x;
 	m->n = n;
 	m->writable = writable;
@@ -73,7 +88,44 @@ static void xd_unmap(struct vplat_map *bm)
 
 	if (xengnttab_unmap(m->x->gtab, m->base.addr, m->n) < 0)
 		vlog_warn("platform: unmap of %u pages: %s", m->n, strerror(errno));
+	m->x->maps--;
+	m->x->pages -= m->n;
 	free(m);
+}
+
+static void xd_map_limits(const struct vplat *p, struct vplat_map_limits *l)
+{
+	*l = xp_of((struct vplat *)p)->lim;
+}
+
+/* The budgets of vplat.h's vplat_map_limits, from vm.max_map_count and
+ * XD_PAGES_ENV (an operator who raised dom0's maptrack raises it). */
+static void xd_limits_init(struct xp *x)
+{
+	const char *env = getenv(XD_PAGES_ENV);
+	unsigned long long v;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	char *end;
+
+	x->lim.maps = XD_MAPS_MAX;
+	if (f) {
+		if (fscanf(f, "%llu", &v) == 1 && v / 2 < x->lim.maps)
+			x->lim.maps = v / 2;
+		fclose(f);
+	}
+	x->lim.pages = XD_PAGES_DEF;
+	if (env && *env) {
+		errno = 0;
+		v = strtoull(env, &end, 10);
+		if (errno || *end || env[0] < '0' || env[0] > '9')
+			vlog_warn("platform: %s='%.32s' is not a number of pages, %u kept",
+				  XD_PAGES_ENV, env, XD_PAGES_DEF);
+		else
+			x->lim.pages = v;
+	}
+	vlog_info("platform: guests' mappings: at most %llu maps, %llu pages (%s)",
+		  (unsigned long long)x->lim.maps, (unsigned long long)x->lim.pages,
+		  XD_PAGES_ENV);
 }
 
 /* See the top of the file.  The notify holds a reference on the port, so
@@ -141,6 +193,7 @@ static int xd_open(const struct vplat_cfg *cfg, struct vplat **out)
 		xp_free(x);
 		return err;
 	}
+	xd_limits_init(x);
 	vlog_dbg("platform: xen dom0");
 	*out = &x->base;
 	return 0;
@@ -164,6 +217,7 @@ const struct vplat_ops vplat_xen_dom0_ops = {
 	.map		= xd_map,
 	.unmap		= xd_unmap,
 	.map_live	= xd_map_live,
+	.map_limits	= xd_map_limits,
 	.chan_bind	= xd_chan_bind,
 	.notify		= xp_notify,
 	.chan_fd	= xp_chan_fd,

@@ -73,10 +73,10 @@ void fkey(struct tg *g, const char *key, unsigned v)
 void tg_handshake(struct tg *g, enum hs how)
 {
 	uint32_t pages = vrdma_sring_pages(VRDMA_REQ_RING_ORDER_DEF, VRDMA_EVT_RING_ORDER_DEF);
-	uint32_t port, i;
+	uint32_t port, i, stride = how == HS_SCATTER ? 2 : 1;
 	char key[32];
 
-	ck_assert_int_eq(vplat_share(g->p, 0, pages, 1, &g->dev), 0);
+	ck_assert_int_eq(vplat_share(g->p, 0, stride * pages, 1, &g->dev), 0);
 	g->sr = vplat_share_addr(g->dev);
 	g->sr->magic = how == HS_BADMAGIC ? 0xdeadbeef : VRDMA_WIRE_MAGIC;
 	g->sr->version = VRDMA_WIRE_VERSION;
@@ -91,7 +91,8 @@ void tg_handshake(struct tg *g, enum hs how)
 	fkey(g, "ring-pages", how == HS_BADPAGES ? pages + 1 : pages);
 	for (i = 0; i < pages; i++) {
 		snprintf(key, sizeof(key), "ring-ref%u", i);
-		fkey(g, key, how == HS_BADREF && i == 3 ? 999999 : vplat_share_refs(g->dev)[i]);
+		fkey(g, key, how == HS_BADREF && i == 3 ? 999999 :
+			     vplat_share_refs(g->dev)[stride * i]);
 	}
 	fkey(g, "event-channel", port);
 	if (tg_conn_from)
@@ -386,4 +387,44 @@ void tg_out_end(char *buf, size_t len)
 	ck_assert_ptr_nonnull(f);
 	vout_finish(&tg_vout, f);
 	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* ---- tenants (test_backend_fair.c, test_backend_maps.c) ---- */
+
+void tg_tenant(struct tg *g, uint32_t domid, const char *tenant)
+{
+	char path[256];
+
+	if (tenant) {
+		snprintf(path, sizeof(path), VRDMA_XS_BACK_FMT "/tenant", domid, 0u);
+		ck_assert_int_eq(vplat_key_write(dom0, path, tenant), 0);
+	}
+	tg_full(g, domid);
+}
+
+/* Its buffer's first npages pages attached once more, as another buffer
+ * (tg_attach would share new pages over g's). */
+int tg_reattach(struct tg *g, uint32_t npages, uint32_t *buf)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_ATTACH_BUF, 0);
+	uint32_t out[4];
+	int st;
+
+	r.u.attach_buf.npages = npages;
+	r.u.attach_buf.nlist = 1;
+	r.u.attach_buf.writable = 1;
+	r.u.attach_buf.list_ref[0] = vplat_share_refs(g->list)[0];
+	st = tg_cmd(g, &r, out);
+	*buf = out[0];
+	return st;
+}
+
+void tenant_limit(const char *tenant, const char *key, unsigned v)
+{
+	char path[256], val[16];
+
+	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/%s", tenant, key);
+	snprintf(val, sizeof(val), "%u", v);
+	ck_assert_int_eq(vplat_key_write(dom0, path, val), 0);
+	stub_run();
 }

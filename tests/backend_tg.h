@@ -45,7 +45,8 @@ struct tg {
 };
 
 /* Handshake variants: good, or one thing wrong. */
-enum hs { HS_GOOD, HS_BADVER, HS_BADPAGES, HS_BADREF, HS_BADMAGIC, HS_BIGORDER };
+enum hs { HS_GOOD, HS_BADVER, HS_BADPAGES, HS_BADREF, HS_BADMAGIC, HS_BIGORDER,
+	  HS_SCATTER /* the area's pages every other page of a share: a mapping each */ };
 
 /* dom0's platform and the node under test (tg_setup / tg_teardown). */
 extern struct vplat *dom0;
@@ -78,6 +79,11 @@ struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
 void expect_no_cqe(struct tg *g);
 void write_works(struct tg *a, struct tg *b);
 void node_gid(struct tg *g, uint8_t gid[16]);
+/* g as tg_full, of `tenant` (NULL: its domain); its buffer's first npages
+ * attached once more; a tenant's limit written as an operator would. */
+void tg_tenant(struct tg *g, uint32_t domid, const char *tenant);
+int  tg_reattach(struct tg *g, uint32_t npages, uint32_t *buf);
+void tenant_limit(const char *tenant, const char *key, unsigned v);
 /* One control command's answer, as vrdmad sends it: tg_out() opens it
  * (text or JSON) for the backend call, tg_out_end() puts the response
  * (or "error: ...") in buf. */
@@ -89,5 +95,6 @@ TCase *backend_bad_tcase(void);
 TCase *backend_fair_tcase(void);
 TCase *backend_keys_tcase(void);
 TCase *backend_policy_tcase(void);
+TCase *backend_maps_tcase(void);		/* test_backend_maps.c */
 
 #endif /* VRDMA_BACKEND_TG_H */

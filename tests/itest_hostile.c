@@ -11,6 +11,14 @@
  *                          wait on what this guest holds; the verdict is
  *                          the script's: vrdmad answers pings meanwhile,
  *                          other guests' traffic flows, nothing is left
+ *   itest_hostile frag NDEV NPAGES NBUF STRIDE
+ *                          (not listed) NDEV devices, each attaching up to
+ *                          NBUF buffers of NPAGES pages that lie STRIDE
+ *                          pages apart in one share (2: alternate pages, a
+ *                          mapping each on the plain host; 0: one page
+ *                          over and over) until one is refused; prints
+ *                          what it got, then holds it all until stdin
+ *                          closes (the script's honest pair runs beside)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -288,6 +296,80 @@ static int c_wedge(struct vfe_dev *d)
 	return 1;
 }
 
+/* One device's buffers for `frag`: the status of the refusal, 0 if none. */
+static int frag_dev(struct vfe_dev *d, uint32_t npages, unsigned nbuf, uint32_t stride,
+		    unsigned *got)
+{
+	uint32_t nlist = (npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE, i;
+	struct vplat_share *data, *list;
+	uint32_t *refs;
+	int err;
+
+	err = vfe_share(d, stride * (npages - 1) + 1, 1, &data);
+	if (err)
+		return err;
+	err = vfe_share(d, nlist, 0, &list);
+	if (err)
+		return err;
+	refs = vplat_share_addr(list);
+	for (i = 0; i < npages; i++)
+		refs[i] = vplat_share_refs(data)[stride * i];
+	while (*got < nbuf) {
+		struct vrdma_req r = { .opcode = VRDMA_CMD_ATTACH_BUF };
+
+		r.u.attach_buf.npages = npages;
+		r.u.attach_buf.nlist = (uint16_t)nlist;
+		r.u.attach_buf.writable = 1;
+		for (i = 0; i < nlist; i++)
+			r.u.attach_buf.list_ref[i] = vplat_share_refs(list)[i];
+		err = vfe_cmd(d, &r, NULL);
+		if (err)
+			return err;
+		(*got)++;
+	}
+	return 0;
+}
+
+/* Shares and devices are never let go: the process holds them to the end. */
+static int c_frag(char **argv)
+{
+	unsigned ndev = (unsigned)atoi(argv[0]), nbuf = (unsigned)atoi(argv[2]), i, got = 0;
+	uint32_t npages = (uint32_t)atoi(argv[1]), stride = (uint32_t)atoi(argv[3]);
+	int err = 0, open_err = 0, e;
+	unsigned opened = 0, refused = 0;
+	char c;
+
+	if (!ndev || ndev > 256 || !npages || npages > VRDMA_BUF_MAX_PAGES || stride > 2) {
+		fprintf(stderr, "itest_hostile: frag NDEV(1..256) NPAGES NBUF STRIDE(0..2)\n");
+		return 2;
+	}
+	for (i = 0; i < ndev; i++) {
+		struct vfe_dev *d = calloc(1, sizeof(*d));
+		unsigned mine = 0;
+
+		if (!d)
+			return 1;
+		open_err = vfe_open(d, NULL, T_MS, ev_ignore, NULL);
+		if (open_err)
+			break;
+		opened++;
+		/* Every device tries, refused or not: a hostile tenant would. */
+		e = frag_dev(d, npages, nbuf, stride, &mine);
+		got += mine;
+		refused += e != 0;
+		if (e && !err)
+			err = e;
+	}
+	printf("frag: %u devices (%s), %u buffers of %u pages, %u devices refused (%s)\n",
+	       opened, open_err ? strerror(-open_err) : "all opened", got, npages, refused,
+	       err ? strerror(-err) : "none");
+	printf("frag-ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	_exit(0);	/* a hostile guest just dies */
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct vfe_dev *d);
@@ -312,6 +394,8 @@ int main(int argc, char **argv)
 	static struct vfe_dev d;
 	int refused, err;
 
+	if (argc == 6 && !strcmp(argv[1], "frag"))
+		return c_frag(argv + 2);
 	if (argc != 2) {
 		fprintf(stderr, "usage: itest_hostile list|CASE\n");
 		return 2;

@@ -81,6 +81,7 @@ struct vplat_map {
 	int writable;
 	unsigned epoch;		/* stub_reset count when mapped */
 	bool cached;		/* unmapped, kept in stub_mcache */
+	uint32_t cost;		/* runs, as the plain host counts them */
 };
 
 struct stub_chan {
@@ -101,6 +102,10 @@ static struct stub_grant stub_grants[STUB_MAX_GRANTS];
 static uint32_t stub_next_ref = 1;
 static struct stub_chan *stub_chans[256];
 static unsigned stub_maps, stub_binds, stub_lists, stub_reads;
+/* vplat_map_limits: the node's budget (stub_map_limits), and what the
+ * live maps hold of it. */
+static struct vplat_map_limits stub_mlim = { 32768, UINT64_MAX };
+static uint64_t stub_mcost, stub_mpages;
 /* stub_map_cache: unmapped mappings kept for the same refs, newest last. */
 static struct vplat_map **stub_mcache;
 static unsigned stub_mcache_n, stub_mcache_max, stub_epoch;
@@ -148,6 +153,31 @@ void stub_reset(void)
 	stub_lists = 0;
 	stub_reads = 0;
 	memset(stub_fails, 0, sizeof(stub_fails));
+	stub_mlim = (struct vplat_map_limits){ 32768, UINT64_MAX };
+}
+
+void stub_map_limits(uint64_t maps, uint64_t pages)
+{
+	stub_mlim.maps = maps;
+	stub_mlim.pages = pages;
+}
+
+void vplat_map_limits(const struct vplat *p, struct vplat_map_limits *l)
+{
+	(void)p;
+	*l = stub_mlim;
+}
+
+uint32_t vplat_map_cost(const struct vplat_map *m)
+{
+	return m->cost;
+}
+
+/* A live map's share of the budget: taken, or given back. */
+static void stub_map_charge(const struct vplat_map *m, bool take)
+{
+	stub_mcost = take ? stub_mcost + m->cost : stub_mcost - m->cost;
+	stub_mpages = take ? stub_mpages + m->n : stub_mpages - m->n;
 }
 
 unsigned stub_list_calls(void)
@@ -399,7 +429,7 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 {
 	struct vplat_map *m;
 	uint8_t *base;
-	uint32_t i, j;
+	uint32_t i, j, runs = 0;
 
 	if (!n || n > 65536)
 		return -EINVAL;
@@ -412,11 +442,17 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		if (!gr->live || gr->owner != domid || gr->peer != p->domid ||
 		    (writable && !gr->writable))
 			return -EFAULT;
+		runs += !i || gr->fd != stub_grants[refs[i - 1]].fd ||
+			gr->page != stub_grants[refs[i - 1]].page + 1;
 	}
+	/* The platform's own backstop, as hd_map's and xd_map's. */
+	if (runs > stub_mlim.maps - stub_mcost || n > stub_mlim.pages - stub_mpages)
+		return -ENOMEM;
 	/* (refs are never reused but after stub_reset, which empties it) */
 	m = stub_mcache_max ? stub_map_cached(refs, n, writable) : NULL;
 	if (m) {
 		stub_maps++;
+		stub_map_charge(m, true);
 		*out = m;
 		return 0;
 	}
@@ -445,6 +481,8 @@ int vplat_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 	m->n = n;
 	m->writable = writable;
 	m->epoch = stub_epoch;
+	m->cost = runs;
+	stub_map_charge(m, true);
 	if (stub_mcache_max) {
 		m->refs = malloc(n * sizeof(*refs));
 		if (!m->refs)
@@ -491,6 +529,7 @@ void vplat_unmap(struct vplat_map *m)
 	if (m->live)
 		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);
 	stub_maps--;
+	stub_map_charge(m, false);
 	if (!stub_map_keep(m)) {
 		stub_map_free(m);
 		return;

@@ -37,6 +37,10 @@ void stub_revoke(uint32_t ref);
  * 0, the default, unmaps at once.  A kept mapping is poisoned under ASan,
  * so a use after vplat_unmap is still caught.  _drop unmaps the kept. */
 void stub_map_cache(unsigned n);
+/* The node's budget vplat_map_limits reports, and maps stop at (a map
+ * costs its runs of contiguous pages, as on the plain host); stub_reset
+ * puts back 32768 maps, pages unbounded. */
+void stub_map_limits(uint64_t maps, uint64_t pages);
 void stub_map_cache_drop(void);
 
 #endif /* VRDMA_STUB_PLAT_H */

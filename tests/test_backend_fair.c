@@ -396,44 +396,6 @@ END_TEST
 /* Issue 12: guests of one tenant (the plain host's `tenant` key, written
  * by the toolstack before `frontend`; on Xen the domain) share one quota
  * of devices, listeners and pending CONNECTs; another tenant is untouched. */
-static void tg_tenant(struct tg *g, uint32_t domid, const char *tenant)
-{
-	char path[256];
-
-	if (tenant) {
-		snprintf(path, sizeof(path), VRDMA_XS_BACK_FMT "/tenant", domid, 0u);
-		ck_assert_int_eq(vplat_key_write(dom0, path, tenant), 0);
-	}
-	tg_full(g, domid);
-}
-
-/* Its buffer's first npages pages attached once more, as another buffer
- * (tg_attach would share new pages over g's). */
-static int tg_reattach(struct tg *g, uint32_t npages, uint32_t *buf)
-{
-	struct vrdma_req r = mkreq(VRDMA_CMD_ATTACH_BUF, 0);
-	uint32_t out[4];
-	int st;
-
-	r.u.attach_buf.npages = npages;
-	r.u.attach_buf.nlist = 1;
-	r.u.attach_buf.writable = 1;
-	r.u.attach_buf.list_ref[0] = vplat_share_refs(g->list)[0];
-	st = tg_cmd(g, &r, out);
-	*buf = out[0];
-	return st;
-}
-
-static void tenant_limit(const char *tenant, const char *key, unsigned v)
-{
-	char path[256], val[16];
-
-	snprintf(path, sizeof(path), VPLAT_TENANT_ROOT "/%s/%s", tenant, key);
-	snprintf(val, sizeof(val), "%u", v);
-	ck_assert_int_eq(vplat_key_write(dom0, path, val), 0);
-	stub_run();
-}
-
 START_TEST(tenant_devices)
 {
 	struct tg a, b, c, d;
@@ -565,9 +527,9 @@ START_TEST(tenant_qps_and_mem)
 	ten = vbe_node_guest(node, 6, 0)->ten;
 	r = mkreq(VRDMA_CMD_DETACH_BUF, buf2);
 	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_OK);
-	vbe_tenant_late(node, ten, 8, true);
+	vbe_tenant_late(node, ten, 8, 0, true);
 	ck_assert_int_eq(tg_reattach(&a, 1, &buf), VRDMA_CS_NOMEM);
-	vbe_tenant_late(node, ten, 8, false);
+	vbe_tenant_late(node, ten, 8, 0, false);
 	ck_assert_int_eq(tg_reattach(&a, 8, &buf), VRDMA_CS_OK);
 	ck_assert_uint_eq(a.nasync + b.nasync, 0);	/* nobody was disabled */
 	tg_stop(&x);

@@ -67,11 +67,17 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned n) { (void)cq; (void)n; }
 int ibv_destroy_cq(struct ibv_cq *cq) { (void)cq; return 0; }
 int ibv_destroy_srq(struct ibv_srq *srq) { (void)srq; step("S", NULL); return 0; }
 int ibv_dealloc_pd(struct ibv_pd *pd) { (void)pd; step("P", NULL); return 0; }
-void vplat_unmap(struct vplat_map *m) { (void)m; unmaps++; }
-int64_t vplat_now_ms(void) { return 0; }
-void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add)
+void vbe_unmap_node(struct vbe_node *n, struct vplat_map *m, uint32_t npages)
 {
-	(void)n; (void)t; (void)npages; (void)add;
+	(void)n; (void)m; (void)npages;
+	unmaps++;
+}
+uint32_t vplat_map_cost(const struct vplat_map *m) { (void)m; return 1; }
+int64_t vplat_now_ms(void) { return 0; }
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, uint32_t maps,
+		     bool add)
+{
+	(void)n; (void)t; (void)npages; (void)maps; (void)add;
 }
 
 static const char *trail_now(void)

@@ -425,6 +425,111 @@ START_TEST(t_tenant_listeners)
 }
 END_TEST
 
+/* argv as uid in a child, its stdin a pipe we hold (*hold), its stdout
+ * and stderr a pipe we read (*out). */
+static pid_t t_spawn(uid_t uid, const char *const argv[], int *hold, int *out)
+{
+	int in[2], o[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(in), 0);
+	ck_assert_int_eq(pipe(o), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (dup2(in[0], 0) < 0 || dup2(o[1], 1) < 0 || dup2(o[1], 2) < 0 ||
+		    setgid(uid) || setuid(uid))
+			_exit(126);
+		close(in[1]);
+		close(o[0]);
+		execv(argv[0], (char *const *)argv);	/* execv(3) does not write them */
+		_exit(127);
+	}
+	close(in[0]);
+	close(o[1]);
+	*hold = in[1];
+	*out = o[0];
+	return pid;
+}
+
+/* Read fd into buf until it holds `what` or ms pass: 1 if it does. */
+static int t_read_until(int fd, char *buf, size_t len, const char *what, int ms)
+{
+	int64_t end = now_ms() + ms;
+	size_t have = strlen(buf);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	while (!strstr(buf, what) && have + 1 < len && now_ms() < end) {
+		if (poll(&p, 1, (int)(end - now_ms())) <= 0)
+			continue;
+		n = read(fd, buf + have, len - 1 - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+	}
+	return strstr(buf, what) != NULL;
+}
+
+static int t_wait_exit(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * The node-wide mappings: one tenant's 33 guests each attach a buffer of
+ * 1000 alternate pages (a mapping each on the plain host, 1000 of the
+ * 1024 a guest may hold); before the share per tenant they took all of
+ * the node's 32768 and no other tenant's guest could map its device
+ * area.  Now the tenant stops at its `maps` (7936: 7 buffers), and an
+ * honest pair of another uid connects and moves verified data beside it.
+ */
+START_TEST(t_tenant_maps)
+{
+	char hostile[400], bw[400], frag_out[1024] = "", srv_out[1024] = "", cli_out[2048] = "";
+	int a_hold, a_out, s_hold, s_out, c_hold, c_out;
+	const char *b = getenv("VRDMA_BUILD");
+	pid_t a, sv, cl;
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	snprintf(hostile, sizeof(hostile), "%s/tests/itest_hostile", b ? b : "build");
+	snprintf(bw, sizeof(bw), "%s/bin/vrdma-bw", b ? b : "build");
+	a = t_spawn(UID_A, (const char *const[]){ hostile, "frag", "33", "1000", "1", "2", NULL },
+		    &a_hold, &a_out);
+	ck_assert_msg(t_read_until(a_out, frag_out, sizeof(frag_out), "frag-ready", 60000),
+		      "the hostile tenant did not finish: %s", frag_out);
+	ck_assert_msg(strstr(frag_out, "frag: 33 devices (all opened), 7 buffers of 1000 pages, "
+			     "26 devices refused (Cannot allocate memory)"), "%s", frag_out);
+	ck_assert(log_has("tenant uid65534 has 7000 maps, 1000 more would pass its limit 7936"));
+	/* An honest pair of the other tenant, verified byte by byte. */
+	sv = t_spawn(UID_B, (const char *const[]){ bw, "-n", "200", "--verify", "--timeout", "20",
+					      NULL }, &s_hold, &s_out);
+	ck_assert_msg(t_read_until(s_out, srv_out, sizeof(srv_out), "listening on service",
+				   20000), "server: %s", srv_out);
+	cl = t_spawn(UID_B, (const char *const[]){ bw, "-n", "200", "--verify", "--timeout", "20",
+					      "local", NULL }, &c_hold, &c_out);
+	t_read_until(c_out, cli_out, sizeof(cli_out), "verify: OK", 30000);
+	ck_assert_int_eq(t_wait_exit(cl), 0);
+	ck_assert_int_eq(t_wait_exit(sv), 0);
+	ck_assert_msg(strstr(cli_out, "verify: OK"), "client: %s", cli_out);
+	ctl("get tenant:uid65534");
+	close(c_hold);
+	close(c_out);
+	close(s_hold);
+	close(s_out);
+	close(a_hold);		/* the hostile tenant lets go */
+	ck_assert_int_eq(t_wait_exit(a), 0);
+	close(a_out);
+}
+END_TEST
+
 static Suite *tenant_suite(void)
 {
 	Suite *s = suite_create("tenant");
@@ -435,6 +540,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(tc, t_tenant_set);
 	tcase_add_test(tc, t_tenant_listeners);
 	tcase_add_test(tc, t_tenant_policy);
+	tcase_add_test(tc, t_tenant_maps);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -457,12 +457,15 @@ START_TEST(test_json_every_command)
 	ck_assert_int_ge(jint(j, "pages.used"), 0);
 	ck_assert_int_eq(jint(j, "cmds.limit"), 2000);
 	ck_assert(!json_object_object_get_ex(jget(j, "cmds"), "used", NULL));
+	ck_assert_int_eq(jint(j, "maps.limit"), 7936);
+	ck_assert_int_ge(jint(j, "maps.used"), 0);
 	json_object_put(j);
 	snprintf(args, sizeof(args), "get tenant:uid%u", (unsigned)getuid());
 	ck_assert_int_eq(ctl2(args, out, sizeof(out), NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(out, "/64 mrs="));
 	ck_assert_ptr_nonnull(strstr(out, "/512 pages="));
-	ck_assert_ptr_nonnull(strstr(out, "/40000 cmds=2000\n"));
+	ck_assert_ptr_nonnull(strstr(out, "/40000 cmds=2000 maps="));
+	ck_assert_ptr_nonnull(strstr(out, "/7936(default)\n"));	/* a quarter of 32768 - 1024 */
 
 	j = ctl_json("policy group g1 alice bob");
 	ck_assert_str_eq(jstr(j, "default"), "open");

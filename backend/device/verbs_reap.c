@@ -377,11 +377,12 @@ int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tena
 	u->map = m;
 	for (i = 0; i < VBE_LANES; i++)
 		u->seq[i] = r->lane[i].queued;
-	/* Still mapped: still the tenant's (quota pages) until unmapped. */
+	/* Still mapped: still the tenant's (quota pages and maps) and the
+	 * node's (maps.c) until unmapped. */
 	u->ten = t;
 	u->npages = npages;
 	if (t)
-		vbe_tenant_late(vx->node, t, npages, true);
+		vbe_tenant_late(vx->node, t, npages, vplat_map_cost(m), true);
 	u->next = r->unmaps;
 	r->unmaps = u;
 	r->nunmaps++;
@@ -413,9 +414,10 @@ void vbe_reap_poll(struct vbe_vx *vx)
 		}
 		*p = u->next;
 		r->nunmaps--;
-		vplat_unmap(u->map);
 		if (u->ten)
-			vbe_tenant_late(vx->node, u->ten, u->npages, false);
+			vbe_tenant_late(vx->node, u->ten, u->npages, vplat_map_cost(u->map),
+					false);
+		vbe_unmap_node(vx->node, u->map, u->npages);
 		free(u);
 	}
 }

@@ -31,7 +31,6 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 			      uint32_t *out)
 {
 	const struct vrdma_cmd_attach_buf *a = &r->u.attach_buf;
-	struct vplat *plat = g->node->plat;
 	struct vplat_map *lmap, *dmap;
 	uint32_t *refs, i, idx;
 	struct vbe_buf *b;
@@ -57,36 +56,41 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	b = &g->bufs[idx];
 
 	refs = malloc((size_t)a->npages * sizeof(*refs));
-	if (!refs)
-		goto err_slot_nomem;
-	if (vplat_map(plat, g->domid, a->list_ref, a->nlist, 0, &lmap))
-		goto err_refs_fault;
+	if (!refs) {
+		err = VRDMA_CS_NOMEM;
+		goto err_slot;
+	}
+	/* Both maps are weighed against the node's and the tenant's share
+	 * (maps.c): the list map only while the refs are read. */
+	err = vbe_map_buf(g, a->list_ref, a->nlist, 0, &lmap);
+	if (err)
+		goto err_refs;
 	/* Copy the refs out: the guest may rewrite its list pages any time. */
 	memcpy(refs, vplat_map_addr(lmap), (size_t)a->npages * sizeof(*refs));
-	vplat_unmap(lmap);
-	err = vplat_map(plat, g->domid, refs, a->npages, a->writable, &dmap);
+	vbe_unmap_node(g->node, lmap, a->nlist);
+	err = vbe_map_buf(g, refs, a->npages, a->writable, &dmap);
 	if (err)
-		goto err_refs_fault;
+		goto err_refs;
 	free(refs);
 
 	b->map = dmap;
 	b->addr = vplat_map_addr(dmap);
 	b->npages = a->npages;
+	b->maps = vplat_map_cost(dmap);
 	b->writable = a->writable;
 	b->users = 0;
 	g->pages += a->npages;
+	g->maps += b->maps;
 	g->nmaps++;
 	out[0] = vbe_handle(&b->s, idx);
 	out[1] = a->npages;
 	return VRDMA_CS_OK;
 
-err_refs_fault:
+err_refs:
 	free(refs);
+err_slot:
 	vbe_slot_free(&b->s);
-	return VRDMA_CS_FAULT;
-err_slot_nomem:
-	vbe_slot_free(&b->s);
-	return VRDMA_CS_NOMEM;
+	return err;
 }
 
 static int vbe_cmd_detach_buf(struct vbe_guest *g, const struct vrdma_req *r)

@@ -158,9 +158,10 @@ void vbe_buf_drop(struct vbe_guest *g, struct vbe_buf *b)
 {
 	/* The device lets go of the pages before dom0 does. */
 	if (!vbe_vx_unpin(g->node, g, b->addr, (size_t)b->npages * VRDMA_PAGE_SIZE, b->map))
-		vplat_unmap(b->map);
+		vbe_unmap_node(g->node, b->map, b->npages);
 	g->nmaps--;
 	g->pages -= b->npages;
+	g->maps -= b->maps;
 	memset((char *)b + sizeof(b->s), 0, sizeof(*b) - sizeof(b->s));
 	vbe_slot_free(&b->s);
 }

@@ -93,7 +93,7 @@ static void vbe_xb_drop_area(struct vbe_guest *g)
 		g->chan_fd = -1;
 	}
 	if (g->ring_map) {
-		vplat_unmap(g->ring_map);
+		vbe_unmap_area(g);
 		g->ring_map = NULL;
 		g->nmaps--;
 	}
@@ -209,7 +209,10 @@ static int vbe_xb_connect(struct vbe_guest *g)
 		return vbe_xb_refuse(g, "tenant %s has its limit of connected devices",
 				     g->tenant);
 
-	err = vplat_map(plat, g->domid, refs, pages, 1, &map);
+	/* From the node's reserve for device areas (maps.c). */
+	err = vbe_map_area(g, refs, pages, 1, &map);
+	if (err == -E2BIG)
+		return vbe_xb_refuse(g, "device area in more than %u mappings", VBE_AREA_MAPS);
 	if (err)
 		return vbe_xb_refuse(g, "cannot map the device area: %s", strerror(-err));
 	g->ring_map = map;
@@ -305,8 +308,7 @@ static void vbe_xb_watch_stale(struct vbe_guest *g)
 	struct vplat_map *map;
 	uint32_t ref;
 
-	if (vbe_xb_read_u32(g, "ring-ref0", &ref) ||
-	    vplat_map(g->node->plat, g->domid, &ref, 1, 0, &map))
+	if (vbe_xb_read_u32(g, "ring-ref0", &ref) || vbe_map_area(g, &ref, 1, 0, &map))
 		return;
 	g->ring_map = map;
 	g->nmaps++;

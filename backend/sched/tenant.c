@@ -21,7 +21,7 @@
 #include "../vbe.h"
 
 const char *const vbe_tenant_keys[] = {
-	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", NULL,
+	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", "maps", NULL,
 };
 
 static const uint64_t vbe_tenant_top[VBE_TQ_N] = {
@@ -31,6 +31,7 @@ static const uint64_t vbe_tenant_top[VBE_TQ_N] = {
 	[VBE_TQ_CQS] = 256u * VBE_MAX_CQS, [VBE_TQ_MRS] = 256u * VBE_MAX_MRS,	/* 256 guests' */
 	[VBE_TQ_PAGES] = 256u * VBE_MAX_PAGES,
 	[VBE_TQ_CMDS] = 1000000,		/* per second, as a guest's */
+	[VBE_TQ_MAPS] = 1u << 20,		/* above any platform's budget */
 };
 
 uint64_t vbe_tenant_max(unsigned q)
@@ -49,6 +50,7 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 	lim[VBE_TQ_MRS] = VBE_TENANT_MRS;
 	lim[VBE_TQ_PAGES] = VBE_TENANT_PAGES;
 	lim[VBE_TQ_CMDS] = 0;	/* off: docs/tenants.md says why */
+	lim[VBE_TQ_MAPS] = VBE_TENANT_MAPS;	/* the node's budget's: vbe_maps_init */
 }
 
 /* Key path components: what the key store and xenstore both take. */
@@ -142,7 +144,7 @@ void vbe_tenant_fini(struct vbe_guest *g)
 	if (*pg)
 		*pg = g->tnext;
 	g->ten = NULL;
-	if (t->guests || t->late_pages)	/* vbe_tenant_late frees it then */
+	if (t->guests || t->late_pages || t->late_maps)	/* vbe_tenant_late frees it then */
 		return;
 	for (pt = &g->node->tenants; *pt && *pt != t; pt = &(*pt)->next)
 		;
@@ -221,8 +223,10 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 
 	memset(use, 0, sizeof(use[0]) * VBE_TQ_N);
 	for (t = n->tenants; t; t = t->next)
-		if (!strcmp(t->name, tenant))
+		if (!strcmp(t->name, tenant)) {
 			use[VBE_TQ_PAGES] += t->late_pages;
+			use[VBE_TQ_MAPS] += t->late_maps;
+		}
 	for (g = n->guests; g; g = g->next) {
 		if (strcmp(g->tenant, tenant))
 			continue;
@@ -232,6 +236,7 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 		use[VBE_TQ_CQS] += g->ncqs;
 		use[VBE_TQ_MRS] += g->nmrs;
 		use[VBE_TQ_PAGES] += g->pages;
+		use[VBE_TQ_MAPS] += g->maps;
 	}
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		use[VBE_TQ_LISTENERS] += n->lis[i].s.used && !strcmp(n->lis[i].tenant, tenant);
@@ -243,15 +248,22 @@ _Static_assert(VBE_TQ_N <= 8 * sizeof(((struct vbe_guest *)0)->tenant_warned),
 	       "a bit of tenant_warned per quota");
 
 /* Counted as a refusal; logged once per guest and quota, naming the
- * tenant: a guest retrying must not flood the log. */
-static int vbe_tenant_refuse(struct vbe_guest *g, unsigned q, uint64_t use)
+ * tenant: a guest retrying must not flood the log.  more: what it asked
+ * for, 1 for a table entry. */
+static int vbe_tenant_refuse(struct vbe_guest *g, unsigned q, uint64_t use, uint64_t more,
+			     uint64_t lim)
 {
 	g->ctr.refusals++;
-	if (!(g->tenant_warned & 1u << q)) {
-		g->tenant_warned |= (uint16_t)(1u << q);
+	if (g->tenant_warned & 1u << q)
+		return VRDMA_CS_NOMEM;
+	g->tenant_warned |= (uint16_t)(1u << q);
+	if (more == 1 && use >= lim)
 		vlog_warn("guest %u/%u refused: tenant %s has %llu %s, its limit", g->domid,
 			  g->devid, g->tenant, (unsigned long long)use, vbe_tenant_keys[q]);
-	}
+	else
+		vlog_warn("guest %u/%u refused: tenant %s has %llu %s, %llu more would pass "
+			  "its limit %llu", g->domid, g->devid, g->tenant, (unsigned long long)use,
+			  vbe_tenant_keys[q], (unsigned long long)more, (unsigned long long)lim);
 	return VRDMA_CS_NOMEM;
 }
 
@@ -266,15 +278,15 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 		return VRDMA_CS_OK;
 	lim = vbe_tenant_lim(g->node, g->ten);
 	vbe_tenant_usage(g->node, g->tenant, use);
-	return use[q] < lim[q] ? VRDMA_CS_OK : vbe_tenant_refuse(g, q, use[q]);
+	return use[q] < lim[q] ? VRDMA_CS_OK : vbe_tenant_refuse(g, q, use[q], 1, lim[q]);
 }
 
-/* A counted object q (QPS, MEM, CQS, MRS, PAGES) summed over the
+/* A counted object q (QPS, MEM, CQS, MRS, PAGES, MAPS) summed over the
  * tenant's guests: their own counters, a walk of at most its `guests`. */
 static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 {
 	const struct vbe_guest *x;
-	uint64_t sum = q == VBE_TQ_PAGES ? t->late_pages : 0;
+	uint64_t sum = q == VBE_TQ_PAGES ? t->late_pages : q == VBE_TQ_MAPS ? t->late_maps : 0;
 
 	for (x = t->guests; x; x = x->tnext) {
 		switch (q) {
@@ -283,6 +295,7 @@ static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 		case VBE_TQ_CQS: sum += x->ncqs; break;
 		case VBE_TQ_MRS: sum += x->nmrs; break;
 		case VBE_TQ_PAGES: sum += x->pages; break;
+		case VBE_TQ_MAPS: sum += x->maps; break;
 		default: abort();	/* not a counted object */
 		}
 	}
@@ -290,21 +303,24 @@ static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 }
 
 /*
- * Pages a dropped buffer keeps mapped until the device lets go of them
- * (verbs_reap.c): still the tenant's, or detaching while a teardown is
- * slow would map past `pages`.  The tenant outlives its last guest until
- * they are unmapped.
+ * Pages (and their mappings) a dropped buffer keeps mapped until the
+ * device lets go of them (verbs_reap.c): still the tenant's, or detaching
+ * while a teardown is slow would map past `pages` and `maps`.  The tenant
+ * outlives its last guest until they are unmapped.
  */
-void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, bool add)
+void vbe_tenant_late(struct vbe_node *n, struct vbe_tenant *t, uint32_t npages, uint32_t maps,
+		     bool add)
 {
 	struct vbe_tenant **pt;
 
 	if (add) {
 		t->late_pages += npages;
+		t->late_maps += maps;
 		return;
 	}
 	t->late_pages -= npages;
-	if (t->guests || t->late_pages || !n)
+	t->late_maps -= maps;
+	if (t->guests || t->late_pages || t->late_maps || !n)
 		return;
 	for (pt = &n->tenants; *pt && *pt != t; pt = &(*pt)->next)
 		;
@@ -325,7 +341,7 @@ int vbe_tenant_quota(struct vbe_guest *g, unsigned q, uint64_t more)
 	max = vbe_tenant_lim(g->node, g->ten)[q];
 	if (sum <= max && more <= max - sum)
 		return VRDMA_CS_OK;
-	return vbe_tenant_refuse(g, q, sum);
+	return vbe_tenant_refuse(g, q, sum, more, max);
 }
 
 /* The commands per second g's tenant may send, 0 = no limit
@@ -453,7 +469,7 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 }
 
 /* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N
- * pages=N cmds=N; the value `default` drops the key (a tenant's: then
+ * pages=N cmds=N maps=N; the value `default` drops the key (a tenant's: then
  * tenant:default's applies; tenant:default's: then the node's, from
  * vrdmad.conf [limits] or built in).  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
@@ -469,11 +485,12 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
 		return vbe_tenant_bad_name(tenant, o);
 	if (nkv < 1)
 		return vout_err(o, -EINVAL, "set tenant:%s: nothing to set (guests=N "
-				"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N)", tenant);
+				"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N maps=N)",
+				tenant);
 	for (i = 0; i < nkv; i++) {
 		if (vbe_tenant_word(kv[i], &q, &v))
 			return vout_err(o, -ENOENT, "set: unknown tenant key in '%.64s' (allowed: "
-					"guests listeners conns qps mem cqs mrs pages cmds)", kv[i]);
+					"guests listeners conns qps mem cqs mrs pages cmds maps)", kv[i]);
 		if (!strcmp(v, "default"))
 			continue;
 		if (vbe_tenant_parse(q, v, &x))
