@@ -50,7 +50,7 @@ struct vbe_node_cfg {
 /* Tenant limits (docs/tenants.md), named in vbe_tenant_keys as `vrdmactl
  * set tenant:` takes them. */
 enum { VBE_TQ_GUESTS, VBE_TQ_LISTENERS, VBE_TQ_CONNS, VBE_TQ_QPS, VBE_TQ_MEM, VBE_TQ_CQS,
-       VBE_TQ_MRS, VBE_TQ_PAGES, VBE_TQ_CMDS, VBE_TQ_MAPS, VBE_TQ_N };
+       VBE_TQ_MRS, VBE_TQ_PAGES, VBE_TQ_CMDS, VBE_TQ_MAPS, VBE_TQ_DEVQPS, VBE_TQ_N };
 extern const char *const vbe_tenant_keys[];	/* VBE_TQ_* order, NULL-terminated */
 void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N]);	/* built in */
 /* val (a number, mem also K/M/G/T) for limit q: 0, or -EINVAL. */

@@ -74,6 +74,9 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_GUEST_LISTENERS	16	/* per guest: nobody takes the whole table */
 #define VBE_GUEST_CONNS		32	/* pending CONNECTs per connecting guest */
 #define VBE_LISTEN_BACKLOG	64	/* unanswered requests per listener */
+/* ... of which another tenant group, or another node, holds at most a
+ * quarter: nobody fills a listener that is not theirs. */
+#define VBE_LISTEN_SHARE	(VBE_LISTEN_BACKLOG / 4)
 /* Per tenant (docs/tenants.md): a quarter of each node table, so at least
  * four tenants fit whatever the others hold. */
 #define VBE_TENANT_LISTENERS	(VBE_MAX_LISTENERS / 4)
@@ -104,6 +107,10 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_AREA_RESERVE_PAGES	(VBE_AREA_DEVICES * VBE_AREA_PAGES)
 #define VBE_NODE_MAPS_DEF	32768u	/* the plain host's HD_NODE_RUNS */
 #define VBE_TENANT_MAPS		((VBE_NODE_MAPS_DEF - VBE_AREA_RESERVE_MAPS) / 4)
+/* QPs on the RDMA device (to other nodes): a table of the node's
+ * (VBE_VX_MAX_QPS, device/verbs.h), a quarter each. */
+#define VBE_NODE_DEVQPS		1024
+#define VBE_TENANT_DEVQPS	(VBE_NODE_DEVQPS / 4)
 #define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
 #define VBE_CONN_TIMEOUT_MS	10000
 /* vbe_conn.domid of a request from another node (cm_rdmacm.c) */
@@ -366,6 +373,7 @@ struct vbe_guest {
 	struct vbe_srq *srqs;
 	uint64_t pages;			/* attached, against VBE_MAX_PAGES */
 	uint64_t maps;			/* its buffers' mapping costs (tenant `maps`) */
+	unsigned dev_qps;		/* its QPs' device QPs (tenant `devqps`) */
 	uint32_t area_pages;		/* ring_map's pages (maps.c) */
 	unsigned nmaps;			/* live vplat maps (census) */
 	struct vbe_counters ctr;

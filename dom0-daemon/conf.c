@@ -122,7 +122,7 @@ static int vd_conf_limit(struct vd_conf_rd *r, const char *name, const char *val
 		;
 	if (!vbe_tenant_keys[q])
 		return vd_conf_bad(r, "unknown key '%s' in [limits] (allowed: guests listeners "
-				   "conns qps mem cqs mrs pages cmds maps)", name);
+				   "conns qps mem cqs mrs pages cmds maps devqps)", name);
 	if (c->limits_set & 1u << q)
 		return vd_conf_bad(r, "key '%s' given twice", name);
 	c->limits_set |= 1u << q;

@@ -451,24 +451,35 @@ static unsigned hd_tenant_max(struct hd *d, const char *tenant)
 /*
  * Over a quota: keep the connection, uncounted, until its HELLO, so the
  * guest hears why (-EUSERS) instead of a closed socket.  Only
- * HD_MAX_REFUSED wait: a new one replaces the oldest.
+ * HD_MAX_REFUSED wait, a quarter of them a tenant's: a new one replaces
+ * its tenant's oldest once the tenant has its quarter, else the node's
+ * oldest when all are taken -- one tenant's hammering never silences
+ * another's refusals.  g is first on d->guests.
  */
 static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
 {
-	struct hd_guest *x, *oldest = NULL;
+	struct hd_guest *x, *oldest = NULL, *own = NULL;
+	unsigned mine = 0;
 
 	g->refused = err;
-	if (d->nrefused >= HD_MAX_REFUSED) {
-		for (x = d->guests; x; x = x->next)	/* newest first */
-			if (x->refused && !x->dead)
-				oldest = x;
-		if (oldest)
-			hd_guest_kill(oldest, "refused, and others refused since");
+	for (x = g->next; x; x = x->next) {	/* newest first */
+		if (!x->refused || x->dead)
+			continue;
+		oldest = x;
+		if (!strcmp(x->tenant, g->tenant)) {
+			own = x;
+			mine++;
+		}
 	}
+	if (mine >= HD_MAX_REFUSED / 4)
+		hd_guest_kill(own, "refused, and more of its tenant refused since");
+	else if (d->nrefused >= HD_MAX_REFUSED && oldest)
+		hd_guest_kill(oldest, "refused, and others refused since");
 	d->nrefused++;
 }
 
-static void hd_accept(struct hd *d)
+/* One connection: 1 if one was there (taken or refused), 0 if none. */
+static int hd_accept(struct hd *d)
 {
 	struct epoll_event ev = { .events = d->fds_low ? 0 : EPOLLIN };
 	struct ucred cr = { .uid = (uid_t)-1 };
@@ -482,7 +493,7 @@ static void hd_accept(struct hd *d)
 	if (s < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			vlog_warn("platform: accept: %s", strerror(errno));
-		return;
+		return 0;
 	}
 	/* Whose it is: fds waiting to be closed are counted per uid too
 	 * (the credentials the kernel stored at connect; no lock a guest
@@ -490,7 +501,7 @@ static void hd_accept(struct hd *d)
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 || crl != sizeof(cr)) {
 		vlog_warn("platform: refusing a guest: SO_PEERCRED: %s", strerror(errno));
 		hd_fd_drop(NULL, s);
-		return;
+		return 1;
 	}
 	a = hd_reap_new(cr.uid);
 	if (!a || hd_reap_over(a)) {
@@ -537,11 +548,12 @@ static void hd_accept(struct hd *d)
 	} else {
 		d->nguests++;
 	}
-	return;
+	return 1;
 
 err_drop:
 	hd_fd_drop(a, s);
 	hd_reap_put(a);
+	return 1;
 }
 
 /* ---- the instance ---- */
@@ -721,7 +733,7 @@ static int hd_process(struct vplat *p)
 	struct hd *d = hd_of(p);
 	struct epoll_event evs[32];
 	long fds_free = -1;
-	int n, i;
+	int n, i, j;
 
 	hd_reap_tick();
 	if (d->fds_low) {
@@ -737,7 +749,11 @@ static int hd_process(struct vplat *p)
 		struct hd_guest *g = ptr;
 
 		if (ptr == &d->lsock) {
-			hd_accept(d);
+			/* The kernel's backlog is everyone's: drain it, a
+			 * bounded number a round, so one uid's connect
+			 * flood does not keep others' connects waiting. */
+			for (j = 0; j < HD_ACCEPTS_PER_ROUND && hd_accept(d); j++)
+				;
 		} else if (ptr != &d->evfd && !g->dead) {
 			if (evs[i].events & EPOLLOUT)
 				hd_out_flush(g);

@@ -17,7 +17,8 @@
 #define HD_MAX_GUESTS		256
 /* Connections refused for a quota that wait for their HELLO, to be told
  * why: more replace the oldest (refused silently). */
-#define HD_MAX_REFUSED		16
+#define HD_MAX_REFUSED		16	/* a quarter of them one tenant's */
+#define HD_ACCEPTS_PER_ROUND	16
 #define HD_MAX_KEYS		128	/* keys a guest may create (one max-order device: 43) */
 #define HD_MAX_WATCHES		128
 #define HD_MAX_SHARES		4096	/* each holds one memfd open */

@@ -389,7 +389,7 @@ void tg_out_end(char *buf, size_t len)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
-/* ---- tenants (test_backend_fair.c, test_backend_maps.c) ---- */
+/* ---- tenants (test_backend_fair.c, test_backend_share.c) ---- */
 
 void tg_tenant(struct tg *g, uint32_t domid, const char *tenant)
 {
@@ -427,4 +427,69 @@ void tenant_limit(const char *tenant, const char *key, unsigned v)
 	snprintf(val, sizeof(val), "%u", v);
 	ck_assert_int_eq(vplat_key_write(dom0, path, val), 0);
 	stub_run();
+}
+
+/* ---- connections by service (test_backend_fair.c, test_backend_share.c) ---- */
+
+/* Read g's events (and those tg_cmd kept) until two polls bring nothing
+ * new; count by type. */
+void tg_drain(struct tg *g, struct tally *t)
+{
+	unsigned quiet = 0, round, i;
+
+	for (round = 0; round < 100 && quiet < 2; round++) {
+		tg_events(g);
+		quiet = g->nasync ? 0 : quiet + 1;
+		for (i = 0; i < g->nasync; i++) {
+			const struct vrdma_evt *e = &g->async[i];
+
+			if (e->type == VRDMA_EVT_CONN_REQUEST)
+				t->conn_req++;
+			if (e->type == VRDMA_EVT_QP_ERROR) {
+				t->qp_error++;
+				t->qp_error_handle = e->handle;
+			}
+			if (e->type == VRDMA_EVT_REJECTED) {
+				t->rejected++;
+				t->refused += e->status == VRDMA_CS_REFUSED;
+			}
+		}
+		g->nasync = 0;
+		vbe_node_poll(node);
+	}
+	g->nasync = 0;
+}
+
+int tg_connect_to(struct tg *g, uint32_t qp, const char *svc)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_CONNECT, qp);
+
+	snprintf(r.u.connect.service, sizeof(r.u.connect.service), "%s", svc);
+	return tg_cmd(g, &r, NULL);
+}
+
+int tg_listen_on(struct tg *g, const char *svc, uint32_t *lis)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_LISTEN, 0);
+	uint32_t out[4];
+	int st;
+
+	snprintf(r.u.listen.service, sizeof(r.u.listen.service), "%s", svc);
+	st = tg_cmd(g, &r, out);
+	if (lis)
+		*lis = out[0];
+	return st;
+}
+
+/* Every QP of attacker g (its own plus n - 1 new ones) connects to svc. */
+void tg_flood(struct tg *g, unsigned n, const char *svc, int want)
+{
+	uint32_t out[4];
+	unsigned i;
+
+	ck_assert_int_eq(tg_connect_to(g, g->qp, svc), want);
+	for (i = 1; i < n; i++) {
+		ck_assert_int_eq(tg_create_qp(g, g->cq, out), VRDMA_CS_OK);
+		ck_assert_int_eq(tg_connect_to(g, out[0], svc), want);
+	}
 }

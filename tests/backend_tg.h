@@ -84,6 +84,16 @@ void node_gid(struct tg *g, uint8_t gid[16]);
 void tg_tenant(struct tg *g, uint32_t domid, const char *tenant);
 int  tg_reattach(struct tg *g, uint32_t npages, uint32_t *buf);
 void tenant_limit(const char *tenant, const char *key, unsigned v);
+/* Events of g counted by tg_drain(): read until two polls bring nothing. */
+struct tally {
+	unsigned conn_req, qp_error, rejected, refused;
+	uint32_t qp_error_handle;
+};
+void tg_drain(struct tg *g, struct tally *t);
+int  tg_connect_to(struct tg *g, uint32_t qp, const char *svc);
+int  tg_listen_on(struct tg *g, const char *svc, uint32_t *lis);
+/* Every QP of g (its own plus n - 1 new ones) connects to svc: want. */
+void tg_flood(struct tg *g, unsigned n, const char *svc, int want);
 /* One control command's answer, as vrdmad sends it: tg_out() opens it
  * (text or JSON) for the backend call, tg_out_end() puts the response
  * (or "error: ...") in buf. */
@@ -95,6 +105,6 @@ TCase *backend_bad_tcase(void);
 TCase *backend_fair_tcase(void);
 TCase *backend_keys_tcase(void);
 TCase *backend_policy_tcase(void);
-TCase *backend_maps_tcase(void);		/* test_backend_maps.c */
+TCase *backend_share_tcase(void);		/* test_backend_share.c */
 
 #endif /* VRDMA_BACKEND_TG_H */

@@ -11,14 +11,17 @@
  *                          wait on what this guest holds; the verdict is
  *                          the script's: vrdmad answers pings meanwhile,
  *                          other guests' traffic flows, nothing is left
- *   itest_hostile frag NDEV NPAGES NBUF STRIDE
+ *   itest_hostile frag NDEV NPAGES NBUF LAYOUT [HOLD_S]
  *                          (not listed) NDEV devices, each attaching up to
- *                          NBUF buffers of NPAGES pages that lie STRIDE
- *                          pages apart in one share (2: alternate pages, a
- *                          mapping each on the plain host; 0: one page
- *                          over and over) until one is refused; prints
+ *                          NBUF buffers of NPAGES pages of one share, laid
+ *                          out as LAYOUT says: 1 contiguous, 2 alternate
+ *                          pages (a mapping each on the plain host), rN
+ *                          N pages over and over (Xen lets a grant be
+ *                          mapped at most 255 times), until one is
+ *                          refused; prints
  *                          what it got, then holds it all until stdin
- *                          closes (the script's honest pair runs beside)
+ *                          closes, or for HOLD_S seconds (the script's
+ *                          honest pair runs beside)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -296,16 +299,17 @@ static int c_wedge(struct vfe_dev *d)
 	return 1;
 }
 
-/* One device's buffers for `frag`: the status of the refusal, 0 if none. */
+/* One device's buffers for `frag`: the status of the refusal, 0 if none.
+ * Page i of each is page stride * i, or (cycle) i % cycle, of a share. */
 static int frag_dev(struct vfe_dev *d, uint32_t npages, unsigned nbuf, uint32_t stride,
-		    unsigned *got)
+		    uint32_t cycle, unsigned *got)
 {
 	uint32_t nlist = (npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE, i;
 	struct vplat_share *data, *list;
 	uint32_t *refs;
 	int err;
 
-	err = vfe_share(d, stride * (npages - 1) + 1, 1, &data);
+	err = vfe_share(d, cycle ? cycle : stride * (npages - 1) + 1, 1, &data);
 	if (err)
 		return err;
 	err = vfe_share(d, nlist, 0, &list);
@@ -313,7 +317,7 @@ static int frag_dev(struct vfe_dev *d, uint32_t npages, unsigned nbuf, uint32_t 
 		return err;
 	refs = vplat_share_addr(list);
 	for (i = 0; i < npages; i++)
-		refs[i] = vplat_share_refs(data)[stride * i];
+		refs[i] = vplat_share_refs(data)[cycle ? i % cycle : stride * i];
 	while (*got < nbuf) {
 		struct vrdma_req r = { .opcode = VRDMA_CMD_ATTACH_BUF };
 
@@ -331,16 +335,21 @@ static int frag_dev(struct vfe_dev *d, uint32_t npages, unsigned nbuf, uint32_t 
 }
 
 /* Shares and devices are never let go: the process holds them to the end. */
-static int c_frag(char **argv)
+static int c_frag(char **argv, int hold_s)
 {
 	unsigned ndev = (unsigned)atoi(argv[0]), nbuf = (unsigned)atoi(argv[2]), i, got = 0;
-	uint32_t npages = (uint32_t)atoi(argv[1]), stride = (uint32_t)atoi(argv[3]);
+	uint32_t npages = (uint32_t)atoi(argv[1]), stride = 0, cycle = 0;
 	int err = 0, open_err = 0, e;
 	unsigned opened = 0, refused = 0;
 	char c;
 
-	if (!ndev || ndev > 256 || !npages || npages > VRDMA_BUF_MAX_PAGES || stride > 2) {
-		fprintf(stderr, "itest_hostile: frag NDEV(1..256) NPAGES NBUF STRIDE(0..2)\n");
+	if (argv[3][0] == 'r')
+		cycle = (uint32_t)atoi(argv[3] + 1);
+	else
+		stride = (uint32_t)atoi(argv[3]);
+	if (!ndev || ndev > 256 || !npages || npages > VRDMA_BUF_MAX_PAGES ||
+	    (cycle ? cycle > npages : stride < 1 || stride > 2)) {
+		fprintf(stderr, "itest_hostile: frag NDEV(1..256) NPAGES NBUF 1|2|rN\n");
 		return 2;
 	}
 	for (i = 0; i < ndev; i++) {
@@ -354,7 +363,7 @@ static int c_frag(char **argv)
 			break;
 		opened++;
 		/* Every device tries, refused or not: a hostile tenant would. */
-		e = frag_dev(d, npages, nbuf, stride, &mine);
+		e = frag_dev(d, npages, nbuf, stride, cycle, &mine);
 		got += mine;
 		refused += e != 0;
 		if (e && !err)
@@ -365,8 +374,11 @@ static int c_frag(char **argv)
 	       err ? strerror(-err) : "none");
 	printf("frag-ready\n");
 	fflush(stdout);
-	while (read(0, &c, 1) > 0)
-		;
+	if (hold_s > 0)
+		sleep((unsigned)hold_s);	/* or until killed */
+	else
+		while (read(0, &c, 1) > 0)
+			;
 	_exit(0);	/* a hostile guest just dies */
 }
 
@@ -394,8 +406,8 @@ int main(int argc, char **argv)
 	static struct vfe_dev d;
 	int refused, err;
 
-	if (argc == 6 && !strcmp(argv[1], "frag"))
-		return c_frag(argv + 2);
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "frag"))
+		return c_frag(argv + 2, argc == 7 ? atoi(argv[6]) : 0);
 	if (argc != 2) {
 		fprintf(stderr, "usage: itest_hostile list|CASE\n");
 		return 2;

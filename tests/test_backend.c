@@ -890,7 +890,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_fair_tcase());
 	suite_add_tcase(s, backend_keys_tcase());
 	suite_add_tcase(s, backend_policy_tcase());
-	suite_add_tcase(s, backend_maps_tcase());
+	suite_add_tcase(s, backend_share_tcase());
 	return s;
 }
 

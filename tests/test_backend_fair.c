@@ -16,76 +16,10 @@
 
 #define EVT_SLOTS	(1u << VRDMA_EVT_RING_ORDER_DEF)
 
-struct tally {
-	unsigned conn_req, qp_error, rejected, refused;
-	uint32_t qp_error_handle;
-};
-
-/* Read g's events (and those tg_cmd kept) until two polls bring nothing
- * new; count by type. */
-static void drain(struct tg *g, struct tally *t)
-{
-	unsigned quiet = 0, round, i;
-
-	for (round = 0; round < 100 && quiet < 2; round++) {
-		tg_events(g);
-		quiet = g->nasync ? 0 : quiet + 1;
-		for (i = 0; i < g->nasync; i++) {
-			const struct vrdma_evt *e = &g->async[i];
-
-			if (e->type == VRDMA_EVT_CONN_REQUEST)
-				t->conn_req++;
-			if (e->type == VRDMA_EVT_QP_ERROR) {
-				t->qp_error++;
-				t->qp_error_handle = e->handle;
-			}
-			if (e->type == VRDMA_EVT_REJECTED) {
-				t->rejected++;
-				t->refused += e->status == VRDMA_CS_REFUSED;
-			}
-		}
-		g->nasync = 0;
-		vbe_node_poll(node);
-	}
-	g->nasync = 0;
-}
-
-static int connect_to(struct tg *g, uint32_t qp, const char *svc)
-{
-	struct vrdma_req r = mkreq(VRDMA_CMD_CONNECT, qp);
-
-	snprintf(r.u.connect.service, sizeof(r.u.connect.service), "%s", svc);
-	return tg_cmd(g, &r, NULL);
-}
-
-static int listen_on(struct tg *g, const char *svc, uint32_t *lis)
-{
-	struct vrdma_req r = mkreq(VRDMA_CMD_LISTEN, 0);
-	uint32_t out[4];
-	int st;
-
-	snprintf(r.u.listen.service, sizeof(r.u.listen.service), "%s", svc);
-	st = tg_cmd(g, &r, out);
-	if (lis)
-		*lis = out[0];
-	return st;
-}
-
-/* Every QP of attacker g (its own plus n - 1 new ones) connects to svc. */
-static void flood(struct tg *g, unsigned n, const char *svc, int want)
-{
-	uint32_t out[4];
-	unsigned i;
-
-	ck_assert_int_eq(connect_to(g, g->qp, svc), want);
-	for (i = 1; i < n; i++) {
-		ck_assert_int_eq(tg_create_qp(g, g->cq, out), VRDMA_CS_OK);
-		ck_assert_int_eq(connect_to(g, out[0], svc), want);
-	}
-}
-
 /* C1: the victim listens and does not read its ring; 96 CONNECTs from
- * three guests; then the victim's command still gets its answer. */
+ * three guests; then the victim's command still gets its answer.  All of
+ * its own tenant: another's would stop at its quarter of the backlog
+ * (test_backend_share.c). */
 START_TEST(connect_flood_victim_lives)
 {
 	struct tg a, b, x, y, z;
@@ -93,22 +27,23 @@ START_TEST(connect_flood_victim_lives)
 	struct vrdma_req r;
 	uint32_t out[4];
 
-	tg_full(&a, 5);
+	tenant_limit("acme", "conns", 128);
+	tg_tenant(&a, 5, "acme");
 	tg_full(&b, 6);
 	tg_connect(&a, &b);
-	ck_assert_int_eq(listen_on(&a, "svc", NULL), VRDMA_CS_OK);
-	tg_full(&x, 7);
-	tg_full(&y, 8);
-	tg_full(&z, 9);
-	flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
-	flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	ck_assert_int_eq(tg_listen_on(&a, "svc", NULL), VRDMA_CS_OK);
+	tg_tenant(&x, 7, "acme");
+	tg_tenant(&y, 8, "acme");
+	tg_tenant(&z, 9, "acme");
+	tg_flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	tg_flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
 	/* Past the listen backlog: refused at once, not silently queued. */
-	flood(&z, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
-	drain(&z, &tz);
+	tg_flood(&z, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	tg_drain(&z, &tz);
 	ck_assert_uint_eq(tz.refused, VBE_GUEST_CONNS);
 	/* Past the per-guest quota of pending CONNECTs. */
 	ck_assert_int_eq(tg_create_qp(&x, x.cq, out), VRDMA_CS_OK);
-	ck_assert_int_eq(connect_to(&x, out[0], "svc"), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_connect_to(&x, out[0], "svc"), VRDMA_CS_NOMEM);
 
 	/* The victim's connected peer goes: a terminal event that must not be
 	 * dropped although a's ring is full of requests. */
@@ -121,7 +56,7 @@ START_TEST(connect_flood_victim_lives)
 	r = mkreq(VRDMA_CMD_ALLOC_PD, 0);
 	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
-	drain(&a, &ta);
+	tg_drain(&a, &ta);
 	ck_assert_uint_eq(ta.conn_req, VBE_LISTEN_BACKLOG);
 	ck_assert_uint_eq(ta.qp_error, 1);
 	ck_assert_uint_eq(ta.qp_error_handle, a.qp);
@@ -142,12 +77,12 @@ START_TEST(async_events_leave_one_slot)
 	struct tg a, x, y;
 	uint32_t prod;
 
-	tg_full(&a, 5);
-	ck_assert_int_eq(listen_on(&a, "svc", NULL), VRDMA_CS_OK);
-	tg_full(&x, 7);
-	tg_full(&y, 8);
-	flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
-	flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	tg_tenant(&a, 5, "acme");	/* one tenant: the whole backlog is theirs */
+	ck_assert_int_eq(tg_listen_on(&a, "svc", NULL), VRDMA_CS_OK);
+	tg_tenant(&x, 7, "acme");
+	tg_tenant(&y, 8, "acme");
+	tg_flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	tg_flood(&y, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
 	vbe_node_poll(node);
 	prod = vring_load_acq(&a.sr->evt.prod);
 	ck_assert_uint_eq(prod - a.evt_cons, EVT_SLOTS - 1);
@@ -170,16 +105,16 @@ START_TEST(cm_listener_quota)
 	tg_full(&b, 6);
 	for (i = 0; i < VBE_GUEST_LISTENERS; i++) {
 		snprintf(svc, sizeof(svc), "a%u", i);
-		ck_assert_int_eq(listen_on(&a, svc, &lis), VRDMA_CS_OK);
+		ck_assert_int_eq(tg_listen_on(&a, svc, &lis), VRDMA_CS_OK);
 	}
-	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_NOMEM);
-	ck_assert_int_eq(listen_on(&b, "b0", NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_listen_on(&a, "one-more", NULL), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_listen_on(&b, "b0", NULL), VRDMA_CS_OK);
 	/* First come within a group; b (another tenant) has names of its own. */
-	ck_assert_int_eq(listen_on(&b, "b0", NULL), VRDMA_CS_EXIST);
-	ck_assert_int_eq(listen_on(&b, "a0", NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_listen_on(&b, "b0", NULL), VRDMA_CS_EXIST);
+	ck_assert_int_eq(tg_listen_on(&b, "a0", NULL), VRDMA_CS_OK);
 	r = mkreq(VRDMA_CMD_UNLISTEN, lis);
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
-	ck_assert_int_eq(listen_on(&a, "one-more", NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_listen_on(&a, "one-more", NULL), VRDMA_CS_OK);
 	tg_stop(&b);
 	tg_stop(&a);
 }
@@ -447,20 +382,20 @@ START_TEST(tenant_listeners_and_conns)
 	tg_tenant(&x, 7, NULL);
 	for (i = 0; i < VBE_GUEST_LISTENERS; i++) {
 		snprintf(svc, sizeof(svc), "a%u", i);
-		ck_assert_int_eq(listen_on(&a, svc, NULL), VRDMA_CS_OK);
+		ck_assert_int_eq(tg_listen_on(&a, svc, NULL), VRDMA_CS_OK);
 	}
 	for (i = 0; i < 4; i++) {
 		snprintf(svc, sizeof(svc), "b%u", i);
-		ck_assert_int_eq(listen_on(&b, svc, NULL), VRDMA_CS_OK);
+		ck_assert_int_eq(tg_listen_on(&b, svc, NULL), VRDMA_CS_OK);
 	}
-	ck_assert_int_eq(listen_on(&b, "b-more", NULL), VRDMA_CS_NOMEM);
-	ck_assert_int_eq(listen_on(&x, "x0", NULL), VRDMA_CS_OK);	/* dom7 */
+	ck_assert_int_eq(tg_listen_on(&b, "b-more", NULL), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(tg_listen_on(&x, "x0", NULL), VRDMA_CS_OK);	/* dom7 */
 	/* Pending CONNECTs: acme's two guests together hold at most 3. */
-	flood(&a, 2, "x0", VRDMA_CS_OK);
-	flood(&b, 1, "x0", VRDMA_CS_OK);
+	tg_flood(&a, 2, "x0", VRDMA_CS_OK);
+	tg_flood(&b, 1, "x0", VRDMA_CS_OK);
 	ck_assert_int_eq(tg_create_qp(&b, b.cq, out), VRDMA_CS_OK);
-	ck_assert_int_eq(connect_to(&b, out[0], "x0"), VRDMA_CS_NOMEM);
-	flood(&x, 3, "a0", VRDMA_CS_OK);
+	ck_assert_int_eq(tg_connect_to(&b, out[0], "x0"), VRDMA_CS_NOMEM);
+	tg_flood(&x, 3, "a0", VRDMA_CS_OK);
 	tg_stop(&x);
 	tg_stop(&b);
 	tg_stop(&a);

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host_proto.h"
 #include "tlive.h"
 
 #define UID_A		65534	/* the greedy tenant: "uid65534" */
@@ -425,6 +426,131 @@ START_TEST(t_tenant_listeners)
 }
 END_TEST
 
+/* vrdmad's log lines holding `what`. */
+static int log_count(const char *what)
+{
+	char path[400], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/vrdmad.log", d_dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* Until the log holds n lines with `what`, at most 10 s: 1 if it does. */
+static int log_wait(const char *what, int n)
+{
+	int64_t end = now_ms() + 10000;
+
+	while (log_count(what) < n && now_ms() < end)
+		usleep(10000);
+	return log_count(what) >= n;
+}
+
+/* Connections that never say HELLO (and are refused, the tenant being at
+ * its `guests`): n taken, held until t_release. */
+static int t_raw_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	int s;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%.96s/" VHP_SOCK_NAME,
+			     d_dir) >= sizeof(sa.sun_path))
+		return -1;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+static struct t_res t_raw(int n)
+{
+	struct t_res r = { 0, 0 };
+
+	while (r.n < n && t_raw_socket() >= 0)
+		r.n++;
+	return r;
+}
+
+/* n refused connections that wait (t_ready), then, once told (t_go), say
+ * HELLO on each: n = the answers that came, -EUSERS each. */
+static int t_go[2] = { -1, -1 };
+
+static struct t_res t_refused_answer(int n)
+{
+	struct vhp_hdr h = { .type = VHP_HELLO, .len = 4, .arg = { VHP_VERSION } };
+	struct t_res r = { 0, 0 };
+	int s[8], i;
+	char x;
+
+	for (i = 0; i < n && i < 8; i++)
+		if ((s[i] = t_raw_socket()) < 0)
+			return r;
+	if (write(t_ready[1], "r", 1) != 1 || read(t_go[0], &x, 1) != 1)
+		return r;
+	for (i = 0; i < n && i < 8; i++) {
+		struct vhp_hdr a;
+
+		h.seq = (uint32_t)i + 1;
+		if (vhp_send(s[i], &h, "raw", NULL, 0, MSG_NOSIGNAL))
+			continue;
+		if (recv(s[i], &a, sizeof(a), 0) == (ssize_t)sizeof(a) && a.type == VHP_WELCOME &&
+		    a.err == -EUSERS)
+			r.n++;
+	}
+	return r;
+}
+
+/*
+ * Refused connections wait for their HELLO, to be told why: 16 at most,
+ * a quarter of them one tenant's.  One uid hammering the socket replaces
+ * its own, and another uid's refused connection is still answered
+ * EUSERS, not hung up on.
+ */
+START_TEST(t_tenant_refused)
+{
+	struct t_child a, b;
+	struct t_res ra, rb;
+	char x = 'g';
+
+	NEED_DAEMON();
+	if (!need_root(__func__))
+		return;
+	open_run_dir();
+	ctl("set tenant:default guests=0");
+	ck_assert_int_eq(pipe(t_ready), 0);
+	ck_assert_int_eq(pipe(t_go), 0);
+	b = t_run(UID_B, t_refused_answer, 2);
+	ck_assert_int_eq(read(t_ready[0], &x, 1), 1);
+	ck_assert(log_wait("refusing a guest of tenant uid65533", 2));
+	a = t_run(UID_A, t_raw, 40);
+	ra = t_result(&a);
+	ck_assert_int_eq(ra.n, 40);
+	ck_assert(log_wait("refusing a guest of tenant uid65534", 40));
+	ck_assert_int_eq(write(t_go[1], "g", 1), 1);
+	rb = t_result(&b);
+	ck_assert_int_eq(rb.n, 2);
+	t_release(&a);
+	t_release(&b);
+	close(t_ready[0]);
+	close(t_ready[1]);
+	close(t_go[0]);
+	close(t_go[1]);
+}
+END_TEST
+
 /* argv as uid in a child, its stdin a pipe we hold (*hold), its stdout
  * and stderr a pipe we read (*out). */
 static pid_t t_spawn(uid_t uid, const char *const argv[], int *hold, int *out)
@@ -541,6 +667,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(tc, t_tenant_listeners);
 	tcase_add_test(tc, t_tenant_policy);
 	tcase_add_test(tc, t_tenant_maps);
+	tcase_add_test(tc, t_tenant_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

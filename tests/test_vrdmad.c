@@ -465,7 +465,8 @@ START_TEST(test_json_every_command)
 	ck_assert_ptr_nonnull(strstr(out, "/64 mrs="));
 	ck_assert_ptr_nonnull(strstr(out, "/512 pages="));
 	ck_assert_ptr_nonnull(strstr(out, "/40000 cmds=2000 maps="));
-	ck_assert_ptr_nonnull(strstr(out, "/7936(default)\n"));	/* a quarter of 32768 - 1024 */
+	/* a quarter of 32768 - 1024; a quarter of the device's 1024 QPs */
+	ck_assert_ptr_nonnull(strstr(out, "/7936(default) devqps=0/256(default)\n"));
 
 	j = ctl_json("policy group g1 alice bob");
 	ck_assert_str_eq(jstr(j, "default"), "open");

@@ -256,8 +256,9 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	struct vbe_listener *l = NULL;
 	struct vbe_conn *cn = NULL;
 	struct vbe_guest *lg;
-	unsigned mine = 0, backlog = 0;
-	struct vbe_party me;
+	unsigned mine = 0, backlog = 0, ours = 0;
+	struct vbe_party me, owner;
+	static struct vbe_loglim share_lim;
 	uint32_t i, li;
 	int st;
 
@@ -291,11 +292,20 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 		}
 		mine += vbe_cm_mine(g, x->domid, x->devid);
 		backlog += x->lis == li;
+		ours += x->lis == li && !strcmp(x->tenant, g->tenant);
 	}
 	if (!cn || mine >= VBE_GUEST_CONNS)
 		return VRDMA_CS_NOMEM;
 	if (vbe_tenant_check(g, VBE_TQ_CONNS))
 		return VRDMA_CS_NOMEM;
+	/* Another group's clients take a quarter of the backlog at most. */
+	owner = vbe_policy_local(n, l->tenant);
+	if (ours >= VBE_LISTEN_SHARE && !vbe_policy_same(&me, &owner)) {
+		vbe_log_limited(&share_lim, "guest %u (tenant %s): connect to '%.31s' refused: "
+				"its tenant holds %u of the listener's %u requests", g->domid,
+				g->tenant, c->service, ours, VBE_LISTEN_BACKLOG);
+		backlog = VBE_LISTEN_BACKLOG;
+	}
 	lg = vbe_node_guest(n, l->domid, l->devid);
 	if (backlog >= VBE_LISTEN_BACKLOG || !lg || lg->dead || !lg->connected) {
 		/* Refused at once, as a full TCP listen queue would. */

@@ -331,7 +331,7 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	struct vbe_conn *cn = NULL;
 	struct vbe_vx_hello h;
 	struct vbe_guest *lg;
-	unsigned backlog = 0, from = 0, group = 0;
+	unsigned backlog = 0, from = 0, group = 0, at_lis = 0;
 	struct vbe_party them;
 	char peer[VRDMA_NAME_MAX];
 	uint32_t i, li;
@@ -374,18 +374,23 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		    !strcmp(n->conns[i].from_node, peer)) {
 			from++;
 			group += n->conns[i].from_group == h.group;
+			at_lis += n->conns[i].lis == li;
 		}
 	}
 	lg = vbe_node_guest(n, l->domid, l->devid);
 	/* No other node holds more than its share of the table either, nor
-	 * one group of that node more than its share of the node's. */
+	 * one group of that node more than its share of the node's, nor that
+	 * node more than its share of one listener's backlog. */
 	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE ||
-	    group >= VBE_RQPN_PER_GROUP || !lg || lg->dead || !lg->connected) {
+	    group >= VBE_RQPN_PER_GROUP || at_lis >= VBE_LISTEN_SHARE || !lg || lg->dead ||
+	    !lg->connected) {
 		vbe_log_limited(&vx->req_lim, "rdma: request from %s refused: %s", peer,
 				   !cn ? "no free request slot" :
 				   backlog >= VBE_LISTEN_BACKLOG ? "listener backlog full" :
 				   from >= VBE_RQPN_PER_NODE || group >= VBE_RQPN_PER_GROUP ?
-				   "that node's share taken" : "the listener's guest is gone");
+				   "that node's share taken" :
+				   at_lis >= VBE_LISTEN_SHARE ? "that node's share of the listener taken" :
+				   "the listener's guest is gone");
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}

@@ -46,7 +46,7 @@
 #include "../vbe.h"
 
 #define VBE_VX_PORT_DEF		18515
-#define VBE_VX_MAX_QPS		1024	/* device QPs per node */
+#define VBE_VX_MAX_QPS		VBE_NODE_DEVQPS	/* device QPs per node (vbe.h) */
 #define VBE_VX_GUEST_QPS	256	/* per guest: nobody takes the table */
 #define VBE_VX_RESOLVE_MS	2000	/* rdma_resolve_addr/route limits */
 #define VBE_VX_CQ_BATCH		32

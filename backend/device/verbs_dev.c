@@ -439,6 +439,9 @@ struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe
 
 	if (!vg || vg->nqps >= VBE_VX_GUEST_QPS)
 		return NULL;
+	/* The table is the node's: a tenant's guests share a quarter of it. */
+	if (vbe_tenant_quota(g, VBE_TQ_DEVQPS, 1))
+		return NULL;
 	i = VBE_TAKE(vx->qps, VBE_VX_MAX_QPS);
 	if (i == UINT32_MAX)
 		return NULL;
@@ -449,6 +452,7 @@ struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe
 	vq->qp = qp->handle;
 	vq->vg = vg;
 	vg->nqps++;
+	g->dev_qps++;
 	qp->vx_qp = vbe_handle(&vq->s, i);
 	vbe_vx_guest_sync(vx, vg, g);
 	return vq;
@@ -529,8 +533,14 @@ void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 		vq->vg->srqs[vq->srq1 - 1]->qps--;
 	if (vq->id || vq->cq)
 		vbe_reap_qp(vx, vq->id, vq->state == VBE_VQ_UP, vq->cq, vq->cq_events);
-	if (vq->vg)
+	if (vq->vg) {
+		struct vbe_guest *g = vbe_node_guest(vx->node, vq->domid, vq->devid);
+
 		vq->vg->nqps--;
+		/* A guest that is gone took its count with it. */
+		if (g && g == vq->vg->g && g->dev_qps)
+			g->dev_qps--;
+	}
 	memset((char *)vq + sizeof(vq->s), 0, sizeof(*vq) - sizeof(vq->s));
 	vbe_slot_free(&vq->s);
 }

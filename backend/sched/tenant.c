@@ -21,7 +21,8 @@
 #include "../vbe.h"
 
 const char *const vbe_tenant_keys[] = {
-	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", "maps", NULL,
+	"guests", "listeners", "conns", "qps", "mem", "cqs", "mrs", "pages", "cmds", "maps", "devqps",
+	NULL,
 };
 
 static const uint64_t vbe_tenant_top[VBE_TQ_N] = {
@@ -32,6 +33,7 @@ static const uint64_t vbe_tenant_top[VBE_TQ_N] = {
 	[VBE_TQ_PAGES] = 256u * VBE_MAX_PAGES,
 	[VBE_TQ_CMDS] = 1000000,		/* per second, as a guest's */
 	[VBE_TQ_MAPS] = 1u << 20,		/* above any platform's budget */
+	[VBE_TQ_DEVQPS] = VBE_NODE_DEVQPS,
 };
 
 uint64_t vbe_tenant_max(unsigned q)
@@ -51,6 +53,7 @@ void vbe_tenant_defaults(uint64_t lim[VBE_TQ_N])
 	lim[VBE_TQ_PAGES] = VBE_TENANT_PAGES;
 	lim[VBE_TQ_CMDS] = 0;	/* off: docs/tenants.md says why */
 	lim[VBE_TQ_MAPS] = VBE_TENANT_MAPS;	/* the node's budget's: vbe_maps_init */
+	lim[VBE_TQ_DEVQPS] = VBE_TENANT_DEVQPS;
 }
 
 /* Key path components: what the key store and xenstore both take. */
@@ -237,6 +240,7 @@ void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_T
 		use[VBE_TQ_MRS] += g->nmrs;
 		use[VBE_TQ_PAGES] += g->pages;
 		use[VBE_TQ_MAPS] += g->maps;
+		use[VBE_TQ_DEVQPS] += g->dev_qps;
 	}
 	for (i = 0; i < VBE_MAX_LISTENERS; i++)
 		use[VBE_TQ_LISTENERS] += n->lis[i].s.used && !strcmp(n->lis[i].tenant, tenant);
@@ -281,7 +285,7 @@ int vbe_tenant_check(struct vbe_guest *g, unsigned q)
 	return use[q] < lim[q] ? VRDMA_CS_OK : vbe_tenant_refuse(g, q, use[q], 1, lim[q]);
 }
 
-/* A counted object q (QPS, MEM, CQS, MRS, PAGES, MAPS) summed over the
+/* A counted object q (QPS, MEM, CQS, MRS, PAGES, MAPS, DEVQPS) summed over the
  * tenant's guests: their own counters, a walk of at most its `guests`. */
 static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 {
@@ -296,6 +300,7 @@ static uint64_t vbe_tenant_sum(const struct vbe_tenant *t, unsigned q)
 		case VBE_TQ_MRS: sum += x->nmrs; break;
 		case VBE_TQ_PAGES: sum += x->pages; break;
 		case VBE_TQ_MAPS: sum += x->maps; break;
+		case VBE_TQ_DEVQPS: sum += x->dev_qps; break;
 		default: abort();	/* not a counted object */
 		}
 	}
@@ -469,7 +474,7 @@ static int vbe_tenant_word(const char *kv, unsigned *q, const char **val)
 }
 
 /* set tenant:<name>|tenant:default guests=N listeners=N conns=N qps=N mem=B cqs=N mrs=N
- * pages=N cmds=N maps=N; the value `default` drops the key (a tenant's: then
+ * pages=N cmds=N maps=N devqps=N; the value `default` drops the key (a tenant's: then
  * tenant:default's applies; tenant:default's: then the node's, from
  * vrdmad.conf [limits] or built in).  All or nothing. */
 int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
@@ -485,12 +490,14 @@ int vbe_tenant_set(struct vbe_node *n, const char *tenant, int nkv, char **kv,
 		return vbe_tenant_bad_name(tenant, o);
 	if (nkv < 1)
 		return vout_err(o, -EINVAL, "set tenant:%s: nothing to set (guests=N "
-				"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N maps=N)",
+				"listeners=N conns=N qps=N mem=BYTES cqs=N mrs=N pages=N cmds=N maps=N "
+				"devqps=N)",
 				tenant);
 	for (i = 0; i < nkv; i++) {
 		if (vbe_tenant_word(kv[i], &q, &v))
 			return vout_err(o, -ENOENT, "set: unknown tenant key in '%.64s' (allowed: "
-					"guests listeners conns qps mem cqs mrs pages cmds maps)", kv[i]);
+					"guests listeners conns qps mem cqs mrs pages cmds maps devqps)",
+					kv[i]);
 		if (!strcmp(v, "default"))
 			continue;
 		if (vbe_tenant_parse(q, v, &x))

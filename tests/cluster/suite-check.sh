@@ -12,6 +12,9 @@
 #      vrdmads bind the QPs over rxe (MODIFY_QP across nodes, rdma_cm)
 #   e. the connect policy across the nodes: the listener learns who asks;
 #      the listener's node and the connector's node each refuse by theirs
+#   f. device QPs are a table of the node's, a quarter a tenant (devqps):
+#      with a's tenant held to 2, a client's third QP to b is refused
+#      (ENOMEM, logged naming the tenant); back to the default, it runs
 # Every wait has a limit.
 
 # itest_guest's ITEST lines as markers: itest-<side>-<check>.
@@ -226,6 +229,22 @@ if need_remote policy-remote-path-$NODE; then
 		cl_tell pol3-done 60
 	fi
 	vt_check policy-remote-clean-$NODE leak_free
+fi
+
+# ---- f. device QPs: a tenant's share of the node's table ----
+# Every guest here runs as root: one tenant, uid0.
+if need_remote devqps-share-$NODE; then
+	[ "$NODE" = a ] && ctl set tenant:uid0 devqps=2 >/dev/null
+	vr_pair vrdma-bw dq1 -q 3 -n 100 --timeout 10
+	rc=$?
+	if [ "$NODE" = a ]; then
+		vt_check devqps-third-refused [ $rc != 0 ]
+		vt_check devqps-refusal-logged grep -q "tenant uid0 has 2 devqps, its limit" $VLOG
+		ctl set tenant:uid0 devqps=default >/dev/null
+	fi
+	vr_pair vrdma-bw dq2 -q 3 -n 100 --verify --timeout 30
+	vt_check devqps-default-runs-$NODE [ $? = 0 ]
+	vt_check devqps-clean-$NODE leak_free
 fi
 
 # ---- c. nothing left on either node ----

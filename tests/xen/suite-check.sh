@@ -16,7 +16,10 @@
 #   d. two vrdma processes in one domU: domu1 gets a second device, a
 #      vrdma-bw server and its client both run in domu1, each claims one;
 #      d2. names and policy; d3. a listener flood from five devices of
-#      domu3 stops at its tenant's 64 while an honest pair runs
+#      domu3 stops at its tenant's 64 while an honest pair runs; d4.
+#      domu3 maps guest pages until its tenant's share of dom0's maptrack
+#      (pages) and of vrdmad's mappings (maps) refuse it, while an
+#      honest pair runs
 #   e. domu2 destroyed mid-transfer: the survivor in domu1 gets an error,
 #      not a hang, and vrdmad is left with nothing of it (census, gntdev
 #      mappings, event channels, backend xenstore dirs, the attach
@@ -295,6 +298,45 @@ echo "$lf_out"
 lf_sum=$(echo "$lf_out" | awk '$1 == "listen-flood" && $4 == "listening," { s += $3 } END { print s + 0 }')
 echo "domu3's five processes held $lf_sum listeners"
 vt_check lflood-tenant-limit [ "$lf_sum" = 64 ]
+
+# ---- d4. dom0's mappings of domu3's pages (issue 25) ----
+# Its tenant (the domain) may hold a quarter of what vrdmad may map:
+# `pages` 30400 of dom0's maptrack by default, so of buffers of 16384
+# pages that are 256 granted pages over and over (an entry each; Xen
+# maps a grant 255 times at most) one is taken, the second refused; and
+# with `maps` set to 48, one-page buffers until refused (each a gntdev
+# mapping, a VMA of vrdmad's): 47 beside the first process's one.  An
+# honest pair moves verified data meanwhile.
+ctl set tenant:dom$D3 maps=48 >/dev/null
+mp1=$(du_run $D3 "echo \$\$ >/tmp/mp1.pid; exec itest_hostile frag 1 16384 4 r256 150" "^frag-ready")
+du_ready $D3 $mp1 120
+mp2=$(du_run $D3 "echo \$\$ >/tmp/mp2.pid; exec itest_hostile frag 1 1 100 1 150" "^frag-ready")
+du_ready $D3 $mp2 120
+ctl get tenant:dom$D3
+vt_check maps-refusal-logged grep -q "tenant dom$D3 has 48 maps, its limit" $VLOG
+if bw_pair maps-calm 65536 $CALM_ITERS --verify && echo "$BW_OUT" | grep -q 'verify: OK'; then
+	vt_pass maps-honest-pair
+else
+	vt_fail maps-honest-pair "$(echo "$BW_OUT" | tail -n 3)"
+fi
+mp_held=1	# the pair ran while domu3 still held it all
+for n in $mp1 $mp2; do
+	xenstore-read /local/domain/$D3/$RA_DATA/rc/$n >/dev/null 2>&1 && mp_held=0
+done
+vt_check maps-held-beside-pair [ $mp_held = 1 ]
+du_sh $D3 20 'kill $(cat /tmp/mp1.pid) $(cat /tmp/mp2.pid)'
+du_wait $D3 $mp1 30
+du_wait $D3 $mp2 30
+# (a command's output reaches dom0 when it ends)
+mp_out="$(du_out $D3 $mp1 | grep '^frag:')
+$(du_out $D3 $mp2 | grep '^frag:')"
+echo "$mp_out"
+echo "$mp_out" | grep -q '^frag: 1 devices (all opened), 1 buffers of 16384 pages, 1 devices refused (Cannot allocate memory)'
+vt_check maps-pages-share [ $? = 0 ]
+echo "$mp_out" | grep -q '^frag: 1 devices (all opened), 47 buffers of 1 pages, 1 devices refused (Cannot allocate memory)'
+vt_check maps-maps-share [ $? = 0 ]
+ctl set tenant:dom$D3 maps=default >/dev/null
+vt_check maps-clean leak_free 7	# domu3 has five devices here
 for k in 1 2 3 4; do ctl detach $D3 $k >/dev/null; done
 vt_check lflood-clean leak_free 3
 # The operator's detach of a device the policy attached stands: the

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * dom0's mappings of guest pages against the node's budget (backend/guest/
+ * Node tables shared out per tenant, on the stub platform.  dom0's
+ * mappings of guest pages against the node's budget (backend/guest/
  * maps.c), on the stub platform, whose maps cost their runs of contiguous
  * pages as on the plain host and whose budget the test sets
  * (stub_map_limits): a tenant's `maps` summed over its guests, buffers
  * that never eat the device areas' reserve, a node whose four tenants hold
  * their quarters still connecting a fifth tenant's device, the page budget
  * Xen's maptrack gives, and a device area in too many pieces refused.
+ * A listener's backlog: another tenant's quarter of it at most.
  */
 #include <check.h>
 #include <errno.h>
@@ -185,9 +187,46 @@ START_TEST(maps_area_pieces)
 }
 END_TEST
 
-TCase *backend_maps_tcase(void)
+/*
+ * A listener's backlog (64) is its own: another tenant's guests hold at
+ * most a quarter of it (16), a flood from two of them included; a third
+ * tenant's client and the listener's own tenant's still get in.
+ */
+START_TEST(listen_backlog_share)
 {
-	TCase *t = tcase_create("maps");
+	struct tally tx = { 0 }, ty = { 0 }, th = { 0 }, ta = { 0 };
+	struct tg a, o, x, y, h;
+
+	tg_tenant(&a, 5, "svcco");
+	ck_assert_int_eq(tg_listen_on(&a, "svc", NULL), VRDMA_CS_OK);
+	tg_tenant(&x, 6, "hostile");
+	tg_tenant(&y, 7, "hostile");
+	tg_tenant(&h, 8, "honest");
+	tg_tenant(&o, 9, "svcco");
+	tg_flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
+	tg_drain(&x, &tx);
+	ck_assert_uint_eq(tx.refused, VBE_GUEST_CONNS - VBE_LISTEN_SHARE);
+	tg_flood(&y, 4, "svc", VRDMA_CS_OK);
+	tg_drain(&y, &ty);
+	ck_assert_uint_eq(ty.refused, 4);	/* its tenant holds its 16 */
+	tg_flood(&h, 1, "svc", VRDMA_CS_OK);
+	tg_flood(&o, 20, "svc", VRDMA_CS_OK);	/* the owner's own: no share */
+	tg_drain(&h, &th);
+	tg_drain(&o, &th);
+	ck_assert_uint_eq(th.rejected, 0);
+	tg_drain(&a, &ta);
+	ck_assert_uint_eq(ta.conn_req, VBE_LISTEN_SHARE + 1 + 20);
+	tg_stop(&o);
+	tg_stop(&h);
+	tg_stop(&y);
+	tg_stop(&x);
+	tg_stop(&a);
+}
+END_TEST
+
+TCase *backend_share_tcase(void)
+{
+	TCase *t = tcase_create("shares");
 
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_set_timeout(t, 30);
@@ -195,5 +234,6 @@ TCase *backend_maps_tcase(void)
 	tcase_add_test(t, maps_node_reserve);
 	tcase_add_test(t, maps_pages_budget);
 	tcase_add_test(t, maps_area_pieces);
+	tcase_add_test(t, listen_backlog_share);
 	return t;
 }
