@@ -175,7 +175,6 @@ static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 		*pg = g->next;
 		vlog_info("guest %u device %u gone", g->domid, g->devid);
 		vbe_prio_keep(g);
-		vbe_tenant_fini(g);
 		vbe_xb_guest_free(g);
 	}
 	/* Operator settings may have changed (issue 5): apply them live. */
@@ -267,7 +266,6 @@ void vbe_node_free(struct vbe_node *n)
 	vbe_tenant_unwatch(n);
 	while ((g = n->guests)) {
 		n->guests = g->next;
-		vbe_tenant_fini(g);
 		vbe_xb_guest_free(g);
 	}
 	vbe_vx_close(n);

@@ -374,6 +374,7 @@ struct vbe_guest {
 	uint64_t pages;			/* attached, against VBE_MAX_PAGES */
 	uint64_t maps;			/* its buffers' mapping costs (tenant `maps`) */
 	unsigned dev_qps;		/* its QPs' device QPs (tenant `devqps`) */
+	uint64_t serial;		/* this incarnation, never reused (node's count) */
 	uint32_t area_pages;		/* ring_map's pages (maps.c) */
 	unsigned nmaps;			/* live vplat maps (census) */
 	struct vbe_counters ctr;
@@ -464,6 +465,7 @@ struct vbe_node {
 	/* issue 5: clock for buckets and delays (tests inject one) */
 	int64_t (*clock_us)(void);
 	uint64_t guest_epoch;		/* bumped when a guest struct is freed */
+	uint64_t guest_serial;		/* guests made so far (vbe_guest.serial) */
 	int64_t round_us;		/* the clock at this round's start, 0 outside */
 	unsigned starve[VBE_NCLASS];	/* rounds a class waited (guard) */
 	uint32_t sch_round;		/* rounds so far (wraps) */
@@ -753,7 +755,7 @@ bool vbe_tenant_name_ok(const char *s);
 int  vbe_tenant_watch(struct vbe_node *n);	/* limits re-read on change */
 void vbe_tenant_unwatch(struct vbe_node *n);
 int  vbe_tenant_init(struct vbe_guest *g);	/* joins its `tenant` or dom<N> */
-void vbe_tenant_fini(struct vbe_guest *g);	/* leaves (before it is freed) */
+void vbe_tenant_fini(struct vbe_guest *g);	/* leaves (vbe_xb_guest_free) */
 void vbe_tenant_limits(struct vbe_node *n, const char *tenant, uint64_t lim[VBE_TQ_N],
 		       bool own[VBE_TQ_N]);
 void vbe_tenant_usage(struct vbe_node *n, const char *tenant, uint64_t use[VBE_TQ_N]);

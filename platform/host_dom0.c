@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,11 +110,35 @@ struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid)
 }
 
 /* Mark dead now (nothing more is read or sent), free at reap time. */
+void hd_refuse_log(struct hd *d, const char *fmt, ...)
+{
+	int64_t now = vplat_now_ms();
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (now - d->refuse_log_ms < 1000) {
+		d->refuse_quiet++;
+		vlog_dbg("%s", msg);
+		return;
+	}
+	if (d->refuse_quiet)
+		vlog_warn("%s (and %u more refusals in the last second)", msg, d->refuse_quiet);
+	else
+		vlog_warn("%s", msg);
+	d->refuse_log_ms = now;
+	d->refuse_quiet = 0;
+}
+
 void hd_guest_kill(struct hd_guest *g, const char *why)
 {
 	if (g->dead)
 		return;
-	if (why)
+	if (why && g->quiet)
+		vlog_dbg("platform: disconnecting domain %u: %s", g->domid, why);
+	else if (why)
 		vlog_warn("platform: disconnecting domain %u (%s): %s", g->domid,
 			  g->name[0] ? g->name : "?", why);
 	else
@@ -459,13 +484,17 @@ static unsigned hd_tenant_max(struct hd *d, const char *tenant)
 static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
 {
 	struct hd_guest *x, *oldest = NULL, *own = NULL;
-	unsigned mine = 0;
+	unsigned mine = 0, live = 0;
 
 	g->refused = err;
+	g->quiet = 1;		/* hd_accept logged why, within hd_refuse_log's limit */
+	/* Those still waiting (nrefused counts the killed until they are
+	 * freed, at the end of the round). */
 	for (x = g->next; x; x = x->next) {	/* newest first */
 		if (!x->refused || x->dead)
 			continue;
 		oldest = x;
+		live++;
 		if (!strcmp(x->tenant, g->tenant)) {
 			own = x;
 			mine++;
@@ -473,7 +502,7 @@ static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
 	}
 	if (mine >= HD_MAX_REFUSED / 4)
 		hd_guest_kill(own, "refused, and more of its tenant refused since");
-	else if (d->nrefused >= HD_MAX_REFUSED && oldest)
+	else if (live >= HD_MAX_REFUSED && oldest)
 		hd_guest_kill(oldest, "refused, and others refused since");
 	d->nrefused++;
 }
@@ -538,12 +567,12 @@ static int hd_accept(struct hd *d)
 	g->next = d->guests;
 	d->guests = g;
 	if (d->nguests >= HD_MAX_GUESTS) {
-		vlog_warn("platform: refusing a guest of tenant %s: %u guests is the limit",
-			  g->tenant, HD_MAX_GUESTS);
+		hd_refuse_log(d, "platform: refusing a guest of tenant %s: %u guests is the limit",
+			      g->tenant, HD_MAX_GUESTS);
 		hd_refuse(d, g, -EUSERS);
 	} else if (mine >= max) {
-		vlog_warn("platform: refusing a guest of tenant %s: %u guests is its limit",
-			  g->tenant, max);
+		hd_refuse_log(d, "platform: refusing a guest of tenant %s: %u guests is its limit",
+			      g->tenant, max);
 		hd_refuse(d, g, -EUSERS);
 	} else {
 		d->nguests++;

@@ -60,6 +60,7 @@ struct hd_guest {
 	uint32_t domid;			/* 0 until HELLO */
 	int dead;
 	int refused;			/* -errno its HELLO gets: over a quota */
+	int quiet;			/* its end is not logged (a refusal was) */
 	char tenant[VPLAT_TENANT_NAME];	/* "uid<N>" (SO_PEERCRED at accept) */
 	char name[VHP_NAME_MAX];
 	struct hd_share *shares;
@@ -92,6 +93,8 @@ struct hd {
 	struct hd_guest *guests;
 	unsigned nguests;		/* not counting the refused */
 	unsigned nrefused;
+	int64_t refuse_log_ms;		/* hd_refuse_log: one line a second */
+	unsigned refuse_quiet;		/* ... and how many were not logged */
 	uint32_t next_domid;
 	uint64_t max_pages;
 	unsigned tenant_guests;		/* with no key: vplat_cfg's, else the built-in */
@@ -110,6 +113,8 @@ struct hd {
 };
 
 struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
+/* A refusal a uid can repeat at will: a line a second, the rest debug. */
+void hd_refuse_log(struct hd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hd_guest_kill(struct hd_guest *g, const char *why);
 /* Never blocks: what the socket has no room for waits in g's outbox. */
 int  hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload);

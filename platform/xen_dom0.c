@@ -86,10 +86,13 @@ static void xd_unmap(struct vplat_map *bm)
 {
 	struct xd_map *m = (struct xd_map *)bm;
 
-	if (xengnttab_unmap(m->x->gtab, m->base.addr, m->n) < 0)
+	/* Still mapped when the unmap failed: still counted. */
+	if (xengnttab_unmap(m->x->gtab, m->base.addr, m->n) < 0) {
 		vlog_warn("platform: unmap of %u pages: %s", m->n, strerror(errno));
-	m->x->maps--;
-	m->x->pages -= m->n;
+	} else {
+		m->x->maps--;
+		m->x->pages -= m->n;
+	}
 	free(m);
 }
 

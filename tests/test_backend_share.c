@@ -188,19 +188,24 @@ START_TEST(maps_area_pieces)
 END_TEST
 
 /*
- * A listener's backlog (64) is its own: another tenant's guests hold at
- * most a quarter of it (16), a flood from two of them included; a third
- * tenant's client and the listener's own tenant's still get in.
+ * A listener's backlog (64) is its own: another tenant group holds at
+ * most a quarter of it (16), a flood from two tenants of that group
+ * included; a third group's client and the listener's own group's still
+ * get in.
  */
 START_TEST(listen_backlog_share)
 {
 	struct tally tx = { 0 }, ty = { 0 }, th = { 0 }, ta = { 0 };
+	char w0[] = "group", w1[] = "crew", w2[] = "h1", w3[] = "h2";
+	char *grp[] = { w0, w1, w2, w3 };
 	struct tg a, o, x, y, h;
 
+	ck_assert_int_eq(vbe_node_policy(node, 4, grp, tg_out(false)), 0);
+	tg_out_end((char[256]){ 0 }, 256);
 	tg_tenant(&a, 5, "svcco");
 	ck_assert_int_eq(tg_listen_on(&a, "svc", NULL), VRDMA_CS_OK);
-	tg_tenant(&x, 6, "hostile");
-	tg_tenant(&y, 7, "hostile");
+	tg_tenant(&x, 6, "h1");
+	tg_tenant(&y, 7, "h2");
 	tg_tenant(&h, 8, "honest");
 	tg_tenant(&o, 9, "svcco");
 	tg_flood(&x, VBE_GUEST_CONNS, "svc", VRDMA_CS_OK);
@@ -208,7 +213,7 @@ START_TEST(listen_backlog_share)
 	ck_assert_uint_eq(tx.refused, VBE_GUEST_CONNS - VBE_LISTEN_SHARE);
 	tg_flood(&y, 4, "svc", VRDMA_CS_OK);
 	tg_drain(&y, &ty);
-	ck_assert_uint_eq(ty.refused, 4);	/* its tenant holds its 16 */
+	ck_assert_uint_eq(ty.refused, 4);	/* its group holds its 16 */
 	tg_flood(&h, 1, "svc", VRDMA_CS_OK);
 	tg_flood(&o, 20, "svc", VRDMA_CS_OK);	/* the owner's own: no share */
 	tg_drain(&h, &th);

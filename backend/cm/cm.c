@@ -291,8 +291,14 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 			continue;
 		}
 		mine += vbe_cm_mine(g, x->domid, x->devid);
-		backlog += x->lis == li;
-		ours += x->lis == li && !strcmp(x->tenant, g->tenant);
+		if (x->lis != li)
+			continue;
+		backlog++;
+		if (x->tenant[0]) {	/* one of this node's: its group's? */
+			struct vbe_party xp = vbe_policy_local(n, x->tenant);
+
+			ours += vbe_policy_same(&xp, &me);
+		}
 	}
 	if (!cn || mine >= VBE_GUEST_CONNS)
 		return VRDMA_CS_NOMEM;
@@ -302,7 +308,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	owner = vbe_policy_local(n, l->tenant);
 	if (ours >= VBE_LISTEN_SHARE && !vbe_policy_same(&me, &owner)) {
 		vbe_log_limited(&share_lim, "guest %u (tenant %s): connect to '%.31s' refused: "
-				"its tenant holds %u of the listener's %u requests", g->domid,
+				"its group holds %u of the listener's %u requests", g->domid,
 				g->tenant, c->service, ours, VBE_LISTEN_BACKLOG);
 		backlog = VBE_LISTEN_BACKLOG;
 	}

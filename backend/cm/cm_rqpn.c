@@ -134,7 +134,7 @@ int vbe_rqpn_rtr(struct vbe_guest *g, struct vbe_qp *qp)
 void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe_vx_hello *h)
 {
 	struct vbe_vqreq *free_q = NULL;
-	unsigned from = 0, to = 0, grp = 0, to_grp = 0;
+	unsigned from = 0, to = 0;
 	struct vbe_guest *g;
 	struct vbe_qp *qp;
 	uint8_t gid[16];
@@ -157,30 +157,21 @@ void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id, const struct vbe
 		return;
 	}
 	/* Not RTR yet (the out-of-band exchange raced us): wait for it, but
-	 * no node and no guest of ours takes more than its share of the
-	 * table, no group of a node more than its share of the node's, nor
-	 * of one guest's: another group's requests never crowd out the
-	 * guest's real peer. */
+	 * no node and no guest of ours takes more than its share of the table. */
 	for (i = 0; i < VBE_MAX_CONNS; i++) {
 		struct vbe_vqreq *q = &vx->qreq[i];
 		struct vbe_guest *qg;
-		bool same;
 
 		if (!q->id) {
 			if (!free_q)
 				free_q = q;
 			continue;
 		}
-		same = !memcmp(q->gid, gid, 16);
-		from += same;
-		grp += same && q->hello.group == h->group;
-		if (vbe_qpn_find(vx->node, q->hello.dest_qpn, &qg) && qg == g) {
+		from += !memcmp(q->gid, gid, 16);
+		if (vbe_qpn_find(vx->node, q->hello.dest_qpn, &qg) && qg == g)
 			to++;
-			to_grp += same && q->hello.group == h->group;
-		}
 	}
-	if (!free_q || from >= VBE_RQPN_PER_NODE || to >= VBE_RQPN_PER_GUEST ||
-	    grp >= VBE_RQPN_PER_GROUP || to_grp >= VBE_RQPN_PER_GUEST / 4) {
+	if (!free_q || from >= VBE_RQPN_PER_NODE || to >= VBE_RQPN_PER_GUEST) {
 		vbe_rqpn_reject(id, VRDMA_CS_REFUSED);
 		return;
 	}

@@ -248,6 +248,7 @@ struct vbe_vqp {
 	struct vbe_slot s;
 	uint32_t domid, devid, qp;	/* the guest QP (handle) */
 	uint32_t srq1;			/* its guest SRQ's index + 1, 0 = none */
+	uint64_t gserial;		/* its guest's vbe_guest.serial (dev_qps) */
 	struct vbe_vguest *vg;
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;

@@ -451,6 +451,7 @@ struct vbe_vqp *vbe_vx_qp_new(struct vbe_vx *vx, struct vbe_guest *g, struct vbe
 	vq->devid = g->devid;
 	vq->qp = qp->handle;
 	vq->vg = vg;
+	vq->gserial = g->serial;
 	vg->nqps++;
 	g->dev_qps++;
 	qp->vx_qp = vbe_handle(&vq->s, i);
@@ -537,8 +538,9 @@ void vbe_vx_qp_free(struct vbe_vx *vx, struct vbe_vqp *vq)
 		struct vbe_guest *g = vbe_node_guest(vx->node, vq->domid, vq->devid);
 
 		vq->vg->nqps--;
-		/* A guest that is gone took its count with it. */
-		if (g && g == vq->vg->g && g->dev_qps)
+		/* A guest that is gone took its count with it (another
+		 * incarnation of the device may stand at its address). */
+		if (g && g->serial == vq->gserial)
 			g->dev_qps--;
 	}
 	memset((char *)vq + sizeof(vq->s), 0, sizeof(*vq) - sizeof(vq->s));

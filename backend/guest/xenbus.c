@@ -448,6 +448,7 @@ int vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
 	if (!g)
 		return -ENOMEM;
 	g->node = n;
+	g->serial = ++n->guest_serial;
 	g->domid = domid;
 	g->devid = devid;
 	g->chan_fd = -1;
@@ -501,6 +502,9 @@ void vbe_xb_guest_free(struct vbe_guest *g)
 	g->live = false;	/* no liveness watch outlives the guest */
 	vbe_xb_disconnect(g);
 	vbe_obj_fini(g);
+	/* Last: what its release left mapped for the device (late unmaps)
+	 * is charged to its tenant, which must still be its own then. */
+	vbe_tenant_fini(g);
 	g->node->guest_epoch++;		/* cached peer pointers go stale */
 	free(g);
 }

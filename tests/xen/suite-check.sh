@@ -314,6 +314,8 @@ mp2=$(du_run $D3 "echo \$\$ >/tmp/mp2.pid; exec itest_hostile frag 1 1 100 1 150
 du_ready $D3 $mp2 120
 ctl get tenant:dom$D3
 vt_check maps-refusal-logged grep -q "tenant dom$D3 has 48 maps, its limit" $VLOG
+vt_check maps-pages-refusal-logged grep -q \
+	"tenant dom$D3 has 16384 pages, 16384 more would pass its limit 30400" $VLOG
 if bw_pair maps-calm 65536 $CALM_ITERS --verify && echo "$BW_OUT" | grep -q 'verify: OK'; then
 	vt_pass maps-honest-pair
 else
