@@ -9,7 +9,10 @@
  * - a DEREG_MR's MR never waits behind a slow QP teardown (its own
  *   lane); a dropped buffer's does, behind the QPs that may use it;
  * - a guest's PD goes only after the MRs dropped before it;
- * - a buffer unmap waits for both lanes; stop runs everything queued.
+ * - a buffer unmap waits for both lanes; stop runs everything queued;
+ * - the MR lane serves tenants in turn: one tenant's queued DEREG_MRs
+ *   delay another's by one job, and a job is done when it ran, whatever
+ *   ran before it.
  */
 #include <check.h>
 #include <pthread.h>
@@ -28,6 +31,8 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static bool gate_mr, gate_qp;		/* closed: the call waits */
+static bool gate_a2;			/* closed: tenant a's second MR waits */
+static struct ibv_mr mr_a[3], mr_b;	/* logged a, b */
 static char trail[256];			/* calls in the order they ran */
 static unsigned unmaps;
 
@@ -50,7 +55,12 @@ static void open_gate(bool *gate)
 
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	step(mr ? "M" : "?", &gate_mr);
+	if (mr == &mr_a[1])
+		step("", &gate_a2);
+	if (mr >= &mr_a[0] && mr <= &mr_a[2])
+		step("a", &gate_mr);
+	else
+		step(mr == &mr_b ? "b" : mr ? "M" : "?", &gate_mr);
 	return 0;
 }
 
@@ -132,7 +142,7 @@ static void setup(void)
 	memset(&vx, 0, sizeof(vx));
 	trail[0] = 0;
 	unmaps = 0;
-	gate_mr = gate_qp = false;
+	gate_mr = gate_qp = gate_a2 = false;
 	ck_assert_int_eq(vbe_reap_start(&vx), 0);
 }
 
@@ -140,6 +150,7 @@ static void teardown(void)
 {
 	open_gate(&gate_mr);
 	open_gate(&gate_qp);
+	open_gate(&gate_a2);
 	vbe_reap_stop(&vx);
 	ck_assert_ptr_null(vx.reap);
 }
@@ -156,7 +167,7 @@ START_TEST(test_mr_done_after_dereg)
 	uint64_t seq;
 
 	gate_mr = true;
-	seq = vbe_reap_mr(&vx, &fake_mr, true);
+	seq = vbe_reap_mr(&vx, &fake_mr, "t");
 	ck_assert_uint_gt(seq, 0);
 	usleep(50000);
 	ck_assert(!vbe_reap_mr_done(&vx, seq));		/* the device holds it */
@@ -177,7 +188,7 @@ START_TEST(test_mr_not_behind_qp)
 
 	gate_qp = true;				/* a DREQ to a peer that went */
 	vbe_reap_qp(&vx, &fake_id, true, NULL, 0);
-	seq = vbe_reap_mr(&vx, &fake_mr, true);
+	seq = vbe_reap_mr(&vx, &fake_mr, "t");
 	ck_assert(trail_is("M"));
 	ck_assert(mr_done(seq));
 	ck_assert(pending_is(1));		/* the QP still */
@@ -193,7 +204,7 @@ START_TEST(test_buffer_mr_behind_qp)
 {
 	gate_qp = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
-	ck_assert_uint_eq(vbe_reap_mr(&vx, &fake_mr, false), 0);
+	ck_assert_uint_eq(vbe_reap_mr(&vx, &fake_mr, NULL), 0);
 	usleep(50000);
 	ck_assert_str_eq(trail_now(), "");
 	open_gate(&gate_qp);
@@ -209,7 +220,7 @@ START_TEST(test_pd_after_dropped_mrs)
 	ck_assert_ptr_nonnull(vg);
 	vg->pd = (struct ibv_pd *)&fake_mr;	/* never dereferenced */
 	gate_mr = true;
-	vbe_reap_mr(&vx, &fake_mr, true);
+	vbe_reap_mr(&vx, &fake_mr, "t");
 	vbe_reap_guest(&vx, vg);		/* frees vg */
 	usleep(50000);
 	ck_assert_str_eq(trail_now(), "");	/* the PD waits for the MR */
@@ -226,7 +237,7 @@ START_TEST(test_unmap_waits_for_both)
 	ck_assert_uint_eq(unmaps, 0);
 	gate_mr = gate_qp = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
-	vbe_reap_mr(&vx, &fake_mr, true);
+	vbe_reap_mr(&vx, &fake_mr, "t");
 	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
 	open_gate(&gate_qp);
 	ck_assert(trail_is("Q"));
@@ -251,7 +262,7 @@ START_TEST(test_stop_runs_all)
 	vg->pd = (struct ibv_pd *)&fake_mr;
 	gate_mr = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
-	vbe_reap_mr(&vx, &fake_mr, true);
+	vbe_reap_mr(&vx, &fake_mr, "t");
 	vbe_reap_guest(&vx, vg);
 	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
 	ck_assert(trail_is("Q"));
@@ -260,6 +271,42 @@ START_TEST(test_stop_runs_all)
 	ck_assert_str_eq(trail_now(), "QMP");
 	ck_assert_uint_eq(unmaps, 1);
 	ck_assert_int_eq(vbe_reap_start(&vx), 0);	/* for teardown */
+}
+END_TEST
+
+/* Tenant a's three DEREG_MRs (three guests) queued before tenant b's:
+ * b's runs second, not last; it is done while a's second still waits in
+ * the device, and `mark` (a guest job's wait, a buffer's unmap) does not
+ * pass a's second until it ran. */
+START_TEST(test_mr_tenants_in_turn)
+{
+	uint64_t a0, a1, a2, b0;
+	struct vplat_map *m = (struct vplat_map *)&fake_id;
+
+	gate_mr = true;
+	a0 = vbe_reap_mr(&vx, &mr_a[0], "ta");
+	a1 = vbe_reap_mr(&vx, &mr_a[1], "ta");
+	a2 = vbe_reap_mr(&vx, &mr_a[2], "ta");
+	b0 = vbe_reap_mr(&vx, &mr_b, "tb");
+	ck_assert(trail_is(""));
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
+	gate_a2 = true;
+	open_gate(&gate_mr);
+	ck_assert(trail_is("ab"));		/* a's first, b's, then a's second waits */
+	ck_assert(mr_done(b0));
+	ck_assert(vbe_reap_mr_done(&vx, a0));
+	ck_assert(!vbe_reap_mr_done(&vx, a1));
+	ck_assert(!vbe_reap_mr_done(&vx, a2));
+	vbe_reap_poll(&vx);
+	ck_assert_uint_eq(unmaps, 0);		/* a's second may pin its pages */
+	open_gate(&gate_a2);
+	ck_assert(trail_is("abaa"));
+	ck_assert(mr_done(a2));
+	ck_assert(vbe_reap_mr_done(&vx, a1));
+	ck_assert(pending_is(1));		/* the unmap, until the loop looks */
+	vbe_reap_poll(&vx);
+	ck_assert_uint_eq(unmaps, 1);
+	ck_assert(pending_is(0));
 }
 END_TEST
 
@@ -277,6 +324,7 @@ int main(void)
 	tcase_add_test(tc, test_pd_after_dropped_mrs);
 	tcase_add_test(tc, test_unmap_waits_for_both);
 	tcase_add_test(tc, test_stop_runs_all);
+	tcase_add_test(tc, test_mr_tenants_in_turn);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	return ck_run(sr);

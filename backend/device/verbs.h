@@ -328,12 +328,13 @@ void vbe_vx_srq_sync(struct vbe_vx *vx, struct vbe_vguest *vg, const struct vbe_
 bool vbe_vx_srq_take(struct vbe_vguest *vg, uint64_t wr_id, struct vbe_vsrq_ent *out,
 		     uint32_t *si);
 
-/* verbs_reap.c: device teardown off the loop, in queue order per lane */
+/* verbs_reap.c: device teardown off the loop (MR lane: tenants in turn) */
 int  vbe_reap_start(struct vbe_vx *vx);
 void vbe_reap_stop(struct vbe_vx *vx);		/* runs what is queued */
 void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_cq *cq,
 		 unsigned cq_events);
-uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, bool answer);
+/* tenant: a DEREG_MR's (the MR lane, tenants in turn); NULL: a dropped one's */
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, const char *tenant);
 bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq);
 int  vbe_reap_fd(const struct vbe_vx *vx);	/* readable: an MR job ran */
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);

@@ -212,7 +212,7 @@ static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_
 	/* Peers holding the key in their cache post to its device window:
 	 * once the reaper deregistered the MR, nothing is there. */
 	if (vg->mr[i])
-		seq = vbe_reap_mr(vx, vg->mr[i], answer);
+		seq = vbe_reap_mr(vx, vg->mr[i], answer ? vg->g->tenant : NULL);
 	/* The key table is indexed by key slot: wipe the entry only if it
 	 * is still this MR's (a newer MR of the slot may be in it already). */
 	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;

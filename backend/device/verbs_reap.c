@@ -6,15 +6,20 @@
  * vrdmad serves every guest from one thread.  So the loop hands such work
  * to one reaper thread and goes on.
  *
- * Two lanes, each a thread running its jobs in the order queued: one for
- * QPs, SRQs, whole guests and the device MRs of dropped buffers (a QP
- * before the MRs it may reference), one only for the MRs of DEREG_MRs.
+ * Two lanes, each a thread: one running in the order queued the QPs,
+ * SRQs, whole guests and the device MRs of dropped buffers (a QP before
+ * the MRs it may reference), one only for the MRs of DEREG_MRs.
  * A DEREG_MR is answered only once its device MR is gone (a peer holding
  * the key must find nothing there), so that answer must not wait behind
  * other tenants' teardowns, which can take seconds each (a DREQ to a peer
  * that went away); and as a guest has at most one answer held (cmd.c),
- * the MR lane holds at most one job a guest.  A guest's PD goes after the
- * MRs queued before it: its job waits for the MR lane to pass them.  A buffer the
+ * the MR lane holds at most one job a guest.  It serves tenants in turn,
+ * each its jobs in order: one tenant's DEREG_MRs of MRs the device holds
+ * (each can take a second) delay another's answer by one job of each
+ * tenant waiting, not by all of theirs; a job's number is done when it
+ * ran, whatever ran before it (vbe_reap_mr_done), and `mark` says up to
+ * which number all did.  A guest's PD goes after the MRs queued before
+ * it: its job waits for the MR lane's mark to pass them.  A buffer the
  * device may still pin is unmapped only once every job of both lanes
  * queued before its drop has run (vbe_reap_defer_unmap): on Xen, gntdev
  * pages unmapped while pinned corrupt dom0's page accounting
@@ -27,6 +32,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -48,6 +54,11 @@ struct vbe_job {
 	struct vbe_vguest *vg;		/* GUEST: the rest of its state */
 	struct vbe_vsrq *vs;		/* SRQ */
 	uint64_t mr_seq;		/* GUEST: MR lane jobs to wait for */
+	uint64_t seq;			/* its number on its lane */
+	/* MR lane: its tenant's; the first job of a tenant on the lane
+	 * stands for it in the turn, the others follow it (tnext). */
+	char ten[VPLAT_TENANT_NAME];
+	struct vbe_job *tnext, **ttail;
 };
 
 static void vbe_srq_run(struct vbe_vsrq *vs)
@@ -78,6 +89,8 @@ struct vbe_lane {
 	bool stop, started;
 	uint64_t queued;		/* jobs queued (loop thread) */
 	_Atomic uint64_t done;		/* jobs run (its thread) */
+	_Atomic uint64_t mark;		/* every job up to this number ran */
+	uint64_t running;		/* the number of the job running, 0: none (mu) */
 };
 
 struct vbe_reaper {
@@ -103,13 +116,56 @@ static bool vbe_reap_idle(struct vbe_reaper *r)
 	return true;
 }
 
-/* The MR lane has run job number seq (the guest job's wait). */
+static uint64_t vbe_lane_mark(struct vbe_lane *l)
+{
+	return atomic_load_explicit(&l->mark, memory_order_acquire);
+}
+
+/* The MR lane has run every job up to number seq (the guest job's wait). */
 static void vbe_lane_wait(struct vbe_lane *l, uint64_t seq)
 {
 	pthread_mutex_lock(&l->mu);
-	while (vbe_lane_done(l) < seq)
+	while (vbe_lane_mark(l) < seq)
 		pthread_cond_wait(&l->ran, &l->mu);
 	pthread_mutex_unlock(&l->mu);
+}
+
+/* The next job: the first queued (teardown lane: in order), or the MR
+ * lane's first tenant's, that tenant then going to the back of the turn
+ * with its next job.  mu held. */
+static struct vbe_job *vbe_lane_take(struct vbe_lane *l)
+{
+	struct vbe_job *j = l->head, *n;
+
+	if (!j)
+		return NULL;
+	l->head = j->next;
+	if (!l->head)
+		l->tail = &l->head;
+	n = j->tnext;
+	if (n) {
+		n->ttail = j->ttail;
+		n->next = NULL;
+		*l->tail = n;
+		l->tail = &n->next;
+	}
+	l->running = j->seq;
+	return j;
+}
+
+/* Every job up to the smallest number still queued ran (mu held): a
+ * tenant's jobs are queued in order, so the heads of the turn hold it. */
+static void vbe_lane_ran(struct vbe_lane *l)
+{
+	uint64_t low = l->queued + 1;
+	struct vbe_job *j;
+
+	for (j = l->head; j; j = j->next)
+		if (j->seq < low)
+			low = j->seq;
+	l->running = 0;
+	atomic_store_explicit(&l->mark, low - 1, memory_order_release);
+	atomic_fetch_add_explicit(&l->done, 1, memory_order_release);
 }
 
 /* A call that held the reaper long is worth a line: the peer's node or
@@ -193,17 +249,14 @@ static void *vbe_reap_main(void *arg)
 	for (;;) {
 		while (!l->head && !l->stop)
 			pthread_cond_wait(&l->cv, &l->mu);
-		j = l->head;
+		j = vbe_lane_take(l);
 		if (!j)
 			break;		/* stop, and nothing left */
-		l->head = j->next;
-		if (!l->head)
-			l->tail = &l->head;
 		pthread_mutex_unlock(&l->mu);
 		vbe_job_run(l->r, j);
 		free(j);
 		pthread_mutex_lock(&l->mu);
-		atomic_fetch_add_explicit(&l->done, 1, memory_order_release);
+		vbe_lane_ran(l);
 		pthread_cond_broadcast(&l->ran);
 		/* Never blocks: the counter would need 2^64 - 1 jobs. */
 		if (l == &l->r->lane[VBE_LANE_MR] &&
@@ -290,6 +343,7 @@ static uint64_t vbe_reap_push(struct vbe_vx *vx, unsigned lane, struct vbe_job *
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_lane *l;
+	struct vbe_job *h;
 	uint64_t seq;
 
 	if (!j) {
@@ -304,12 +358,23 @@ static uint64_t vbe_reap_push(struct vbe_vx *vx, unsigned lane, struct vbe_job *
 	l = &r->lane[lane];
 	*j = *tmpl;
 	j->next = NULL;
+	j->tnext = NULL;
+	j->ttail = &j->tnext;
 	if (j->kind == VBE_JOB_GUEST)
 		j->mr_seq = r->lane[VBE_LANE_MR].queued;
 	pthread_mutex_lock(&l->mu);
-	*l->tail = j;
-	l->tail = &j->next;
-	seq = ++l->queued;
+	seq = j->seq = ++l->queued;
+	/* MR lane: behind the tenant's own jobs, if it has any queued. */
+	for (h = lane == VBE_LANE_MR ? l->head : NULL; h; h = h->next)
+		if (!strcmp(h->ten, j->ten))
+			break;
+	if (h) {
+		*h->ttail = j;
+		h->ttail = &j->tnext;
+	} else {
+		*l->tail = j;
+		l->tail = &j->next;
+	}
 	pthread_cond_signal(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 	return seq;
@@ -327,24 +392,41 @@ void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_c
 					     .cq = cq, .cq_events = cq_events });
 }
 
-/* answer: a DEREG_MR waits for it (the MR lane); else it goes behind the
- * QPs queued before (a dropped buffer's).  Returns its number on the MR
- * lane, 0 if it is not there or ran. */
-uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, bool answer)
+/* answer: a DEREG_MR of tenant's waits for it (the MR lane, tenants in
+ * turn); else it goes behind the QPs queued before (a dropped buffer's).
+ * Returns its number on the MR lane, 0 if it is not there or ran. */
+uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, const char *tenant)
 {
-	const struct vbe_job j = { .kind = VBE_JOB_MR, .mr = mr };
+	struct vbe_job j = { .kind = VBE_JOB_MR, .mr = mr };
 
-	if (!answer) {
+	if (!tenant) {
 		vbe_reap_job(vx, VBE_LANE_TEAR, &j);
 		return 0;
 	}
+	snprintf(j.ten, sizeof(j.ten), "%s", tenant);
 	return vbe_reap_job(vx, VBE_LANE_MR, &j);
 }
 
-/* The MR lane has run its job number seq (0: ran inline). */
+/* The MR lane has run its job number seq (0: ran inline): up to `mark`
+ * all did; above it, those neither queued nor running. */
 bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq)
 {
-	return !vx->reap || vbe_lane_done(&vx->reap->lane[VBE_LANE_MR]) >= seq;
+	struct vbe_lane *l;
+	struct vbe_job *h, *j;
+	bool done;
+
+	if (!vx->reap)
+		return true;
+	l = &vx->reap->lane[VBE_LANE_MR];
+	if (vbe_lane_mark(l) >= seq)
+		return true;
+	pthread_mutex_lock(&l->mu);
+	done = seq <= l->queued && seq != l->running;
+	for (h = l->head; done && h; h = h->next)
+		for (j = h; done && j; j = j->tnext)
+			done = j->seq != seq;
+	pthread_mutex_unlock(&l->mu);
+	return done;
 }
 
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg)
@@ -394,7 +476,7 @@ void vbe_reap_poll(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_late_unmap **p, *u;
-	uint64_t done[VBE_LANES];
+	uint64_t done[VBE_LANES];	/* every job up to these ran */
 	unsigned i;
 
 	if (!r)
@@ -405,7 +487,7 @@ void vbe_reap_poll(struct vbe_vx *vx)
 	if (!r->unmaps)
 		return;
 	for (i = 0; i < VBE_LANES; i++)
-		done[i] = vbe_lane_done(&r->lane[i]);
+		done[i] = vbe_lane_mark(&r->lane[i]);
 	for (p = &r->unmaps; (u = *p);) {
 		if (u->seq[VBE_LANE_TEAR] > done[VBE_LANE_TEAR] ||
 		    u->seq[VBE_LANE_MR] > done[VBE_LANE_MR]) {
