@@ -853,7 +853,7 @@ int  vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *
 unsigned vbe_vx_pending(const struct vbe_node *n);	/* teardown not done yet */
 uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t idx,
 		      uint32_t key);		/* 0, or a number to wait for */
-bool vbe_vx_dereg_done(const struct vbe_node *n, uint64_t seq);
+bool vbe_vx_dereg_done(const struct vbe_node *n, const struct vbe_guest *g, uint64_t seq);
 void vbe_vx_srq_posted(struct vbe_guest *g, struct vbe_srq *srq);
 int  vbe_vx_gid(const struct vbe_node *n, uint8_t gid[16]);	/* -ENODEV: none */
 int  vbe_rcm_connect(struct vbe_guest *g, struct vbe_qp *qp,

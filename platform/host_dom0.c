@@ -109,7 +109,6 @@ struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid)
 	return NULL;
 }
 
-/* Mark dead now (nothing more is read or sent), free at reap time. */
 void hd_refuse_log(struct hd *d, const char *fmt, ...)
 {
 	int64_t now = vplat_now_ms();
@@ -125,19 +124,21 @@ void hd_refuse_log(struct hd *d, const char *fmt, ...)
 		return;
 	}
 	if (d->refuse_quiet)
-		vlog_warn("%s (and %u more refusals in the last second)", msg, d->refuse_quiet);
+		vlog_warn("%s (and %u more refusals since the last line)", msg, d->refuse_quiet);
 	else
 		vlog_warn("%s", msg);
 	d->refuse_log_ms = now;
 	d->refuse_quiet = 0;
 }
 
+/* Mark dead now (nothing more is read or sent), free at reap time.  A
+ * refused connection's end is not logged: its refusal was (hd_refuse_log). */
 void hd_guest_kill(struct hd_guest *g, const char *why)
 {
 	if (g->dead)
 		return;
-	if (why && g->quiet)
-		vlog_dbg("platform: disconnecting domain %u: %s", g->domid, why);
+	if (g->quiet)
+		vlog_dbg("platform: disconnecting domain %u: %s", g->domid, why ? why : "gone");
 	else if (why)
 		vlog_warn("platform: disconnecting domain %u (%s): %s", g->domid,
 			  g->name[0] ? g->name : "?", why);

@@ -32,7 +32,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static bool gate_mr, gate_qp;		/* closed: the call waits */
 static bool gate_a2;			/* closed: tenant a's second MR waits */
-static struct ibv_mr mr_a[3], mr_b;	/* logged a, b */
+static struct ibv_mr mr_a[3], mr_b, mr_c;	/* logged a, b, c */
+static unsigned entered;		/* ibv_dereg_mr calls begun */
 static char trail[256];			/* calls in the order they ran */
 static unsigned unmaps;
 
@@ -55,13 +56,40 @@ static void open_gate(bool *gate)
 
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	pthread_mutex_lock(&mu);
+	entered++;
+	pthread_mutex_unlock(&mu);
 	if (mr == &mr_a[1])
 		step("", &gate_a2);
 	if (mr >= &mr_a[0] && mr <= &mr_a[2])
 		step("a", &gate_mr);
 	else
-		step(mr == &mr_b ? "b" : mr ? "M" : "?", &gate_mr);
+		step(mr == &mr_b ? "b" : mr == &mr_c ? "c" : mr ? "M" : "?", &gate_mr);
 	return 0;
+}
+
+static void close_gate(bool *gate)
+{
+	pthread_mutex_lock(&mu);
+	*gate = true;
+	pthread_mutex_unlock(&mu);
+}
+
+/* Wait (at most 5 s) until n ibv_dereg_mr calls have begun. */
+static bool entered_is(unsigned n)
+{
+	unsigned e = 0;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		pthread_mutex_lock(&mu);
+		e = entered;
+		pthread_mutex_unlock(&mu);
+		if (e == n)
+			return true;
+		usleep(10000);
+	}
+	return false;
 }
 
 int rdma_destroy_id(struct rdma_cm_id *id)
@@ -110,9 +138,19 @@ static bool mr_done(uint64_t seq)
 {
 	int i;
 
-	for (i = 0; i < 500 && !vbe_reap_mr_done(&vx, seq); i++)
+	for (i = 0; i < 500 && !vbe_reap_mr_done(&vx, seq, "t"); i++)
 		usleep(10000);
-	return vbe_reap_mr_done(&vx, seq);
+	return vbe_reap_mr_done(&vx, seq, "t");
+}
+
+/* mr_done for a tenant of the test's. */
+static bool mr_done_of(uint64_t seq, const char *ten)
+{
+	int i;
+
+	for (i = 0; i < 500 && !vbe_reap_mr_done(&vx, seq, ten); i++)
+		usleep(10000);
+	return vbe_reap_mr_done(&vx, seq, ten);
 }
 
 static bool pending_is(unsigned n)
@@ -143,6 +181,7 @@ static void setup(void)
 	trail[0] = 0;
 	unmaps = 0;
 	gate_mr = gate_qp = gate_a2 = false;
+	entered = 0;
 	ck_assert_int_eq(vbe_reap_start(&vx), 0);
 }
 
@@ -170,12 +209,12 @@ START_TEST(test_mr_done_after_dereg)
 	seq = vbe_reap_mr(&vx, &fake_mr, "t");
 	ck_assert_uint_gt(seq, 0);
 	usleep(50000);
-	ck_assert(!vbe_reap_mr_done(&vx, seq));		/* the device holds it */
+	ck_assert(!vbe_reap_mr_done(&vx, seq, "t"));	/* the device holds it */
 	ck_assert_uint_eq(vbe_reap_pending(&vx), 1);
 	open_gate(&gate_mr);
 	ck_assert(fd_readable(vbe_reap_fd(&vx), 5000));	/* wakes the loop */
 	ck_assert(trail_is("M"));
-	ck_assert(vbe_reap_mr_done(&vx, seq));
+	ck_assert(vbe_reap_mr_done(&vx, seq, "t"));
 	vbe_reap_poll(&vx);				/* reads the eventfd */
 	ck_assert(!fd_readable(vbe_reap_fd(&vx), 0));
 	ck_assert_uint_eq(vbe_reap_pending(&vx), 0);
@@ -218,6 +257,7 @@ START_TEST(test_pd_after_dropped_mrs)
 	struct vbe_vguest *vg = calloc(1, sizeof(*vg));
 
 	ck_assert_ptr_nonnull(vg);
+	strcpy(vg->ten, "t");			/* its MRs' tenant */
 	vg->pd = (struct ibv_pd *)&fake_mr;	/* never dereferenced */
 	gate_mr = true;
 	vbe_reap_mr(&vx, &fake_mr, "t");
@@ -233,12 +273,12 @@ START_TEST(test_unmap_waits_for_both)
 {
 	struct vplat_map *m = (struct vplat_map *)&fake_id;
 
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 0);	/* nothing queued */
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, "t", 0), 0);	/* nothing queued */
 	ck_assert_uint_eq(unmaps, 0);
 	gate_mr = gate_qp = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
 	vbe_reap_mr(&vx, &fake_mr, "t");
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, "t", 0), 1);
 	open_gate(&gate_qp);
 	ck_assert(trail_is("Q"));
 	ck_assert(pending_is(2));		/* the MR, the unmap */
@@ -259,12 +299,13 @@ START_TEST(test_stop_runs_all)
 	struct vbe_vguest *vg = calloc(1, sizeof(*vg));
 
 	ck_assert_ptr_nonnull(vg);
+	strcpy(vg->ten, "t");			/* its MRs' tenant */
 	vg->pd = (struct ibv_pd *)&fake_mr;
 	gate_mr = true;
 	vbe_reap_qp(&vx, &fake_id, false, NULL, 0);
 	vbe_reap_mr(&vx, &fake_mr, "t");
 	vbe_reap_guest(&vx, vg);
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, "t", 0), 1);
 	ck_assert(trail_is("Q"));
 	open_gate(&gate_mr);
 	vbe_reap_stop(&vx);
@@ -274,38 +315,40 @@ START_TEST(test_stop_runs_all)
 }
 END_TEST
 
-/* Tenant a's three DEREG_MRs (three guests) queued before tenant b's:
- * b's runs second, not last; it is done while a's second still waits in
- * the device, and `mark` (a guest job's wait, a buffer's unmap) does not
- * pass a's second until it ran. */
+/* Tenant a's three DEREG_MRs (three guests) queued before tenant b's,
+ * while tenant c's runs: b's runs second, not last; it is done while a's
+ * second still waits in the device, which keeps `mark` (and a buffer of
+ * a's unmapped after it) waiting, while one of b's is unmapped at once. */
 START_TEST(test_mr_tenants_in_turn)
 {
 	uint64_t a0, a1, a2, b0;
 	struct vplat_map *m = (struct vplat_map *)&fake_id;
 
 	gate_mr = true;
+	vbe_reap_mr(&vx, &mr_c, "tc");
+	ck_assert(entered_is(1));		/* the lane holds c's: the rest queue */
 	a0 = vbe_reap_mr(&vx, &mr_a[0], "ta");
 	a1 = vbe_reap_mr(&vx, &mr_a[1], "ta");
 	a2 = vbe_reap_mr(&vx, &mr_a[2], "ta");
 	b0 = vbe_reap_mr(&vx, &mr_b, "tb");
-	ck_assert(trail_is(""));
-	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, 0), 1);
-	gate_a2 = true;
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, "ta", 0), 1);
+	close_gate(&gate_a2);
 	open_gate(&gate_mr);
-	ck_assert(trail_is("ab"));		/* a's first, b's, then a's second waits */
-	ck_assert(mr_done(b0));
-	ck_assert(vbe_reap_mr_done(&vx, a0));
-	ck_assert(!vbe_reap_mr_done(&vx, a1));
-	ck_assert(!vbe_reap_mr_done(&vx, a2));
+	ck_assert(trail_is("cab"));		/* then a's second waits */
+	ck_assert(mr_done_of(b0, "tb"));
+	ck_assert(vbe_reap_mr_done(&vx, a0, "ta"));
+	ck_assert(!vbe_reap_mr_done(&vx, a1, "ta"));
+	ck_assert(!vbe_reap_mr_done(&vx, a2, "ta"));
+	ck_assert_int_eq(vbe_reap_defer_unmap(&vx, m, NULL, "tb", 0), 1);
 	vbe_reap_poll(&vx);
-	ck_assert_uint_eq(unmaps, 0);		/* a's second may pin its pages */
+	ck_assert_uint_eq(unmaps, 1);		/* b's: none of b's jobs is left */
 	open_gate(&gate_a2);
-	ck_assert(trail_is("abaa"));
-	ck_assert(mr_done(a2));
-	ck_assert(vbe_reap_mr_done(&vx, a1));
-	ck_assert(pending_is(1));		/* the unmap, until the loop looks */
+	ck_assert(trail_is("cabaa"));
+	ck_assert(mr_done_of(a2, "ta"));
+	ck_assert(vbe_reap_mr_done(&vx, a1, "ta"));
+	ck_assert(pending_is(1));		/* a's unmap, until the loop looks */
 	vbe_reap_poll(&vx);
-	ck_assert_uint_eq(unmaps, 1);
+	ck_assert_uint_eq(unmaps, 2);
 	ck_assert(pending_is(0));
 }
 END_TEST

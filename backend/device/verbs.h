@@ -222,6 +222,7 @@ struct vbe_vguest {
 	struct vbe_vguest *next;
 	uint32_t domid, devid;
 	const struct vbe_guest *g;	/* incarnation it was made for */
+	char ten[VPLAT_TENANT_NAME];	/* its tenant (the MR lane's turn) */
 	struct ibv_pd *pd;
 	struct ibv_mr **mr;		/* [VBE_MAX_MRS], NULL = not registered */
 	uint32_t *key;			/* guest key each mr was made for */
@@ -335,12 +336,12 @@ void vbe_reap_qp(struct vbe_vx *vx, struct rdma_cm_id *id, bool up, struct ibv_c
 		 unsigned cq_events);
 /* tenant: a DEREG_MR's (the MR lane, tenants in turn); NULL: a dropped one's */
 uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, const char *tenant);
-bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq);
+bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq, const char *tenant);
 int  vbe_reap_fd(const struct vbe_vx *vx);	/* readable: an MR job ran */
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg);
 void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs);
 int  vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tenant *t,
-			  uint32_t npages);
+			  const char *tenant, uint32_t npages);
 void vbe_reap_poll(struct vbe_vx *vx);
 unsigned vbe_reap_pending(const struct vbe_vx *vx);
 

@@ -212,7 +212,7 @@ static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_
 	/* Peers holding the key in their cache post to its device window:
 	 * once the reaper deregistered the MR, nothing is there. */
 	if (vg->mr[i])
-		seq = vbe_reap_mr(vx, vg->mr[i], answer ? vg->g->tenant : NULL);
+		seq = vbe_reap_mr(vx, vg->mr[i], answer ? vg->ten : NULL);
 	/* The key table is indexed by key slot: wipe the entry only if it
 	 * is still this MR's (a newer MR of the slot may be in it already). */
 	ent = vg->rkt + (size_t)vbe_key_idx(vg->key[i]) * VBE_VX_RKT_ENT;
@@ -263,6 +263,7 @@ struct vbe_vguest *vbe_vx_guest(struct vbe_vx *vx, struct vbe_guest *g)
 	vg->domid = g->domid;
 	vg->devid = g->devid;
 	vg->g = g;
+	memcpy(vg->ten, g->tenant, sizeof(vg->ten));
 	vg->cmds = UINT64_MAX;	/* first sync registers everything */
 	vg->next = vx->guests;
 	vx->guests = vg;
@@ -375,7 +376,8 @@ int vbe_vx_unpin(struct vbe_node *n, const struct vbe_guest *g, const uint8_t *a
 			if (vg->key[i] && vg->addr[i] >= addr && vg->addr[i] < addr + len)
 				vbe_vx_mr_drop(n->vx, vg, i, false);
 	}
-	return vbe_reap_defer_unmap(n->vx, map, g->ten, (uint32_t)(len / VRDMA_PAGE_SIZE));
+	return vbe_reap_defer_unmap(n->vx, map, g->ten, g->tenant,
+				    (uint32_t)(len / VRDMA_PAGE_SIZE));
 }
 
 /*
@@ -399,11 +401,11 @@ uint64_t vbe_vx_dereg(struct vbe_node *n, const struct vbe_guest *g, uint32_t id
 	return 0;
 }
 
-bool vbe_vx_dereg_done(const struct vbe_node *n, uint64_t seq)
+bool vbe_vx_dereg_done(const struct vbe_node *n, const struct vbe_guest *g, uint64_t seq)
 {
 	if (!n->vx)
 		return !n->test_mr_lane.on || n->test_mr_lane.done >= seq;
-	return vbe_reap_mr_done(n->vx, seq);
+	return vbe_reap_mr_done(n->vx, seq, g->tenant);
 }
 
 unsigned vbe_vx_pending(const struct vbe_node *n)

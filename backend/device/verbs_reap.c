@@ -15,13 +15,15 @@
  * that went away); and as a guest has at most one answer held (cmd.c),
  * the MR lane holds at most one job a guest.  It serves tenants in turn,
  * each its jobs in order: one tenant's DEREG_MRs of MRs the device holds
- * (each can take a second) delay another's answer by one job of each
- * tenant waiting, not by all of theirs; a job's number is done when it
- * ran, whatever ran before it (vbe_reap_mr_done), and `mark` says up to
- * which number all did.  A guest's PD goes after the MRs queued before
- * it: its job waits for the MR lane's mark to pass them.  A buffer the
- * device may still pin is unmapped only once every job of both lanes
- * queued before its drop has run (vbe_reap_defer_unmap): on Xen, gntdev
+ * (each can take a second) delay another's answer by the job running and
+ * one job of each tenant waiting, not by all of theirs.  A job is done
+ * when it ran, whatever ran before it: the tenant's first job still
+ * queued or running says (vbe_lane_past), and `mark` says up to which
+ * number all did.  A guest's PD goes after its MRs queued before it: its
+ * job waits for its tenant's jobs on the MR lane to pass them.  A buffer
+ * the device may still pin is unmapped only once every teardown job and
+ * its tenant's MR lane jobs queued before its drop have run (its own
+ * MRs are among them: vbe_reap_defer_unmap): on Xen, gntdev
  * pages unmapped while pinned corrupt dom0's page accounting
  * (docs/rdma.md).  Unmapping stays on the loop's thread, as every other
  * platform call.  The MR lane writes an eventfd after each job: the loop
@@ -76,6 +78,7 @@ struct vbe_late_unmap {
 	struct vplat_map *map;
 	uint64_t seq[VBE_LANES];	/* unmap once this many jobs ran */
 	struct vbe_tenant *ten;		/* charged npages until then */
+	char mr_ten[VPLAT_TENANT_NAME];	/* whose MR lane jobs may pin it */
 	uint32_t npages;
 };
 
@@ -91,6 +94,7 @@ struct vbe_lane {
 	_Atomic uint64_t done;		/* jobs run (its thread) */
 	_Atomic uint64_t mark;		/* every job up to this number ran */
 	uint64_t running;		/* the number of the job running, 0: none (mu) */
+	char running_ten[VPLAT_TENANT_NAME];	/* ... and its tenant (MR lane) */
 };
 
 struct vbe_reaper {
@@ -121,11 +125,30 @@ static uint64_t vbe_lane_mark(struct vbe_lane *l)
 	return atomic_load_explicit(&l->mark, memory_order_acquire);
 }
 
-/* The MR lane has run every job up to number seq (the guest job's wait). */
-static void vbe_lane_wait(struct vbe_lane *l, uint64_t seq)
+/* The MR lane has run every job of tenant ten up to number seq (mu
+ * held): a tenant's jobs run in order, so its first one still queued, or
+ * running, says.  O(tenants with jobs queued). */
+static bool vbe_lane_past(const struct vbe_lane *l, uint64_t seq, const char *ten)
+{
+	const struct vbe_job *h;
+
+	if (vbe_lane_mark((struct vbe_lane *)l) >= seq)
+		return true;
+	if (l->running && l->running <= seq && !strcmp(l->running_ten, ten))
+		return false;
+	for (h = l->head; h; h = h->next)
+		if (!strcmp(h->ten, ten))
+			return h->seq > seq;
+	return true;
+}
+
+/* The guest job's wait: its guest's DEREG_MRs queued before it (its PD
+ * goes after its MRs), not every tenant's: another tenant's jobs queued
+ * later may run before them. */
+static void vbe_lane_wait(struct vbe_lane *l, uint64_t seq, const char *ten)
 {
 	pthread_mutex_lock(&l->mu);
-	while (vbe_lane_mark(l) < seq)
+	while (!vbe_lane_past(l, seq, ten))
 		pthread_cond_wait(&l->ran, &l->mu);
 	pthread_mutex_unlock(&l->mu);
 }
@@ -150,19 +173,25 @@ static struct vbe_job *vbe_lane_take(struct vbe_lane *l)
 		l->tail = &n->next;
 	}
 	l->running = j->seq;
+	memcpy(l->running_ten, j->ten, sizeof(l->running_ten));
 	return j;
 }
 
-/* Every job up to the smallest number still queued ran (mu held): a
- * tenant's jobs are queued in order, so the heads of the turn hold it. */
+/* Every job up to the smallest number still queued ran (mu held).  The
+ * teardown lane runs in order: its first.  The MR lane queues a
+ * tenant's jobs in order: the smallest of the turn's heads (one a
+ * tenant), never the whole queue. */
 static void vbe_lane_ran(struct vbe_lane *l)
 {
 	uint64_t low = l->queued + 1;
 	struct vbe_job *j;
 
-	for (j = l->head; j; j = j->next)
-		if (j->seq < low)
-			low = j->seq;
+	if (l != &l->r->lane[VBE_LANE_MR])
+		low = l->head ? l->head->seq : low;
+	else
+		for (j = l->head; j; j = j->next)
+			if (j->seq < low)
+				low = j->seq;
 	l->running = 0;
 	atomic_store_explicit(&l->mark, low - 1, memory_order_release);
 	atomic_fetch_add_explicit(&l->done, 1, memory_order_release);
@@ -213,7 +242,7 @@ static void vbe_job_run(struct vbe_reaper *r, struct vbe_job *j)
 		/* its QPs went before it (this lane), its dropped MRs too (the
 		 * MR lane); SRQs and MRs before the PD */
 		if (r)
-			vbe_lane_wait(&r->lane[VBE_LANE_MR], j->mr_seq);
+			vbe_lane_wait(&r->lane[VBE_LANE_MR], j->mr_seq, j->ten);
 		for (i = 0; vg->srqs && i < VBE_MAX_SRQS; i++)
 			if (vg->srqs[i])
 				vbe_srq_run(vg->srqs[i]);
@@ -407,12 +436,10 @@ uint64_t vbe_reap_mr(struct vbe_vx *vx, struct ibv_mr *mr, const char *tenant)
 	return vbe_reap_job(vx, VBE_LANE_MR, &j);
 }
 
-/* The MR lane has run its job number seq (0: ran inline): up to `mark`
- * all did; above it, those neither queued nor running. */
-bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq)
+/* The MR lane has run tenant's job number seq (0: ran inline). */
+bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq, const char *tenant)
 {
 	struct vbe_lane *l;
-	struct vbe_job *h, *j;
 	bool done;
 
 	if (!vx->reap)
@@ -421,17 +448,17 @@ bool vbe_reap_mr_done(const struct vbe_vx *vx, uint64_t seq)
 	if (vbe_lane_mark(l) >= seq)
 		return true;
 	pthread_mutex_lock(&l->mu);
-	done = seq <= l->queued && seq != l->running;
-	for (h = l->head; done && h; h = h->next)
-		for (j = h; done && j; j = j->tnext)
-			done = j->seq != seq;
+	done = vbe_lane_past(l, seq, tenant);
 	pthread_mutex_unlock(&l->mu);
 	return done;
 }
 
 void vbe_reap_guest(struct vbe_vx *vx, struct vbe_vguest *vg)
 {
-	vbe_reap_job(vx, VBE_LANE_TEAR, &(struct vbe_job){ .kind = VBE_JOB_GUEST, .vg = vg });
+	struct vbe_job j = { .kind = VBE_JOB_GUEST, .vg = vg };
+
+	memcpy(j.ten, vg->ten, sizeof(j.ten));
+	vbe_reap_job(vx, VBE_LANE_TEAR, &j);
 }
 
 void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs)
@@ -440,9 +467,10 @@ void vbe_reap_srq(struct vbe_vx *vx, struct vbe_vsrq *vs)
 }
 
 /* Take m if jobs queued so far may still pin it: 1 = taken (unmapped by
- * vbe_reap_poll once they ran), 0 = nothing pending, unmap it now. */
+ * vbe_reap_poll once they ran), 0 = nothing pending, unmap it now.  Of
+ * the MR lane, only its guest's (tenant's) DEREG_MRs may pin it. */
 int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tenant *t,
-			 uint32_t npages)
+			 const char *tenant, uint32_t npages)
 {
 	struct vbe_reaper *r = vx->reap;
 	struct vbe_late_unmap *u;
@@ -462,6 +490,7 @@ int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tena
 	/* Still mapped: still the tenant's (quota pages and maps) and the
 	 * node's (maps.c) until unmapped. */
 	u->ten = t;
+	snprintf(u->mr_ten, sizeof(u->mr_ten), "%s", tenant);
 	u->npages = npages;
 	if (t)
 		vbe_tenant_late(vx->node, t, npages, vplat_map_cost(m), true);
@@ -475,9 +504,10 @@ int vbe_reap_defer_unmap(struct vbe_vx *vx, struct vplat_map *m, struct vbe_tena
 void vbe_reap_poll(struct vbe_vx *vx)
 {
 	struct vbe_reaper *r = vx->reap;
+	struct vbe_lane *mrl;
 	struct vbe_late_unmap **p, *u;
-	uint64_t done[VBE_LANES];	/* every job up to these ran */
-	unsigned i;
+	uint64_t tear;			/* every teardown job up to this ran */
+	bool ran;
 
 	if (!r)
 		return;
@@ -486,11 +516,14 @@ void vbe_reap_poll(struct vbe_vx *vx)
 		vlog_dbg("rdma: reaper eventfd: %s", strerror(errno));
 	if (!r->unmaps)
 		return;
-	for (i = 0; i < VBE_LANES; i++)
-		done[i] = vbe_lane_mark(&r->lane[i]);
+	tear = vbe_lane_mark(&r->lane[VBE_LANE_TEAR]);
+	mrl = &r->lane[VBE_LANE_MR];
 	for (p = &r->unmaps; (u = *p);) {
-		if (u->seq[VBE_LANE_TEAR] > done[VBE_LANE_TEAR] ||
-		    u->seq[VBE_LANE_MR] > done[VBE_LANE_MR]) {
+		pthread_mutex_lock(&mrl->mu);
+		ran = u->seq[VBE_LANE_TEAR] <= tear &&
+		      vbe_lane_past(mrl, u->seq[VBE_LANE_MR], u->mr_ten);
+		pthread_mutex_unlock(&mrl->mu);
+		if (!ran) {
 			p = &u->next;
 			continue;
 		}

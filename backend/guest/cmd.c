@@ -419,7 +419,7 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 	e.id = r->id;
 	/* A peer holding the key reaches the pages until the device MR is
 	 * gone: "done" may be said only then (docs/security.md section 8). */
-	if (hold && !vbe_vx_dereg_done(g->node, hold)) {
+	if (hold && !vbe_vx_dereg_done(g->node, g, hold)) {
 		g->held = true;
 		g->held_seq = hold;
 		g->held_evt = e;
@@ -444,7 +444,7 @@ void vbe_cmd_release(struct vbe_node *n)
 	for (g = n->guests; g; g = g->next) {
 		if (!g->held)
 			continue;
-		if (g->connected && !g->dead && !vbe_vx_dereg_done(n, g->held_seq)) {
+		if (g->connected && !g->dead && !vbe_vx_dereg_done(n, g, g->held_seq)) {
 			left++;
 			continue;
 		}

@@ -54,11 +54,16 @@ void vbe_maps_init(struct vbe_node *n, bool own_maps, bool own_pages)
 	}
 	if (l->maps == UINT64_MAX && l->pages == UINT64_MAX)
 		return;
-	vlog_info("backend: guests' mappings: %llu maps, %llu pages (%s); a tenant's: "
-		  "maps %llu, pages %llu", (unsigned long long)l->maps,
-		  (unsigned long long)l->pages, l->pages == UINT64_MAX ? "no page table" :
-		  "dom0's", (unsigned long long)n->tenant_def[VBE_TQ_MAPS],
-		  (unsigned long long)n->tenant_def[VBE_TQ_PAGES]);
+	if (l->pages == UINT64_MAX)
+		vlog_info("backend: guests' mappings: %llu maps (no table of pages); a "
+			  "tenant's: maps %llu", (unsigned long long)l->maps,
+			  (unsigned long long)n->tenant_def[VBE_TQ_MAPS]);
+	else
+		vlog_info("backend: guests' mappings: %llu maps, %llu pages; a tenant's: "
+			  "maps %llu, pages %llu", (unsigned long long)l->maps,
+			  (unsigned long long)l->pages,
+			  (unsigned long long)n->tenant_def[VBE_TQ_MAPS],
+			  (unsigned long long)n->tenant_def[VBE_TQ_PAGES]);
 	if (!n->tenant_def[VBE_TQ_MAPS] || !n->tenant_def[VBE_TQ_PAGES])
 		vlog_warn("backend: the node's mapping budget leaves tenants nothing past "
 			  "what device areas keep: every buffer will be refused (raise "
