@@ -47,6 +47,7 @@
 #include <sys/types.h>
 
 #include "vrdma/wire.h"
+#include "log.h"
 #include "vplat.h"
 #include "backend.h"
 #include "vout.h"		/* control answers (dump, prio_ctl, tenant, policy) */
@@ -785,14 +786,6 @@ bool vbe_policy_allow(const struct vbe_node *n, const struct vbe_party *from,
 		      const struct vbe_party *to);
 bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a,
 			     const struct vbe_party *b);	/* bindings */
-/* An info line at most once a second per limiter, the rest at debug
- * level and counted: one kind of refusal never hides another's line. */
-struct vbe_loglim {
-	int64_t ms;			/* last line logged */
-	unsigned quiet;			/* lines since, not logged */
-};
-void vbe_log_limited(struct vbe_loglim *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));			/* the policy's own */
 

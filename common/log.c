@@ -99,3 +99,34 @@ void vlog(int level, const char *fmt, ...)
 	}
 	errno = saved;
 }
+
+void vlog_limitedv(struct vlog_lim *l, int level, const char *fmt, va_list ap)
+{
+	struct timespec ts;
+	char msg[256];
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (l->ms && now - l->ms < 1000) {
+		l->quiet++;
+		vlog_dbg("%s", msg);
+		return;
+	}
+	if (l->quiet)
+		vlog(level, "%s (and %u more like it in the last second)", msg, l->quiet);
+	else
+		vlog(level, "%s", msg);
+	l->ms = now;
+	l->quiet = 0;
+}
+
+void vlog_limited(struct vlog_lim *l, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog_limitedv(l, level, fmt, ap);
+	va_end(ap);
+}

@@ -109,30 +109,8 @@ struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid)
 	return NULL;
 }
 
-void hd_refuse_log(struct hd *d, const char *fmt, ...)
-{
-	int64_t now = vplat_now_ms();
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (now - d->refuse_log_ms < 1000) {
-		d->refuse_quiet++;
-		vlog_dbg("%s", msg);
-		return;
-	}
-	if (d->refuse_quiet)
-		vlog_warn("%s (and %u more refusals since the last line)", msg, d->refuse_quiet);
-	else
-		vlog_warn("%s", msg);
-	d->refuse_log_ms = now;
-	d->refuse_quiet = 0;
-}
-
 /* Mark dead now (nothing more is read or sent), free at reap time.  A
- * refused connection's end is not logged: its refusal was (hd_refuse_log). */
+ * refused connection's end is not logged: its refusal was (refuse_lim). */
 void hd_guest_kill(struct hd_guest *g, const char *why)
 {
 	if (g->dead)
@@ -488,7 +466,7 @@ static void hd_refuse(struct hd *d, struct hd_guest *g, int err)
 	unsigned mine = 0, live = 0;
 
 	g->refused = err;
-	g->quiet = 1;		/* hd_accept logged why, within hd_refuse_log's limit */
+	g->quiet = 1;		/* hd_accept logged why, once a second at most */
 	/* Those still waiting (nrefused counts the killed until they are
 	 * freed, at the end of the round). */
 	for (x = g->next; x; x = x->next) {	/* newest first */
@@ -568,12 +546,12 @@ static int hd_accept(struct hd *d)
 	g->next = d->guests;
 	d->guests = g;
 	if (d->nguests >= HD_MAX_GUESTS) {
-		hd_refuse_log(d, "platform: refusing a guest of tenant %s: %u guests is the limit",
-			      g->tenant, HD_MAX_GUESTS);
+		vlog_limited(&d->refuse_lim, VLOG_WARN, "platform: refusing a guest of tenant "
+			     "%s: %u guests is the limit", g->tenant, HD_MAX_GUESTS);
 		hd_refuse(d, g, -EUSERS);
 	} else if (mine >= max) {
-		hd_refuse_log(d, "platform: refusing a guest of tenant %s: %u guests is its limit",
-			      g->tenant, max);
+		vlog_limited(&d->refuse_lim, VLOG_WARN, "platform: refusing a guest of tenant "
+			     "%s: %u guests is its limit", g->tenant, max);
 		hd_refuse(d, g, -EUSERS);
 	} else {
 		d->nguests++;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "host_proto.h"
+#include "log.h"
 #include "vplat_impl.h"
 
 #define HD_MAX_GUESTS		256
@@ -93,8 +94,7 @@ struct hd {
 	struct hd_guest *guests;
 	unsigned nguests;		/* not counting the refused */
 	unsigned nrefused;
-	int64_t refuse_log_ms;		/* hd_refuse_log: one line a second */
-	unsigned refuse_quiet;		/* ... and how many were not logged */
+	struct vlog_lim refuse_lim;	/* refusals at accept: a line a second */
 	uint32_t next_domid;
 	uint64_t max_pages;
 	unsigned tenant_guests;		/* with no key: vplat_cfg's, else the built-in */
@@ -113,8 +113,6 @@ struct hd {
 };
 
 struct hd_guest *hd_guest_find(struct hd *d, uint32_t domid);
-/* A refusal a uid can repeat at will: a line a second, the rest debug. */
-void hd_refuse_log(struct hd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hd_guest_kill(struct hd_guest *g, const char *why);
 /* Never blocks: what the socket has no room for waits in g's outbox. */
 int  hd_send(struct hd_guest *g, const struct vhp_hdr *h, const void *payload);

@@ -30,7 +30,7 @@ struct hd_map {
 	struct vplat_map base;
 	size_t len;
 	struct hd *d;
-	uint32_t domid, runs;		/* against the guest's and node's caps */
+	uint32_t domid;
 	int writable;
 	uint8_t *live;			/* vplat_map_live's byte, NULL: none */
 };
@@ -308,10 +308,9 @@ int hd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		}
 	}
 	m->base.addr = base;
-	m->base.cost = runs;
+	m->base.cost = runs;		/* against the guest's and node's caps */
 	m->d = g->d;
 	m->domid = domid;
-	m->runs = runs;
 	m->writable = writable;
 	g->runs += runs;
 	g->d->runs += runs;
@@ -325,9 +324,9 @@ void hd_unmap(struct vplat_map *bm)
 	struct hd_guest *g = hd_guest_find(m->d, m->domid);
 
 	/* The guest may be gone already: its count went with it. */
-	if (g && g->runs >= m->runs)
-		g->runs -= m->runs;
-	m->d->runs -= m->runs;
+	if (g && g->runs >= m->base.cost)
+		g->runs -= m->base.cost;
+	m->d->runs -= m->base.cost;
 	/* As gntdev's unmap-notify does; dom0's death the guest sees itself. */
 	if (m->live)
 		__atomic_store_n(m->live, 0, __ATOMIC_RELEASE);

@@ -258,7 +258,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	struct vbe_guest *lg;
 	unsigned mine = 0, backlog = 0, ours = 0;
 	struct vbe_party me, owner;
-	static struct vbe_loglim share_lim;
+	static struct vlog_lim share_lim;
 	uint32_t i, li;
 	int st;
 
@@ -307,9 +307,9 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	/* Another group's clients take a quarter of the backlog at most. */
 	owner = vbe_policy_local(n, l->tenant);
 	if (ours >= VBE_LISTEN_SHARE && !vbe_policy_same(&me, &owner)) {
-		vbe_log_limited(&share_lim, "guest %u (tenant %s): connect to '%.31s' refused: "
-				"its group holds %u of the listener's %u requests", g->domid,
-				g->tenant, c->service, ours, VBE_LISTEN_BACKLOG);
+		vlog_limited(&share_lim, VLOG_INFO, "guest %u (tenant %s): connect to '%.31s' "
+			     "refused: its group holds %u of the listener's %u requests",
+			     g->domid, g->tenant, c->service, ours, VBE_LISTEN_BACKLOG);
 		backlog = VBE_LISTEN_BACKLOG;
 	}
 	lg = vbe_node_guest(n, l->domid, l->devid);

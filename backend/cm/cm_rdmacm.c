@@ -342,9 +342,9 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		return;
 	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
-		vbe_log_limited(&vx->hello_lim, "rdma: a request refused: its hello does not parse "
-				   "(%zu bytes, first %#x)", pd_len,
-				   pd_len ? ((const uint8_t *)pd)[0] : 0);
+		vlog_limited(&vx->hello_lim, VLOG_INFO, "rdma: a request refused: its hello "
+			     "does not parse (%zu bytes, first %#x)", pd_len,
+			     pd_len ? ((const uint8_t *)pd)[0] : 0);
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -356,9 +356,9 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 			vbe_policy_refused(n, "rdma: request from %s (domain %u): refused by "
 					   "policy", peer, h.domid);
 		else
-			vbe_log_limited(&vx->req_lim, "rdma: request from %s (domain %u): no listener "
-					   "for service hash %#x%s", peer, h.domid, h.svc_hash,
-					   h.qualified ? " (group/svc)" : "");
+			vlog_limited(&vx->req_lim, VLOG_INFO, "rdma: request from %s (domain %u): "
+				     "no listener for service hash %#x%s", peer, h.domid,
+				     h.svc_hash, h.qualified ? " (group/svc)" : "");
 		vbe_rcm_reject_id(id, st, NULL, 0);
 		return;
 	}
@@ -384,13 +384,13 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	if (!cn || backlog >= VBE_LISTEN_BACKLOG || from >= VBE_RQPN_PER_NODE ||
 	    group >= VBE_RQPN_PER_GROUP || at_lis >= VBE_LISTEN_SHARE || !lg || lg->dead ||
 	    !lg->connected) {
-		vbe_log_limited(&vx->req_lim, "rdma: request from %s refused: %s", peer,
-				   !cn ? "no free request slot" :
-				   backlog >= VBE_LISTEN_BACKLOG ? "listener backlog full" :
-				   from >= VBE_RQPN_PER_NODE || group >= VBE_RQPN_PER_GROUP ?
-				   "that node's share taken" :
-				   at_lis >= VBE_LISTEN_SHARE ? "that node's share of the listener taken" :
-				   "the listener's guest is gone");
+		vlog_limited(&vx->req_lim, VLOG_INFO, "rdma: request from %s refused: %s", peer,
+			     !cn ? "no free request slot" :
+			     backlog >= VBE_LISTEN_BACKLOG ? "listener backlog full" :
+			     from >= VBE_RQPN_PER_NODE || group >= VBE_RQPN_PER_GROUP ?
+			     "that node's share taken" :
+			     at_lis >= VBE_LISTEN_SHARE ? "that node's share of the listener taken" :
+			     "the listener's guest is gone");
 		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
 		return;
 	}
@@ -573,8 +573,8 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 			vlog_dbg("rdma: rejected without vrdmad data (status %d)", status);
 			rst = VRDMA_CS_UNREACH;
 		}
-		vbe_log_limited(&vx->rej_lim, "rdma: a connect was rejected by the other node "
-				   "(status %u)", rst);
+		vlog_limited(&vx->rej_lim, VLOG_INFO, "rdma: a connect was rejected by the "
+			     "other node (status %u)", rst);
 		vbe_rcm_refuse(vx, vq, rst, rpd, rlen);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:

@@ -51,7 +51,7 @@ struct vbe_policy {
 	struct vbe_pol_member mem[VBE_POL_MEMBERS];
 	struct vbe_pol_rule rule[VBE_POL_RULES];
 	char path[256];			/* "" = not persisted */
-	struct vbe_loglim lim;		/* refusals by policy */
+	struct vlog_lim lim;		/* refusals by policy */
 };
 
 /* FNV-1a, never VBE_POL_ANY: names a group on the wire. */
@@ -150,43 +150,12 @@ bool vbe_policy_allow_either(const struct vbe_node *n, const struct vbe_party *a
 	return vbe_policy_allow(n, a, b) || vbe_policy_allow(n, b, a);
 }
 
-/* A refusal a guest or a remote node can repeat at will: logged at most
- * once a second (with how many were not), the rest at debug level. */
-static __attribute__((format(printf, 2, 0))) void
-vbe_log_limitedv(struct vbe_loglim *l, const char *fmt, va_list ap)
-{
-	int64_t now = vplat_now_ms();
-	char msg[256];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (now - l->ms < 1000) {
-		l->quiet++;
-		vlog_dbg("%s", msg);
-		return;
-	}
-	if (l->quiet)
-		vlog_info("%s (and %u more like it in the last second)", msg, l->quiet);
-	else
-		vlog_info("%s", msg);
-	l->ms = now;
-	l->quiet = 0;
-}
-
-void vbe_log_limited(struct vbe_loglim *l, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vbe_log_limitedv(l, fmt, ap);
-	va_end(ap);
-}
-
 void vbe_policy_refused(struct vbe_node *n, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vbe_log_limitedv(&n->pol->lim, fmt, ap);
+	vlog_limitedv(&n->pol->lim, VLOG_INFO, fmt, ap);
 	va_end(ap);
 }
 

@@ -294,9 +294,9 @@ struct vbe_vx {
 	struct vbe_vqreq qreq[VBE_MAX_CONNS];
 	int max_sge;
 	struct vbe_reaper *reap;	/* teardown threads (verbs_reap.c) */
-	struct vbe_loglim req_lim;	/* remote requests refused, not by policy */
-	struct vbe_loglim hello_lim;	/* ... whose hello did not parse (any host) */
-	struct vbe_loglim rej_lim;	/* our connects the other node rejected */
+	struct vlog_lim req_lim;	/* remote requests refused, not by policy */
+	struct vlog_lim hello_lim;	/* ... whose hello did not parse (any host) */
+	struct vlog_lim rej_lim;	/* our connects the other node rejected */
 };
 
 /* verbs_dev.c */

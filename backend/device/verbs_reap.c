@@ -120,7 +120,7 @@ static bool vbe_reap_idle(struct vbe_reaper *r)
 	return true;
 }
 
-static uint64_t vbe_lane_mark(struct vbe_lane *l)
+static uint64_t vbe_lane_mark(const struct vbe_lane *l)
 {
 	return atomic_load_explicit(&l->mark, memory_order_acquire);
 }
@@ -132,7 +132,7 @@ static bool vbe_lane_past(const struct vbe_lane *l, uint64_t seq, const char *te
 {
 	const struct vbe_job *h;
 
-	if (vbe_lane_mark((struct vbe_lane *)l) >= seq)
+	if (vbe_lane_mark(l) >= seq)
 		return true;
 	if (l->running && l->running <= seq && !strcmp(l->running_ten, ten))
 		return false;

@@ -117,14 +117,14 @@ void vbe_unmap_area(struct vbe_guest *g)
 static int vbe_node_full(struct vbe_guest *g, const char *what, uint64_t use, uint64_t lim,
 			 uint64_t keep)
 {
-	static struct vbe_loglim ll;
+	static struct vlog_lim ll;
 
 	g->node->map_refused++;
 	g->ctr.refusals++;
-	vbe_log_limited(&ll, "guest %u/%u refused a buffer: the node's %s are taken "
-			"(%llu of %llu, %llu more kept for device areas)", g->domid, g->devid,
-			what, (unsigned long long)use, (unsigned long long)lim,
-			(unsigned long long)keep);
+	vlog_limited(&ll, VLOG_INFO, "guest %u/%u refused a buffer: the node's %s are taken "
+		     "(%llu of %llu, %llu more kept for device areas)", g->domid, g->devid,
+		     what, (unsigned long long)use, (unsigned long long)lim,
+		     (unsigned long long)keep);
 	return VRDMA_CS_NOMEM;
 }
 
