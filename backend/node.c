@@ -210,6 +210,7 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	n->dev_max = VBE_DEV_BYTES;
 	n->poll_wrs = VBE_POLL_WRS;
 	n->poll_reqs = VBE_POLL_REQS;
+	n->max_sge = VRDMA_MAX_SGE;
 	if (cfg->tenant_defaults)
 		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
 	else

@@ -205,7 +205,16 @@ struct vbe_wqe {
 	int64_t t_q;		/* round clock (us) when queued, or when its QP
 				 * went to RTS (queue delay); 0 = unknown */
 	struct vrdma_wr wr;
+	/* SGEs past wr.sge: this slot's share of its queue's side table
+	 * (vbe_wq_alloc), NULL in a queue of max_sge <= VRDMA_WR_SGE. */
+	struct vrdma_wire_sge *xsge;
 };
+
+/* SGE i (< num_sge) of a queued WR. */
+static inline const struct vrdma_wire_sge *vbe_wqe_sge(const struct vbe_wqe *w, unsigned i)
+{
+	return i < VRDMA_WR_SGE ? &w->wr.sge[i] : &w->xsge[i - VRDMA_WR_SGE];
+}
 
 struct vbe_wq {
 	struct vbe_wqe *e;
@@ -233,6 +242,7 @@ struct vbe_qp {
 	bool srq_held;			/* srq_wqe taken from the SRQ, not completed */
 	uint32_t srq_idx;		/* ... its index in the SRQ */
 	struct vbe_wqe srq_wqe;
+	struct vrdma_wire_sge srq_xsge[VRDMA_MAX_SGE - VRDMA_WR_SGE];	/* its */
 	uint32_t max_sge;
 	struct vbe_wq sq, rq;
 	uint32_t sq_retired;
@@ -455,6 +465,7 @@ struct vbe_node {
 	uint64_t dev_full;		/* WRs that found the device full */
 	uint64_t dev_hold_expired;	/* holds ended by VBE_DEV_HOLD_MS */
 	unsigned poll_wrs, poll_reqs;
+	uint32_t max_sge;		/* published max-sge: wire's and device's */
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
 	uint8_t gid[16];		/* names this node's QPs (cm_qpn.c) */
@@ -629,6 +640,9 @@ static inline struct vbe_wqe *vbe_wq_tail(struct vbe_wq *q)
 
 	return &q->e[i >= q->size ? i - q->size : i];
 }
+/* A queue of size WRs of up to max_sge SGEs each: 0 or -ENOMEM. */
+int  vbe_wq_alloc(struct vbe_wq *q, uint32_t size, uint32_t max_sge);
+void vbe_wq_free(struct vbe_wq *q);
 static inline void vbe_wq_pop(struct vbe_wq *q)
 {
 	if (++q->head == q->size)
@@ -796,7 +810,8 @@ void vbe_cmd_release(struct vbe_node *n);	/* held answers whose wait is over */
 int  vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
 int  vbe_srq_destroy(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_srq_free(struct vbe_guest *g, struct vbe_srq *srq);
-int  vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r);
+int  vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r,
+		  const struct vrdma_wire_sge *xsge);
 
 /* cm.c: commands return a VRDMA_CS_*; `late` is posted after CMD_DONE */
 struct vbe_late {

@@ -244,7 +244,7 @@ static void vfe_parse_gid(const char *s, uint8_t gid[16])
 
 static int vfe_negotiate(struct vfe_dev *d)
 {
-	uint32_t ver, max_req, max_evt;
+	uint32_t ver, max_req, max_evt, max_sge;
 	char path[VPLAT_KEY_MAX + 64];
 	char buf[VPLAT_VAL_MAX];
 	int rc;
@@ -256,6 +256,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 		rc = vfe_back_u32(d, "max-req-ring-order", VRDMA_REQ_RING_ORDER_DEF, &max_req);
 	if (!rc)
 		rc = vfe_back_u32(d, "max-evt-ring-order", VRDMA_EVT_RING_ORDER_DEF, &max_evt);
+	if (!rc)
+		rc = vfe_back_u32(d, "max-sge", VRDMA_WR_SGE, &max_sge);
 	if (rc)
 		return rc;
 	d->req_order = VRDMA_REQ_RING_ORDER_DEF;
@@ -266,6 +268,13 @@ static int vfe_negotiate(struct vfe_dev *d)
 		d->evt_order = (uint8_t)max_evt;
 	d->req_size = 1u << d->req_order;
 	d->evt_size = 1u << d->evt_order;
+	/* dom0's word, within what the wire and our ring can carry: a WR
+	 * and its SGE entries go into the ring at once. */
+	if (max_sge > VRDMA_MAX_SGE)
+		max_sge = VRDMA_MAX_SGE;
+	while (max_sge > 1 && 1 + VRDMA_SGE_EXT_ENTRIES(max_sge) > d->req_size)
+		max_sge--;
+	d->max_sge = max_sge ? max_sge : 1;
 
 	/* node-name is informational: absent or oversized means "". */
 	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&

@@ -63,6 +63,7 @@ struct vfe_dev {
 	unsigned spin_us;		/* busy-poll before sleeping (wait policy) */
 	bool feat_modify_qp;		/* backend's feature-modify-qp */
 	bool feat_srq;			/* backend's feature-srq */
+	uint32_t max_sge;		/* SGEs per WR: backend's max-sge, bounded */
 	uint32_t devid;			/* the device this process claimed */
 	char fdir[40];			/* "device/vrdma/<devid>", home-relative */
 	char owner[48];			/* our claim: "<pid> <start time>" */
@@ -162,6 +163,8 @@ static inline void vfe_ring_lock(struct vfe_dev *d)
 	vlock_lock(&d->ring_lock);
 }
 int  vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r);
+int  vfe_ring_put_ext(struct vfe_dev *d, const struct vrdma_req *r,
+		      const struct vrdma_sge_ext *x, uint32_t nx);
 struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err);
 /* Room for an entry known without a look at shared memory: the room seen
  * at the last look at the backend's consumer index only grows meanwhile,

@@ -25,9 +25,9 @@ static int vfe_ring_space(struct vfe_dev *d, uint32_t *space)
 	return 0;
 }
 
-/* vfe_ring_slot() once the room it knew of is used up: look at the
- * consumer index again, wait (bounded) while the ring is full. */
-struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
+/* The room known is used up: look at the consumer index again, wait
+ * (bounded) while fewer than @need entries are free.  0, -EIO, -EAGAIN. */
+static int vfe_ring_wait(struct vfe_dev *d, uint32_t need)
 {
 	int64_t deadline = 0;
 	uint32_t space;
@@ -37,8 +37,8 @@ struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
 	for (;;) {
 		rc = vfe_is_broken(d) ? -EIO : vfe_ring_space(d, &space);
 		if (rc)
-			goto fail;
-		if (space)
+			return rc;
+		if (space >= need)
 			break;
 		/* Full: make sure the backend knows about our entries. */
 		if (!deadline) {
@@ -46,8 +46,7 @@ struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
 			vplat_notify(d->chan);
 			deadline = vplat_now_ms() + VFE_RING_FULL_MS;
 		} else if (vplat_now_ms() >= deadline) {
-			rc = -EAGAIN;
-			goto fail;
+			return -EAGAIN;
 		}
 		if (++spins < 64) {
 			sched_yield();
@@ -55,18 +54,49 @@ struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
 			struct timespec ts = { 0, 100000 };
 
 			/* Long wait: is the backend still there at all? */
-			if (spins % 64 == 0 && vfe_check_backend(d)) {
-				rc = -EIO;
-				goto fail;
-			}
+			if (spins % 64 == 0 && vfe_check_backend(d))
+				return -EIO;
 			nanosleep(&ts, NULL);
 		}
 	}
 	d->req_end = d->req_prod + space;
-	return &d->req[d->req_prod & (d->req_size - 1)];
-fail:
-	*err = rc;
-	return NULL;
+	return 0;
+}
+
+/* vfe_ring_slot() once the room it knew of is used up. */
+struct vrdma_req *vfe_ring_slot_wait(struct vfe_dev *d, int *err)
+{
+	int rc = vfe_ring_wait(d, 1);
+
+	if (rc) {
+		*err = rc;
+		return NULL;
+	}
+	return vfe_ring_entry(d);
+}
+
+/* A WR and its SGE entries, committed together: a wait for room only
+ * ever publishes what came before them (wire.h, struct vrdma_sge_ext). */
+int vfe_ring_put_ext(struct vfe_dev *d, const struct vrdma_req *r,
+		     const struct vrdma_sge_ext *x, uint32_t nx)
+{
+	uint32_t i;
+	int rc;
+
+	if (1 + nx > d->req_size)
+		return -EINVAL;
+	if (d->req_end - d->req_prod < 1 + nx || vfe_is_broken(d)) {
+		rc = vfe_ring_wait(d, 1 + nx);
+		if (rc)
+			return rc;
+	}
+	memcpy(vfe_ring_entry(d), r, sizeof(*r));
+	vfe_ring_commit(d);
+	for (i = 0; i < nx; i++) {
+		memcpy(vfe_ring_entry(d), &x[i], sizeof(x[i]));
+		vfe_ring_commit(d);
+	}
+	return 0;
 }
 
 int vfe_ring_put(struct vfe_dev *d, const struct vrdma_req *r)

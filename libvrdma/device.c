@@ -241,7 +241,7 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->max_qp = 1024;
 	attr->max_qp_wr = VRDMA_MAX_WR;
-	attr->max_sge = VRDMA_MAX_SGE;
+	attr->max_sge = dev->fe.max_sge;
 	attr->max_cq = 256;
 	attr->max_cqe = 1u << VRDMA_CQ_ORDER_MAX;
 	attr->max_mr = 4096;	/* backend VBE_MAX_MRS (8192 key slots, half kept free) */

@@ -7,28 +7,54 @@
 
 #include "vlib.h"
 
-/* A receive's SGE list into @r, each field read once (another thread of
- * the program may be changing it: what is summed is what goes out). */
-int vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sge,
-	      uint32_t max_sge, uint32_t *total)
+/* Where SGE i of a WR goes: its entry, or the extension entries after it. */
+static inline struct vrdma_wire_sge *vlib_wsge(struct vrdma_wire_sge *ws,
+					       struct vrdma_sge_ext *x, uint32_t i)
 {
+	return i < VRDMA_WR_SGE ? &ws[i] :
+	       &x[(i - VRDMA_WR_SGE) / VRDMA_EXT_SGE].sge[(i - VRDMA_WR_SGE) % VRDMA_EXT_SGE];
+}
+
+/* An SGE list into ws[] (and x[] past VRDMA_WR_SGE), each field read once
+ * (another thread of the program may be changing it: what is summed is
+ * what goes out); every SGE of the entries used that the list does not
+ * fill is zero.  0 or -EINVAL. */
+static int vlib_put_sges(const struct vrdma_sge *sg, uint32_t nsge, uint32_t max_sge,
+			 struct vrdma_wire_sge *ws, struct vrdma_sge_ext *x, uint32_t *total)
+{
+	uint32_t i, end = VRDMA_WR_SGE + VRDMA_SGE_EXT_ENTRIES(nsge) * VRDMA_EXT_SGE;
 	uint64_t sum = 0;
-	int i;
 
-	if (num_sge < 0 || (uint32_t)num_sge > max_sge || (num_sge && !sg))
+	/* A negative count came in as a large one. */
+	if (nsge > max_sge || (nsge && !sg))
 		return -EINVAL;
-	r->num_sge = (uint8_t)num_sge;
-	for (i = 0; i < num_sge; i++) {
-		uint32_t len = VLIB_ONCE(sg[i].length);
+	for (i = 0; i < end; i++) {
+		struct vrdma_wire_sge *w = vlib_wsge(ws, x, i);
+		uint64_t addr = i < nsge ? VLIB_ONCE(sg[i].addr) : 0;
+		uint32_t len = i < nsge ? VLIB_ONCE(sg[i].length) : 0;
+		uint32_t lkey = i < nsge ? VLIB_ONCE(sg[i].lkey) : 0;
 
-		r->u.wr.sge[i].addr = VLIB_ONCE(sg[i].addr);
-		r->u.wr.sge[i].length = len;
-		r->u.wr.sge[i].lkey = VLIB_ONCE(sg[i].lkey);
+		w->addr = addr;
+		w->length = len;
+		w->lkey = lkey;
 		sum += len;
 	}
 	if (sum > UINT32_MAX)
 		return -EINVAL;
 	*total = (uint32_t)sum;
+	return 0;
+}
+
+/* A receive's SGE list into @r and x[]; *nx gets the extension entries. */
+int vlib_sges(struct vrdma_req *r, struct vrdma_sge_ext *x, uint32_t *nx,
+	      const struct vrdma_sge *sg, int num_sge, uint32_t max_sge, uint32_t *total)
+{
+	int rc = vlib_put_sges(sg, (uint32_t)num_sge, max_sge, r->u.wr.sge, x, total);
+
+	if (rc)
+		return rc;
+	r->num_sge = (uint8_t)num_sge;
+	*nx = VRDMA_SGE_EXT_ENTRIES((uint32_t)num_sge);
 	return 0;
 }
 
@@ -67,33 +93,20 @@ _Static_assert(VRDMA_SEND_SIGNALED == VRDMA_WR_F_SIGNALED &&
 
 /*
  * vlib_send_put() for any SGE list but one SGE: check the count, copy
- * each SGE once into the entry's (unused ones zero), sum their lengths.
- * Off the hot path: its loop would cost every post.
+ * each SGE once into the entry's or the extension entries' x[] (*nx of
+ * them), unused ones zero, sum their lengths.  Off the hot path: its
+ * loop would cost every post.
  */
 static __attribute__((noinline, cold)) int
 vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsge,
-	       struct vrdma_wire_sge *ws, uint32_t *total)
+	       struct vrdma_wire_sge *ws, struct vrdma_sge_ext *x, uint32_t *nx,
+	       uint32_t *total)
 {
-	uint64_t sum = 0;
-	uint32_t i;
+	int rc = vlib_put_sges(sg, nsge, q->cap.max_send_sge, ws, x, total);
 
-	/* A negative count came in as a large one. */
-	if (nsge > q->cap.max_send_sge || (nsge && !sg))
-		return -EINVAL;
-	for (i = 0; i < VRDMA_MAX_SGE; i++) {
-		uint64_t addr = i < nsge ? VLIB_ONCE(sg[i].addr) : 0;
-		uint32_t len = i < nsge ? VLIB_ONCE(sg[i].length) : 0;
-		uint32_t lkey = i < nsge ? VLIB_ONCE(sg[i].lkey) : 0;
-
-		ws[i].addr = addr;
-		ws[i].length = len;
-		ws[i].lkey = lkey;
-		sum += len;
-	}
-	if (sum > UINT32_MAX)
-		return -EINVAL;
-	*total = (uint32_t)sum;
-	return 0;
+	if (!rc)
+		*nx = VRDMA_SGE_EXT_ENTRIES(nsge);
+	return rc;
 }
 
 /*
@@ -104,10 +117,13 @@ vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsg
  * written, never read back (dom0 may scribble on it).  Every byte of r
  * is written (fields the opcode does not use, reserved bytes and unused
  * SGEs as zero): nothing stale or of ours leaks to dom0.  *slot gets
- * what the completion must say.  0 or -EINVAL (r is then garbage).
+ * what the completion must say; SGEs past VRDMA_WR_SGE go into x[] and
+ * *nx (0 otherwise, as the caller set it) says how many entries they
+ * take.  0 or -EINVAL (r is then garbage).
  */
 static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-				struct vrdma_req *r, struct vlib_slot *slot)
+				struct vrdma_req *r, struct vlib_slot *slot,
+				struct vrdma_sge_ext *x, uint32_t *nx)
 {
 	const struct vrdma_sge *sg = VLIB_ONCE(wr->sg_list);
 	uint32_t nsge = (uint32_t)VLIB_ONCE(wr->num_sge);
@@ -146,7 +162,7 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 		slot->len = len;
 	} else {
 		uint32_t total;		/* not slot->len: slot stays in registers */
-		int rc = vlib_send_sges(q, sg, nsge, w->sge, &total);
+		int rc = vlib_send_sges(q, sg, nsge, w->sge, x, nx, &total);
 
 		if (rc)
 			return rc;
@@ -200,6 +216,7 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	enum vrdma_qp_state st;
 	uint32_t posted, retired, start;
 	struct vrdma_send_wr *head = wr;
+	struct vrdma_sge_ext ext[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE)];
 	struct vrdma_req local;
 	struct vlib_qp *q;
 	int rc = 0;
@@ -230,13 +247,14 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	for (; !rc && wr; wr = wr->next) {
 		struct vrdma_req *r = &local;
 		struct vlib_slot slot;
+		uint32_t nx = 0;
 
 		/* Built in the ring entry itself (published at unlock), or
 		 * put there once the ring has room (which may take a wait:
 		 * a bad WR or a full queue says so first). */
 		if (vfe_likely(vfe_ring_room(&dev->fe)))
 			r = vfe_ring_entry(&dev->fe);
-		rc = vlib_send_put(q, wr, r, &slot);
+		rc = vlib_send_put(q, wr, r, &slot, ext, &nx);
 		if (rc)
 			break;
 		if (vfe_unlikely(posted - retired >= q->cap.max_send_wr)) {
@@ -246,7 +264,15 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 				break;
 			}
 		}
-		if (vfe_unlikely(r == &local)) {
+		if (vfe_unlikely(nx)) {
+			/* With its SGE entries, all at once (r was not
+			 * committed: a wait for room leaves it unpublished). */
+			if (r != &local)
+				memcpy(&local, r, sizeof(local));
+			rc = vfe_ring_put_ext(&dev->fe, &local, ext, nx);
+			if (rc)
+				break;
+		} else if (vfe_unlikely(r == &local)) {
 			rc = vfe_ring_put(&dev->fe, &local);
 			if (rc)
 				break;
@@ -267,10 +293,11 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		    struct vrdma_recv_wr **bad_wr)
 {
+	struct vrdma_sge_ext ext[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE)];
 	struct vrdma_device *dev;
 	struct vrdma_req r;
 	struct vlib_qp *q;
-	uint32_t total;
+	uint32_t total, nx;
 	int rc = 0;
 
 	if (bad_wr)
@@ -291,7 +318,7 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		r.opcode = VRDMA_OP_RECV;
 		r.handle = qp->handle;
 		r.id = wr->wr_id;
-		rc = vlib_sges(&r, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
+		rc = vlib_sges(&r, ext, &nx, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
 			       q->cap.max_recv_sge, &total);
 		if (rc)
 			break;
@@ -299,7 +326,7 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 			rc = -ENOMEM;
 			break;
 		}
-		rc = vfe_ring_put(&dev->fe, &r);
+		rc = nx ? vfe_ring_put_ext(&dev->fe, &r, ext, nx) : vfe_ring_put(&dev->fe, &r);
 		if (rc)
 			break;
 		vlib_slot_set(&q->rq_slot[q->rq_posted & q->rq_mask], r.id, total,

@@ -19,13 +19,16 @@ struct vlib_qp *vlib_qp_find(struct vrdma_device *dev, uint32_t handle)
 }
 
 /* The receive caps do not count on an SRQ (as in verbs). */
-static int vlib_qp_caps(const struct vrdma_qp_cap *cap, bool srq)
+static int vlib_qp_caps(const struct vrdma_device *dev, const struct vrdma_qp_cap *cap,
+			bool srq)
 {
+	uint32_t max_sge = dev->fe.max_sge;	/* the backend's max-sge */
+
 	if (cap->max_send_wr < 1 || cap->max_send_wr > VRDMA_MAX_WR ||
-	    cap->max_send_sge < 1 || cap->max_send_sge > VRDMA_MAX_SGE)
+	    cap->max_send_sge < 1 || cap->max_send_sge > max_sge)
 		return -EINVAL;
 	if (!srq && (cap->max_recv_wr < 1 || cap->max_recv_wr > VRDMA_MAX_WR ||
-		     cap->max_recv_sge < 1 || cap->max_recv_sge > VRDMA_MAX_SGE))
+		     cap->max_recv_sge < 1 || cap->max_recv_sge > max_sge))
 		return -EINVAL;
 	return 0;
 }
@@ -137,7 +140,7 @@ struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_a
 	dev = pd->device;
 	if (vlib_broken(dev))
 		return NULL;
-	rc = vlib_qp_caps(&attr->cap, srq != NULL);
+	rc = vlib_qp_caps(dev, &attr->cap, srq != NULL);
 	if (rc)
 		goto err;
 	q = vlib_qp_new(attr, srq);

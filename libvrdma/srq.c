@@ -37,7 +37,7 @@ struct vrdma_srq *vrdma_create_srq(struct vrdma_pd *pd, struct vrdma_srq_init_at
 	int rc;
 
 	if (!pd || !pd->device || !attr || !attr->max_wr || attr->max_wr > VRDMA_MAX_WR ||
-	    !attr->max_sge || attr->max_sge > VRDMA_MAX_SGE) {
+	    !attr->max_sge || attr->max_sge > pd->device->fe.max_sge) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -137,13 +137,14 @@ int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
 	pthread_mutex_lock(&s->lock);
 	vfe_ring_lock(&dev->fe);
 	for (; wr; wr = wr->next) {
-		uint32_t total;
+		struct vrdma_sge_ext ext[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE)];
+		uint32_t total, nx;
 
 		memset(&r, 0, sizeof(r));
 		r.opcode = VRDMA_OP_SRQ_RECV;
 		r.handle = srq->handle;
 		r.id = VLIB_ONCE(wr->wr_id);
-		rc = vlib_sges(&r, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
+		rc = vlib_sges(&r, ext, &nx, VLIB_ONCE(wr->sg_list), VLIB_ONCE(wr->num_sge),
 			       srq->max_sge, &total);
 		if (rc)
 			break;
@@ -151,7 +152,7 @@ int vrdma_post_srq_recv(struct vrdma_srq *srq, struct vrdma_recv_wr *wr,
 			rc = -ENOMEM;
 			break;
 		}
-		rc = vfe_ring_put(&dev->fe, &r);
+		rc = nx ? vfe_ring_put_ext(&dev->fe, &r, ext, nx) : vfe_ring_put(&dev->fe, &r);
 		if (rc)
 			break;
 		s->slot[s->posted & s->mask].wr_id = r.id;

@@ -296,8 +296,8 @@ int  vlib_qp_event(struct vrdma_device *dev, const struct vrdma_evt *e);
 void vlib_qp_to_err(struct vlib_qp *q);
 
 /* post.c */
-int  vlib_sges(struct vrdma_req *r, const struct vrdma_sge *sg, int num_sge,
-	       uint32_t max_sge, uint32_t *total);
+int  vlib_sges(struct vrdma_req *r, struct vrdma_sge_ext *x, uint32_t *nx,
+	       const struct vrdma_sge *sg, int num_sge, uint32_t max_sge, uint32_t *total);
 
 /* srq.c */
 int  vlib_srq_retire(struct vlib_srq *s, const struct vrdma_cqe *e);

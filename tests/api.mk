@@ -19,3 +19,19 @@ $(B)/tests/test_async: $(call obj,tests/test_async.c tests/tlive.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
+
+# WRs of up to 16 SGEs, their SGE entries in the ring (tests/test_sge.c).
+CHECK_BINS += $(B)/tests/test_sge
+$(B)/tests/test_sge: $(call obj,tests/test_sge.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
+
+# Page moves for reg_mr under an mremap hook that loses the new address, and
+# moves the kernel misplaces (tests/test_remap.c).  Its mremap is exported
+# so that a library calling mremap() gets it, as it would libucm's.
+CHECK_BINS += $(B)/tests/test_remap
+$(B)/tests/test_remap: $(call obj,tests/test_remap.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -Wl,--export-dynamic-symbol=mremap -o $@ $(filter %.o,$^) \
+		-L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -ldl

@@ -891,6 +891,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_keys_tcase());
 	suite_add_tcase(s, backend_policy_tcase());
 	suite_add_tcase(s, backend_share_tcase());
+	suite_add_tcase(s, backend_sge_tcase());
 	return s;
 }
 

@@ -44,7 +44,7 @@ static uint32_t vbe_vx_wr_len(const struct vbe_wqe *w)
 	if (w->opcode == VRDMA_OP_CMP_SWAP || w->opcode == VRDMA_OP_FETCH_ADD)
 		return 8;
 	for (i = 0; i < w->num_sge; i++)
-		t += w->wr.sge[i].length;
+		t += vbe_wqe_sge(w, i)->length;
 	return (uint32_t)t;
 }
 
@@ -59,7 +59,7 @@ int vbe_vx_sges(struct vbe_guest *g, struct vbe_vguest *vg, uint32_t pd,
 
 	*total = 0;
 	for (i = 0; i < w->num_sge; i++) {
-		const struct vrdma_wire_sge *s = &w->wr.sge[i];
+		const struct vrdma_wire_sge *s = vbe_wqe_sge(w, i);
 		const struct vbe_mr *mr = vbe_mr_key(g, s->lkey);
 		uint32_t idx = (uint32_t)(mr - g->mrs);	/* valid once mr is used */
 		uint64_t off;

@@ -281,7 +281,7 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 		return VRDMA_CS_NOENT;
 	if (!c->max_send_wr || c->max_send_wr > VRDMA_MAX_WR ||
 	    (srq ? c->max_recv_wr != 0 : !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR) ||
-	    c->max_sge > VRDMA_MAX_SGE || c->reserved)
+	    c->max_sge > g->node->max_sge || c->reserved)
 		return VRDMA_CS_INVAL;
 	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
 	slots = c->max_send_wr + c->max_recv_wr;
@@ -299,12 +299,11 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	}
 	qp = &g->qps[idx];
 	qp->qpn = qpn;
-	qp->sq.e = calloc(c->max_send_wr, sizeof(*qp->sq.e));
-	qp->rq.e = srq ? NULL : calloc(c->max_recv_wr, sizeof(*qp->rq.e));
-	if (!qp->sq.e || (!srq && !qp->rq.e) || vbe_qpn_add(g, qp)) {
-		free(qp->sq.e);
-		free(qp->rq.e);
-		qp->sq.e = qp->rq.e = NULL;
+	if (vbe_wq_alloc(&qp->sq, c->max_send_wr, c->max_sge) ||
+	    (!srq && vbe_wq_alloc(&qp->rq, c->max_recv_wr, c->max_sge)) ||
+	    vbe_qpn_add(g, qp)) {
+		vbe_wq_free(&qp->sq);
+		vbe_wq_free(&qp->rq);
 		vbe_node_qpn_free(g->node, qpn);
 		vbe_slot_free(&qp->s);
 		return VRDMA_CS_NOMEM;

@@ -335,6 +335,31 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 	vbe_wq_pop(&qp->rq);
 }
 
+/* One allocation: the slots, then the SGEs past VRDMA_WR_SGE of each
+ * (what a queue of at most VRDMA_WR_SGE never pays for). */
+int vbe_wq_alloc(struct vbe_wq *q, uint32_t size, uint32_t max_sge)
+{
+	size_t x = max_sge > VRDMA_WR_SGE ? max_sge - VRDMA_WR_SGE : 0;
+	struct vrdma_wire_sge *t;
+	uint32_t i;
+
+	q->e = calloc(size, sizeof(*q->e) + x * sizeof(*t));
+	if (!q->e)
+		return -ENOMEM;
+	t = (struct vrdma_wire_sge *)(q->e + size);
+	for (i = 0; x && i < size; i++)
+		q->e[i].xsge = t + i * x;
+	q->size = size;
+	q->head = q->count = 0;
+	return 0;
+}
+
+void vbe_wq_free(struct vbe_wq *q)
+{
+	free(q->e);
+	q->e = NULL;
+}
+
 struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 {
 	struct vbe_srq *srq;
@@ -350,6 +375,11 @@ struct vbe_wqe *vbe_qp_rq_head(struct vbe_guest *g, struct vbe_qp *qp)
 	if (!w)
 		return NULL;
 	qp->srq_wqe = *w;
+	/* The SRQ's slot (and its SGE table share) is free once popped. */
+	if (w->num_sge > VRDMA_WR_SGE)
+		memcpy(qp->srq_xsge, w->xsge,
+		       (w->num_sge - VRDMA_WR_SGE) * sizeof(qp->srq_xsge[0]));
+	qp->srq_wqe.xsge = qp->srq_xsge;
 	qp->srq_idx = srq->consumed++;
 	qp->srq_held = true;
 	vbe_wq_pop(&srq->rq);
@@ -428,8 +458,8 @@ void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
 	g->cqs[qp->recv_cq].users--;
 	if (qp->srq)
 		g->srqs[qp->srq - 1].users--;
-	free(qp->sq.e);
-	free(qp->rq.e);
+	vbe_wq_free(&qp->sq);
+	vbe_wq_free(&qp->rq);
 	memset((char *)qp + sizeof(qp->s), 0, sizeof(*qp) - sizeof(qp->s));
 	vbe_slot_free(&qp->s);
 }

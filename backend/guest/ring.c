@@ -167,7 +167,8 @@ vbe_wr_bad(struct vbe_guest *g, const struct vrdma_req *h, const struct vrdma_wr
  * WR's QP is left in *run: vbe_ring_poll runs it.
  */
 static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
-			const struct vrdma_wr *body, struct vbe_qp **run)
+			const struct vrdma_wr *body, const struct vrdma_wire_sge *xsge,
+			struct vbe_qp **run)
 {
 	struct vbe_qp *qp;
 	struct vbe_wq *q;
@@ -194,6 +195,9 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
 	if (h->num_sge > qp->max_sge || (h->flags & ~(recv ? 0u : VRDMA_WR_F_ALL)) ||
 	    !vbe_zero16(w->wr.reserved) || (recv && qp->srq))
 		return vbe_wr_bad(g, h, &w->wr, qp, recv);
+	/* num_sge <= max_sge: the slot's side table holds them. */
+	if (h->num_sge > VRDMA_WR_SGE)
+		memcpy(w->xsge, xsge, (h->num_sge - VRDMA_WR_SGE) * sizeof(*xsge));
 	w->opcode = h->opcode;
 	w->num_sge = h->num_sge;
 	w->flags = h->flags;
@@ -227,12 +231,13 @@ static void vbe_wr_run(struct vbe_guest *g, struct vbe_qp **run)
 
 /* r: a private copy of a whole entry that is not a SEND..RECV (those go
  * straight to vbe_wr_queue). */
-static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
+static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r,
+			  const struct vrdma_wire_sge *xsge)
 {
 	if (r->opcode == VRDMA_OP_SRQ_RECV) {
 		if (vbe_wr_check(g, r, &r->u.wr, true))
 			return -EPROTO;
-		return vbe_srq_recv(g, r);
+		return vbe_srq_recv(g, r, xsge);
 	}
 	if (r->opcode >= VRDMA_CMD_ATTACH_BUF && r->opcode <= VRDMA_CMD_LAST) {
 		if (r->num_sge || r->flags)
@@ -245,8 +250,36 @@ static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r)
 	return vbe_guest_fatal(g, "unknown opcode %#x", r->opcode);
 }
 
+/*
+ * The extension entries of a WR whose header (private copy h) says more
+ * than VRDMA_WR_SGE SGEs, copied out of the ring into xsge and consumed:
+ * they must all be published with it (wire.h).  0 or -EPROTO.
+ */
+static __attribute__((noinline, cold)) int
+vbe_wr_ext(struct vbe_guest *g, const struct vrdma_req *h, uint32_t prod,
+	   struct vrdma_wire_sge *xsge, int *n)
+{
+	uint32_t k, next;
+
+	if (h->num_sge > VRDMA_MAX_SGE)
+		return vbe_guest_fatal(g, "WR with num_sge %u", h->num_sge);
+	next = VRDMA_SGE_EXT_ENTRIES(h->num_sge);
+	if (prod - g->req_cons < next)
+		return vbe_guest_fatal(g, "WR of %u SGEs published without its %u SGE entries",
+				       h->num_sge, next);
+	for (k = 0; k < next; k++) {
+		const struct vrdma_req *e = &g->req[g->req_cons & (g->req_size - 1)];
+
+		memcpy(xsge + k * VRDMA_EXT_SGE, e, sizeof(struct vrdma_sge_ext));
+		g->req_cons++;
+	}
+	*n += (int)next;
+	return 0;
+}
+
 int vbe_ring_poll(struct vbe_guest *g)
 {
+	struct vrdma_wire_sge xsge[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) * VRDMA_EXT_SGE];
 	const struct vrdma_req *e;
 	struct vbe_qp *run = NULL;
 	struct vrdma_req r;
@@ -276,8 +309,14 @@ int vbe_ring_poll(struct vbe_guest *g)
 		if (run && (r.handle != run->handle || r.opcode < VRDMA_OP_SEND ||
 			    r.opcode >= VRDMA_OP_RECV))
 			vbe_wr_run(g, &run);
+		/* A WR's SGE entries follow it: out of the ring now, so
+		 * the ring position always stays at an entry's start. */
+		if (r.num_sge > VRDMA_WR_SGE &&
+		    r.opcode >= VRDMA_OP_SEND && r.opcode <= VRDMA_OP_SRQ_RECV &&
+		    vbe_wr_ext(g, &r, prod, xsge, &n))
+			break;
 		if (r.opcode >= VRDMA_OP_SEND && r.opcode <= VRDMA_OP_RECV) {
-			vbe_wr_queue(g, &r, &e->u.wr, &run);
+			vbe_wr_queue(g, &r, &e->u.wr, xsge, &run);
 			continue;
 		}
 		/* Out of command tokens (prio.cmds), or the last command's
@@ -294,7 +333,7 @@ int vbe_ring_poll(struct vbe_guest *g)
 		 * one read above (the opcode was decided on it). */
 		memcpy(&r.u, &e->u, sizeof(r.u));
 		__asm__ __volatile__("" ::: "memory");
-		vbe_req_handle(g, &r);
+		vbe_req_handle(g, &r, xsge);
 	}
 	if (run)
 		vbe_wr_run(g, &run);

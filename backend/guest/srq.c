@@ -25,7 +25,7 @@ int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	if (!pd)
 		return VRDMA_CS_NOENT;
 	if (c->reserved || !c->max_wr || c->max_wr > VRDMA_MAX_WR || !c->max_sge ||
-	    c->max_sge > VRDMA_MAX_SGE)
+	    c->max_sge > g->node->max_sge)
 		return VRDMA_CS_INVAL;
 	/* Queued WRs cost dom0 memory: the guest's WR budget, as for QPs. */
 	if (c->max_wr > VBE_MAX_WR_SLOTS - g->wr_slots || vbe_quota_qp(g, c->max_wr))
@@ -34,14 +34,11 @@ int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	if (idx == UINT32_MAX)
 		return VRDMA_CS_NOMEM;
 	srq = &g->srqs[idx];
-	srq->rq.e = calloc(c->max_wr, sizeof(*srq->rq.e));
-	if (!srq->rq.e) {
+	if (vbe_wq_alloc(&srq->rq, c->max_wr, c->max_sge)) {
 		vbe_slot_free(&srq->s);
 		return VRDMA_CS_NOMEM;
 	}
 	g->wr_slots += c->max_wr;
-	srq->rq.size = c->max_wr;
-	srq->rq.head = srq->rq.count = 0;
 	srq->pd = c->pd & 0xffff;
 	srq->max_sge = c->max_sge;
 	srq->consumed = 0;
@@ -58,7 +55,7 @@ void vbe_srq_free(struct vbe_guest *g, struct vbe_srq *srq)
 {
 	g->wr_slots -= srq->rq.size;
 	g->pds[srq->pd].users--;
-	free(srq->rq.e);
+	vbe_wq_free(&srq->rq);
 	memset((char *)srq + sizeof(srq->s), 0, sizeof(*srq) - sizeof(srq->s));
 	vbe_slot_free(&srq->s);
 }
@@ -77,7 +74,8 @@ int vbe_srq_destroy(struct vbe_guest *g, const struct vrdma_req *r)
 
 /* A receive for the SRQ: queue it; into an empty SRQ, the senders of
  * every QP on it that waited for a receive (RNR) may go on. */
-int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
+int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r,
+		 const struct vrdma_wire_sge *xsge)
 {
 	struct vbe_srq *srq = VBE_GET(g->srqs, VBE_MAX_SRQS, r->handle);
 	struct vbe_wqe *w;
@@ -98,6 +96,8 @@ int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r)
 	w->flags = r->flags;
 	w->id = r->id;
 	w->wr = r->u.wr;
+	if (r->num_sge > VRDMA_WR_SGE)
+		memcpy(w->xsge, xsge, (r->num_sge - VRDMA_WR_SGE) * sizeof(*xsge));
 	g->ctr.wrs++;
 	srq->rq.count++;
 	if (srq->dev)

@@ -80,7 +80,7 @@ static int vbe_sges(struct vbe_guest *g, uint32_t pd, const struct vbe_wqe *w,
 
 	*total = 0;
 	for (i = 0; i < w->num_sge; i++) {
-		const struct vrdma_wire_sge *s = &w->wr.sge[i];
+		const struct vrdma_wire_sge *s = vbe_wqe_sge(w, i);
 
 		if (!s->length)
 			continue;

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define VRDMA_API_VERSION	1
-#define VRDMA_MAX_SGE_PER_WR	4
+#define VRDMA_MAX_SGE_PER_WR	16	/* the most a device may allow: see max_sge */
 #define VRDMA_MAX_PRIVATE_DATA	32
 #define VRDMA_MAX_NAME		31	/* node and service names */
 
@@ -180,7 +180,7 @@ struct vrdma_qp_init_attr {
 struct vrdma_srq_init_attr {
 	void *srq_context;
 	uint32_t max_wr;		/* 1..4096 receives outstanding */
-	uint32_t max_sge;		/* 1..VRDMA_MAX_SGE_PER_WR */
+	uint32_t max_sge;		/* 1..the device's max_sge */
 };
 
 /*
@@ -439,7 +439,8 @@ int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
 /*
  * vrdma_create_qp - a reliable-connected QP in state VRDMA_QPS_RESET.
  * attr->cap: max_send_wr and max_recv_wr 1..4096, max_send_sge and
- * max_recv_sge 1..VRDMA_MAX_SGE_PER_WR; send_cq and recv_cq of the same
+ * max_recv_sge 1..the device's max_sge (VRDMA_MAX_SGE_PER_WR or fewer:
+ * vrdma_query_device()); send_cq and recv_cq of the same
  * device (they may be the same CQ, and as in verbs need not hold all the
  * QP's WRs: vrdma_create_cq()).  attr->sq_sig_all: every send WR is
  * signaled.  NULL with errno: EINVAL (NULL argument, caps out of range,

@@ -42,7 +42,15 @@
 #define VRDMA_EVT_RING_ORDER_DEF	6	/* 64 x 64 B = 1 page */
 #define VRDMA_EVT_RING_ORDER_MAX	8
 #define VRDMA_CQ_ORDER_MAX		14	/* 16384 CQEs */
-#define VRDMA_MAX_SGE			4
+/* SGEs: a WR entry carries VRDMA_WR_SGE; a WR with more is followed in
+ * the request ring by VRDMA_SGE_EXT_ENTRIES(num_sge) entries of struct
+ * vrdma_sge_ext, published with it (struct vrdma_sge_ext).  A backend
+ * that takes more than VRDMA_WR_SGE says so in `max-sge`. */
+#define VRDMA_WR_SGE			4
+#define VRDMA_EXT_SGE			8	/* per extension entry */
+#define VRDMA_MAX_SGE			16
+#define VRDMA_SGE_EXT_ENTRIES(n)	((n) <= VRDMA_WR_SGE ? 0u : \
+	(unsigned)((n) - VRDMA_WR_SGE + VRDMA_EXT_SGE - 1) / VRDMA_EXT_SGE)
 #define VRDMA_BUF_LIST_REFS		16	/* list pages per buffer */
 #define VRDMA_REFS_PER_PAGE		(VRDMA_PAGE_SIZE / 4)
 #define VRDMA_BUF_MAX_PAGES		(VRDMA_BUF_LIST_REFS * VRDMA_REFS_PER_PAGE)
@@ -56,7 +64,8 @@
  * Backend dir:  /local/domain/0/backend/vrdma/<domid>/<devid>
  * Both carry `state` (XenbusState below); absent key = default.
  *   backend writes:  protocol-version, max-req-ring-order,
- *                    max-evt-ring-order, feature-*, node-name,
+ *                    max-evt-ring-order, max-sge (absent = VRDMA_WR_SGE;
+ *                    at most VRDMA_MAX_SGE), feature-*, node-name,
  *                    node-gid (32 hex digits: the GID QPs of this node
  *                    are named by, see VRDMA_CMD_MODIFY_QP)
  *   frontend writes: protocol-version, req-ring-order, evt-ring-order,
@@ -181,7 +190,20 @@ struct vrdma_wr {
 	uint32_t rkey;
 	uint32_t imm_data;	/* *_IMM, network order as in verbs */
 	uint8_t  reserved[16];
-	struct vrdma_wire_sge sge[VRDMA_MAX_SGE];
+	struct vrdma_wire_sge sge[VRDMA_WR_SGE];
+};
+
+/*
+ * The SGEs of a WR past its first VRDMA_WR_SGE, in ring entries of their
+ * own straight after it: VRDMA_SGE_EXT_ENTRIES(num_sge) of them, SGE
+ * VRDMA_WR_SGE + 8 * k + j in entry k's sge[j], unused SGEs zero.  They
+ * are published in the same push as their WR (a backend that sees the WR
+ * but not all of them refuses the guest); they have no header and count
+ * as requests of the ring like any entry.  Only a QP or SRQ created with
+ * max_sge > VRDMA_WR_SGE may have them.
+ */
+struct vrdma_sge_ext {
+	struct vrdma_wire_sge sge[VRDMA_EXT_SGE];
 };
 
 /* Command bodies (opcodes 0x40..).  Object handles come from earlier
@@ -216,7 +238,7 @@ struct vrdma_cmd_create_qp {
 	uint32_t recv_cq;
 	uint32_t max_send_wr;	/* <= VRDMA_MAX_WR */
 	uint32_t max_recv_wr;	/* 0 with an SRQ */
-	uint32_t max_sge;	/* <= VRDMA_MAX_SGE */
+	uint32_t max_sge;	/* <= the backend's max-sge */
 	uint32_t srq;		/* SRQ handle, 0 = own receive queue */
 	uint32_t reserved;
 };
@@ -225,7 +247,7 @@ struct vrdma_cmd_create_qp {
 struct vrdma_cmd_create_srq {
 	uint32_t pd;
 	uint32_t max_wr;	/* 1..VRDMA_MAX_WR */
-	uint32_t max_sge;	/* 1..VRDMA_MAX_SGE */
+	uint32_t max_sge;	/* 1..the backend's max-sge */
 	uint32_t reserved;
 };
 
@@ -277,7 +299,7 @@ struct vrdma_cmd_modify_qp {
 /* One request ring entry: 128 bytes. */
 struct vrdma_req {
 	uint8_t  opcode;	/* VRDMA_OP_* / VRDMA_CMD_* */
-	uint8_t  num_sge;	/* work requests only */
+	uint8_t  num_sge;	/* work requests only (see vrdma_sge_ext) */
 	uint16_t flags;		/* VRDMA_WR_F_* */
 	uint32_t handle;	/* QP for work requests; object for commands */
 	uint64_t id;		/* wr_id, or command id echoed in CMD_DONE */
@@ -416,6 +438,10 @@ _Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
 _Static_assert(sizeof(struct vrdma_wire_sge) == 16, "sge");
 _Static_assert(sizeof(struct vrdma_wr) == 112, "wr");
 _Static_assert(offsetof(struct vrdma_wr, sge) == 48, "wr sge");
+_Static_assert(sizeof(struct vrdma_sge_ext) == sizeof(struct vrdma_req), "sge ext entry");
+_Static_assert(VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) == 2 &&
+	       VRDMA_SGE_EXT_ENTRIES(VRDMA_WR_SGE) == 0 &&
+	       VRDMA_SGE_EXT_ENTRIES(VRDMA_WR_SGE + 1) == 1, "sge ext entries");
 _Static_assert(sizeof(struct vrdma_cmd_attach_buf) <= 112, "attach_buf");
 _Static_assert(sizeof(struct vrdma_cmd_reg_mr) == 40, "reg_mr");
 _Static_assert(sizeof(struct vrdma_cmd_create_cq) == 16, "create_cq");

@@ -257,7 +257,7 @@ static void fz_patch(struct vrdma_req *r)
 	unsigned i;
 
 	if (r->opcode >= VRDMA_OP_SEND && r->opcode <= VRDMA_OP_SRQ_RECV) {
-		for (i = 0; i < VRDMA_MAX_SGE; i++)
+		for (i = 0; i < VRDMA_WR_SGE; i++)
 			if (r->u.wr.sge[i].lkey < fz_nkeys)
 				r->u.wr.sge[i].lkey = fz_keys[r->u.wr.sge[i].lkey];
 		if (r->u.wr.rkey < fz_nkeys)

@@ -60,8 +60,21 @@ def ring_objects(g, list_ref):
     out += rec(g, 0, req("CREATE_CQ", 0, struct.pack("<IIII", H1, 0, 6, 0), rid=3))
     out += rec(g, 0, req("REG_MR", 0, struct.pack("<IIQQQII", H1, H1, 0, 16 * 4096, IOVA,
                                                     15, 0), rid=4))
-    out += rec(g, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 0),
+    out += rec(g, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 16, 0, 0),
                          rid=5))
+    return out
+
+
+def wr_ext(g, op, qp, rid, sges, flags=0, remote=0, rkey=0, ctl=POLL):
+    """A WR of more than 4 SGEs: its entry (the first 4), then its SGE
+    entries (wire.h struct vrdma_sge_ext), the poll after the last."""
+    body = struct.pack("<QQQII16x", remote, 0, 0, rkey, 0)
+    body += b"".join(struct.pack("<QII", *x) for x in sges[:4])
+    out = rec(g, 0, req(op, qp, body, len(sges), flags, rid), PATCH)
+    for i in range(4, len(sges), 8):
+        last = i + 8 >= len(sges)
+        out += rec(g, 0, b"".join(struct.pack("<QII", *x) for x in sges[i:i + 8]),
+                   ctl if last else 0)
     return out
 
 
@@ -115,6 +128,17 @@ def ring_seeds():
     burst = b"".join(rec(0, 0, wr("WRITE", H1, 130 + i, [(IOVA + 8192, 8192, 0)], SIGNALED,
                                   IOVA + 16384, 1), PATCH) for i in range(6))
     burst += rec(0, 3, bytes([0, 1]))                   # a tick, then a poll
+    # A 16-SGE receive and a 9-SGE send; SGEs in SGE entries have no
+    # key a patch could fill in: zero length (no key needed) or bad keys.
+    d = IOVA + 8192
+    sge = wr_ext(1, "RECV", H1, 140, [(d + 32 * i, 8, 1) for i in range(4)] +
+                 [(d + 512 + i, 0, 0) for i in range(12)])
+    sge += wr_ext(0, "SEND", H1, 141, [(d + 16 * i, 10, 0) for i in range(4)] +
+                  [(d + 1024 + i, 0, 0) for i in range(5)], SIGNALED)
+    sge += wr_ext(0, "WRITE", H1, 142, [(d + 16 * i, 10, 0) for i in range(4)] +
+                  [(d + 1024, 4, 3)], SIGNALED, IOVA + 12288, 1)
+    sge += rec(0, 0, wr("WRITE", H1, 143, [(d, 8, 0)] * 4)[:1] + bytes([9]) +
+               wr("WRITE", H1, 143, [(d, 8, 0)] * 4)[2:], POLL | PATCH)  # entries missing
     dump = os.path.join(HERE, "corpus", "ring")
     write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
     write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
@@ -123,6 +147,7 @@ def ring_seeds():
     write(os.path.join(dump, "seed-hostile"), base + hostile)
     write(os.path.join(dump, "seed-overrun"), base + overrun)
     write(os.path.join(dump, "seed-burst"), base + cm + burst)
+    write(os.path.join(dump, "seed-sge"), base + cm + sge)
 
 
 # ---- fuzz_hostmsg: [ctl][u16 len][packet or dom0 action] ----
