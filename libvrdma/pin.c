@@ -5,8 +5,8 @@
  * dom0 can only map pages the guest shared (on Xen: pages of the grant
  * driver), so the pages under such a range are moved in place: fresh
  * shared pages get the contents, then are moved over the app's range
- * (mremap), and the app goes on at the same addresses, zero copy from
- * then on.  A "pin" is one such run of pages; a pinned buffer (one per
+ * (vplat_move_pages: the raw mremap, checked to land there), and the app
+ * goes on at the same addresses, zero copy from then on.  A "pin" is one such run of pages; a pinned buffer (one per
  * MR range) is attached to dom0 from the refs of the pins under it, so
  * MRs may overlap and share pages.  When the last buffer over a pin goes,
  * its pages are moved back onto private memory and the grants end.
@@ -196,6 +196,7 @@ err_free:
 static int vlib_pin_undo(struct vrdma_device *dev, struct vlib_pin *p)
 {
 	void *priv;
+	int rc;
 
 	/* Unmapped, replaced or made unreadable by the program meanwhile:
 	 * nothing of ours to move back there; the share just ends. */
@@ -215,13 +216,12 @@ static int vlib_pin_undo(struct vrdma_device *dev, struct vlib_pin *p)
 		munmap(priv, p->len);
 		return -EFAULT;	/* checked readable above: raced the program */
 	}
-	if (mremap(priv, p->len, p->len, MREMAP_MAYMOVE | MREMAP_FIXED, p->addr) ==
-	    MAP_FAILED) {
-		int err = errno;
-
-		vlog_warn("vrdma: cannot move %zu bytes back: %s", p->len, strerror(err));
+	rc = vplat_move_pages(priv, p->addr, p->len);
+	if (rc) {
+		/* The shared pages stay under the program's addresses. */
+		vlog_warn("vrdma: cannot move %zu bytes back: %s", p->len, strerror(-rc));
 		munmap(priv, p->len);
-		return -err;
+		return rc;
 	}
 	if (p->prot != (PROT_READ | PROT_WRITE))
 		mprotect(p->addr, p->len, p->prot);

@@ -5,7 +5,6 @@
  * waiting for a key value).
  */
 #include <errno.h>
-#include <sys/mman.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -149,25 +148,6 @@ const uint32_t *vplat_share_refs(const struct vplat_share *s)
 uint32_t vplat_share_npages(const struct vplat_share *s)
 {
 	return s->npages;
-}
-
-int vplat_share_move(struct vplat_share *s, void *addr)
-{
-	size_t len = (size_t)s->npages * (size_t)sysconf(_SC_PAGESIZE);
-	void *p;
-
-	if (!s->addr || !addr || ((uintptr_t)addr & ((size_t)sysconf(_SC_PAGESIZE) - 1)))
-		return -EINVAL;
-	p = mremap(s->addr, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, addr);
-	if (p == MAP_FAILED)
-		return -errno;
-	s->addr = p;
-	return 0;
-}
-
-void vplat_share_disown(struct vplat_share *s)
-{
-	s->addr = NULL;
 }
 
 void vplat_unshare(struct vplat_share *s)

@@ -82,11 +82,18 @@ const uint32_t *vplat_share_refs(const struct vplat_share *s);
 uint32_t vplat_share_npages(const struct vplat_share *s);
 void vplat_unshare(struct vplat_share *s);
 /*
- * Registering memory the process allocated itself (libvrdma/pin.c): move
- * the share's mapping onto the page-aligned addr, replacing whatever was
- * mapped there (mremap); vplat_share_addr() is addr from then on.  Both
- * platforms map shares with mmap, so one implementation serves both.
+ * Registering memory the process allocated itself (libvrdma/pin.c)
+ * (platform/move_guest.c, one implementation: both platforms map shares
+ * with mmap).  vplat_move_pages moves the len bytes of pages mapped at
+ * `from` onto `to`, replacing whatever was mapped there, with the raw
+ * mremap system call (no library's hook on mremap() sees it).  0 once the
+ * pages are at `to`; else -errno, or -EFAULT if they landed anywhere else:
+ * then they are moved back to `from` (failing that, unmapped and `from`
+ * kept reserved), and `to` is as it was.  All page aligned (-EINVAL).
+ * vplat_share_move moves the share's mapping so; vplat_share_addr() is
+ * addr from then on.
  */
+int  vplat_move_pages(void *from, void *to, size_t len);
 int  vplat_share_move(struct vplat_share *s, void *addr);
 /* Another mapping was moved over the share's: unshare must not unmap it. */
 void vplat_share_disown(struct vplat_share *s);
