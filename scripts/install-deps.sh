@@ -17,6 +17,9 @@ set -eu
 # libinih-dev: vrdmad's configuration file (vrdmad.conf).
 # perftest ibverbs-utils rdmacm-utils: the unmodified verbs programs the
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
+# ucx-utils libucx0 libfabric-bin libfabric1 openmpi-bin libopenmpi3: the
+# middleware whose every symbol the private libdir must define (make
+# check-verbs-abi), and ucx_info / fi_info to try them.
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 # dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
 # systemd for systemd-analyze on the unit.
@@ -25,7 +28,8 @@ set -eu
 # man-db groff-base: tests/docs.sh renders every man page (man --warnings).
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libinih-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-	perftest ibverbs-utils rdmacm-utils clang libclang-rt-dev
+	perftest ibverbs-utils rdmacm-utils ucx-utils libucx0 libfabric-bin libfabric1
+	openmpi-bin libopenmpi3 clang libclang-rt-dev
 	dpkg-dev debhelper lintian systemd mmdebstrap e2fsprogs man-db groff-base"}
 
 as_root() {

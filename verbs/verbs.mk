@@ -3,13 +3,16 @@
 # programs (perftest, ibverbs-utils) run on vrdma.  It goes to a private
 # libdir, $(B)/lib/vrdma (installed: $(LIBDIR)/vrdma), which vrdma-run
 # puts first in LD_LIBRARY_PATH; beside it stand-ins for the provider
-# libraries perftest links (libmlx5, libefa: verbs/dv/) and librdmacm
+# libraries with a public dv API that Debian's perftest, UCX, libfabric
+# and Open MPI link (libmlx5, libefa: verbs/dv/) and librdmacm
 # (rdmacm/rdmacm.mk).  Compiled against the installed
 # <infiniband/verbs.h> (libibverbs-dev), so layouts are the distribution's.
 VERBS_DIR    := $(B)/lib/vrdma
 VERBS_SRCS   := $(wildcard verbs/*.c)
 VERBS_SO     := $(VERBS_DIR)/libibverbs.so.1
-VERBS_DV_SOS := $(VERBS_DIR)/libmlx5.so.1 $(VERBS_DIR)/libefa.so.1
+# the providers with a dv API those programs link (libmlx4, libmana: none)
+VERBS_DV     := mlx5 efa
+VERBS_DV_SOS := $(VERBS_DV:%=$(VERBS_DIR)/lib%.so.1)
 VRDMA_RUN    := $(B)/bin/vrdma-run
 # libvrdma is one directory up, in the build tree and installed alike.
 VERBS_RPATH  := -Wl,-rpath,'$$ORIGIN/..'
@@ -23,14 +26,31 @@ $(VERBS_SO): $(call obj,$(VERBS_SRCS)) verbs/libibverbs.map $(LIBSO)
 		-Wl,--version-script=verbs/libibverbs.map $(ALLLDFLAGS) -o $@ \
 		$(filter %.o,$^) -L$(B)/lib -lvrdma $(VERBS_RPATH) -pthread
 
-# Stand-in provider libraries: no code of their own to link against.
-VERBS_DV_OBJS := $(call obj,verbs/dv/mlx5.c verbs/dv/efa.c)
-.SECONDARY: $(VERBS_DV_OBJS)
-$(VERBS_DIR)/lib%.so.1: $(B)/obj/verbs/dv/%.o verbs/dv/lib%.map
+# Stand-in provider libraries, generated from the installed ones
+# (ibverbs-providers) and their headers (<infiniband/mlx5dv.h>, efadv.h:
+# libibverbs-dev) by verbs/dv/gen-standin.sh: every version node and
+# call of Debian's, each refusing as for a device of another provider.
+# A new ibverbs-providers remakes them.
+VERBS_DV_GEN  := $(B)/gen/verbs/dv
+VERBS_DV_FROM := $(wildcard $(foreach l,$(VERBS_DV),$(shell $(CC) -print-file-name=lib$(l).so.1)))
+.SECONDARY: $(VERBS_DV:%=$(VERBS_DV_GEN)/%.c) $(VERBS_DV:%=$(VERBS_DV_GEN)/lib%.map) \
+	$(VERBS_DV:%=$(B)/obj/gen/verbs/dv/%.o)
+$(VERBS_DV_GEN)/%.c $(VERBS_DV_GEN)/lib%.map: verbs/dv/gen-standin.sh $(VERBS_DV_FROM)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $(VERBS_DV_GEN)/$*.c")
+	$(Q)CC="$(CC)" CPPFLAGS="$(CPPFLAGS)" verbs/dv/gen-standin.sh lib$*.so.1 \
+		infiniband/$*dv.h $(VERBS_DV_GEN)/$*.c $(VERBS_DV_GEN)/lib$*.map
+
+$(B)/obj/gen/verbs/dv/%.o: $(VERBS_DV_GEN)/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALLCFLAGS) -c -o $@ $<
+
+$(VERBS_DV_SOS): $(VERBS_DIR)/lib%.so.1: $(B)/obj/gen/verbs/dv/%.o $(VERBS_DV_GEN)/lib%.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -Wl,-soname,lib$*.so.1 -Wl,-z,defs \
-		-Wl,--version-script=verbs/dv/lib$*.map $(ALLLDFLAGS) -o $@ $(filter %.o,$^)
+		-Wl,--version-script=$(VERBS_DV_GEN)/lib$*.map $(ALLLDFLAGS) -o $@ $(filter %.o,$^)
 
 $(VRDMA_RUN): verbs/vrdma-run.in $(B)/install-vars verbs/verbs.mk
 	@mkdir -p $(dir $@)
@@ -43,6 +63,14 @@ $(VRDMA_RUN): verbs/vrdma-run.in $(B)/install-vars verbs/verbs.mk
 check-verbs: all
 	$(Q)tests/verbs.sh $(B)
 check-unit: check-verbs
+
+# Every symbol Debian's perftest, ibverbs-utils, rdmacm-utils, UCX,
+# libfabric and Open MPI bind to is in the private libdir, and the
+# stand-ins have all of Debian's (tests/verbs-abi.sh).
+.PHONY: check-verbs-abi
+check-verbs-abi: all
+	$(Q)CC="$(CC)" tests/verbs-abi.sh $(B)
+check-unit: check-verbs-abi
 
 # (its man pages go with the others': Makefile's install)
 install: install-verbs
