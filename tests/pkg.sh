@@ -131,7 +131,7 @@ check "vrdma-guest: vrdma-bw, -lat, -run, private verbs libs, man1" \
 	"/$lib/vrdma/libibverbs.so.1" "/$lib/vrdma/librdmacm.so.1" \
 	"/$lib/vrdma/libmlx5.so.1" "/$lib/vrdma/libefa.so.1" \
 	/usr/share/man/man1/vrdma-bw.1.gz /usr/share/man/man1/vrdma-run.1.gz \
-	/usr/share/man/man7/vrdma-rdmacm.7.gz
+	/usr/share/man/man7/vrdma-rdmacm.7.gz /usr/lib/tmpfiles.d/vrdma-verbs.conf
 # shellcheck disable=SC2016
 check "every package ships the copyright file" sh -c \
 	'for p in libvrdma1 libvrdma-dev vrdma-daemon vrdma-guest; do
@@ -142,6 +142,20 @@ check "/etc/default/vrdmad is a conffile" grep -qx /etc/default/vrdmad ctl-vrdma
 check "/etc/vrdma/vrdmad.conf is a conffile" grep -qx /etc/vrdma/vrdmad.conf ctl-vrdma-daemon/conffiles
 check "libvrdma1 has a symbols file" grep -q '^libvrdma.so.1 libvrdma1 ' ctl-libvrdma1/symbols
 check "vrdma-guest declares no shlibs (its libraries are private)" test ! -e ctl-vrdma-guest/shlibs
+check "vrdma-guest's postinst applies tmpfiles.d/vrdma-verbs.conf, its postrm takes the node" sh -c \
+	"grep -q 'systemd-tmpfiles .*--create vrdma-verbs.conf' ctl-vrdma-guest/postinst &&
+	 grep -q '/dev/infiniband/uverbs-vrdma0' ctl-vrdma-guest/postrm"
+# The rule as the postinst applies it, into the temp root (mknod: root).
+devnode() {
+	systemd-tmpfiles --create --root="$root" "$root/usr/lib/tmpfiles.d/vrdma-verbs.conf" &&
+	[ "$(stat -c '%F %t:%T %a' "$root/dev/infiniband/uverbs-vrdma0")" = \
+		'character special file 1:3 666' ]
+}
+if [ "$(id -u)" = 0 ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
+	check "tmpfiles.d/vrdma-verbs.conf makes /dev/infiniband/uverbs-vrdma0: char 1:3, 0666" devnode
+else
+	say "skip tmpfiles.d/vrdma-verbs.conf applied (needs root and systemd-tmpfiles)"
+fi
 check "vrdma-guest's private libraries bind to themselves, not rdma-core" sh -c \
 	"! dpkg-deb -f $debs/vrdma-guest_*.deb Depends | grep -q 'libibverbs1\|librdmacm1'"
 
@@ -312,6 +326,9 @@ if command -v ibv_devinfo >/dev/null 2>&1; then
 	else
 		show devinfo.out; bad "vrdma-run ibv_devinfo"
 	fi
+	# board_id is read from the device's ibdev_path: the sysfs view
+	check "ibv_devinfo reads board_id from the packaged libibverbs' sysfs view" \
+		grep -q 'board_id:[[:space:]]*vrdma$' devinfo.out
 fi
 # systemctl reload = SIGHUP: the policy file again, the daemon stays.
 kill -HUP "$pid"

@@ -17,8 +17,9 @@ static struct ibv_device vvb_device = {
 	.node_type	= IBV_NODE_CA,
 	.transport_type	= IBV_TRANSPORT_IB,
 	.name		= VVB_DEV_NAME,
-	.dev_name	= "uverbs-" VVB_DEV_NAME,
-	/* no sysfs: ibv_read_sysfs_file() on these paths fails ENOENT */
+	.dev_name	= VVB_UVERBS_NAME,
+	/* until the sysfs view has the device (sysfs.c): files read here
+	 * fail ENOENT */
 	.dev_path	= "/nonexistent/vrdma/" VVB_DEV_NAME,
 	.ibdev_path	= "/nonexistent/vrdma/" VVB_DEV_NAME,
 };
@@ -93,8 +94,11 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	/* Listed only when dom0 answers: a handshake (or the open device). */
 	vl->ref = vvb_dev_get(VVB_PROBE_MS);
 	vl->pid = getpid();
-	if (vl->ref)
+	if (vl->ref) {
+		/* its sysfs view first: middleware reads it beside the list */
+		vvb_sysfs_device(vl->ref, &vvb_device);
 		vl->l[n++] = &vvb_device;
+	}
 	if (num_devices)
 		*num_devices = n;
 	return vl->l;
@@ -234,13 +238,13 @@ static uint32_t vvb_part_id(void)
 	return (*end || v > UINT32_MAX) ? 1 : (uint32_t)v;
 }
 
-static void vvb_fill_device_attr(struct vvb_context *ctx, struct ibv_device_attr *a)
+/* ibv_query_device's answer and the sysfs view's, from libvrdma's. */
+void vvb_device_attr(const struct vrdma_device_attr *d,
+		     const uint8_t gid[VRDMA_GID_LEN], struct ibv_device_attr *a)
 {
-	const struct vrdma_device_attr *d = &ctx->dattr;
-
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "vrdma-%d", VRDMA_API_VERSION);
-	a->node_guid = vvb_guid(ctx->gid);
+	a->node_guid = vvb_guid(gid);
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = d->max_mr_size;
 	a->page_size_cap = 4096;
@@ -272,7 +276,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
 	if (!context || !attr)
 		return EINVAL;
-	vvb_fill_device_attr(vvb_ctx(context), attr);
+	vvb_device_attr(&vvb_ctx(context)->dattr, vvb_ctx(context)->gid, attr);
 	return 0;
 }
 
@@ -288,7 +292,7 @@ int vvb_query_device_ex(struct ibv_context *c,
 		return EINVAL;
 	/* Zero is "not supported" for every extended capability. */
 	memset(&a, 0, sizeof(a));
-	vvb_fill_device_attr(vvb_ctx(c), &a.orig_attr);
+	vvb_device_attr(&vvb_ctx(c)->dattr, vvb_ctx(c)->gid, &a.orig_attr);
 	a.max_dm_size = 0;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	if (attr_size > sizeof(a))
@@ -296,30 +300,33 @@ int vvb_query_device_ex(struct ibv_context *c,
 	return 0;
 }
 
+/* Port 1 as ibv_query_port and the sysfs view report it. */
+void vvb_port_attr(const struct vrdma_device_attr *d, struct ibv_port_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->state = IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = IBV_MTU_4096;
+	a->gid_tbl_len = 1;
+	a->max_msg_sz = (uint32_t)(d->max_mr_size > UINT32_MAX ? UINT32_MAX : d->max_mr_size);
+	a->pkey_tbl_len = 1;
+	a->max_vl_num = 1;
+	a->active_width = 2;			/* 4x */
+	a->active_speed = 32;			/* EDR: 25 Gb/s a lane */
+	a->phys_state = 5;			/* LinkUp */
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;	/* peers named by GID */
+}
+
 int vvb_query_port(struct ibv_context *c, uint8_t port,
 		   struct ibv_port_attr *attr, size_t attr_len)
 {
 	struct ibv_port_attr a;
-	struct vvb_context *ctx;
 
 	if (!c || !attr)
 		return EINVAL;
 	if (port != VVB_PORT)
 		return EINVAL;
-	ctx = vvb_ctx(c);
-	memset(&a, 0, sizeof(a));
-	a.state = IBV_PORT_ACTIVE;
-	a.max_mtu = IBV_MTU_4096;
-	a.active_mtu = IBV_MTU_4096;
-	a.gid_tbl_len = 1;
-	a.max_msg_sz = (uint32_t)(ctx->dattr.max_mr_size > UINT32_MAX ?
-				  UINT32_MAX : ctx->dattr.max_mr_size);
-	a.pkey_tbl_len = 1;
-	a.max_vl_num = 1;
-	a.active_width = 2;			/* 4x */
-	a.active_speed = 32;			/* EDR: 25 Gb/s a lane */
-	a.phys_state = 5;			/* LinkUp */
-	a.link_layer = IBV_LINK_LAYER_ETHERNET;	/* peers named by GID */
+	vvb_port_attr(&vvb_ctx(c)->dattr, &a);
 	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;
 }
@@ -522,38 +529,4 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 		(*taken)--;
 	pthread_cond_broadcast(&vvb_ev_cond);
 	pthread_mutex_unlock(&vvb_ev_lock);
-}
-
-/* A real file read, so programs probing sysfs get the usual answers. */
-int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
-{
-	char *path;
-	ssize_t len;
-	int fd;
-
-	if (!dir || !file || !buf || !size) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (asprintf(&path, "%s/%s", dir, file) < 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return -1;
-	len = read(fd, buf, size);
-	close(fd);
-	if (len <= 0)
-		return -1;
-	if ((size_t)len == size)
-		len--;				/* truncated: room for the NUL */
-	buf[len] = '\0';
-	if (len > 0 && buf[len - 1] == '\n')
-		buf[--len] = '\0';
-	return (int)len;
-}
-
-const char *ibv_get_sysfs_path(void)
-{
-	return "/sys";
 }

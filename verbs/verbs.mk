@@ -73,14 +73,19 @@ check-verbs-abi: all
 check-unit: check-verbs-abi
 
 # (its man pages go with the others': Makefile's install)
+# tmpfiles.d/vrdma-verbs.conf: the /dev/infiniband node UCX looks for
+# (docs/verbs.md); systemd-tmpfiles makes it at boot, the package at install.
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 install: install-verbs
 install-verbs: all
-	install -d $(DESTDIR)$(LIBDIR)/vrdma $(DESTDIR)$(BINDIR)
+	install -d $(DESTDIR)$(LIBDIR)/vrdma $(DESTDIR)$(BINDIR) $(DESTDIR)$(TMPFILESDIR)
 	install -m 755 $(VERBS_SO) $(VERBS_DV_SOS) $(RDMACM_SO) $(DESTDIR)$(LIBDIR)/vrdma/
 	install -m 755 $(VRDMA_RUN) $(DESTDIR)$(BINDIR)/
+	install -m 644 verbs/tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/vrdma-verbs.conf
 
 uninstall: uninstall-verbs
 uninstall-verbs:
 	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/vrdma/,$(notdir $(VERBS_SO) $(VERBS_DV_SOS) $(RDMACM_SO)))
 	-rmdir $(DESTDIR)$(LIBDIR)/vrdma
 	rm -f $(DESTDIR)$(BINDIR)/$(notdir $(VRDMA_RUN))
+	rm -f $(DESTDIR)$(TMPFILESDIR)/vrdma-verbs.conf

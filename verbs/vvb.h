@@ -26,6 +26,9 @@
 	((type *)((char *)(p) - offsetof(type, member)))
 
 #define VVB_DEV_NAME		"vrdma0"
+/* its dev_name: /dev/infiniband/<this> (sysfs.c), apart from the kernel's
+ * uverbsN so that a real device's node is never ours */
+#define VVB_UVERBS_NAME		"uverbs-" VVB_DEV_NAME
 #define VVB_PORT		1
 #define VVB_MAX_INLINE		512	/* bytes per inline send */
 #define VVB_CQ_MIN		1024	/* libvrdma CQ entries at least */
@@ -170,6 +173,9 @@ const char *ibv_get_sysfs_path(void);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
 
 /* device.c */
+void vvb_device_attr(const struct vrdma_device_attr *d,
+		     const uint8_t gid[VRDMA_GID_LEN], struct ibv_device_attr *a);
+void vvb_port_attr(const struct vrdma_device_attr *d, struct ibv_port_attr *a);
 int vvb_query_device_ex(struct ibv_context *c,
 			const struct ibv_query_device_ex_input *input,
 			struct ibv_device_attr_ex *attr, size_t attr_size);
@@ -197,6 +203,9 @@ int vvb_recv_chain(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
 int vvb_map_access(unsigned int ibv_access, int *vaccess);
 int vvb_sq_post(struct vvb_qp *q, uint32_t n, uint32_t *posted);
 uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i);
+
+/* sysfs.c: the device's files in the sysfs view, and its paths in @dev */
+void vvb_sysfs_device(struct vrdma_device *d, struct ibv_device *dev);
 
 /* srq.c */
 struct ibv_srq *vvb_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *ia);

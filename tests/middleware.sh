@@ -1,0 +1,328 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# How middleware finds vrdma0 (docs/verbs.md): the sysfs view vrdma's
+# libibverbs writes (checked against ibv_devinfo -v of the same device,
+# made private, removed at exit, dead processes' trees swept), the
+# /dev/infiniband node as the vrdma-guest package makes it
+# (verbs/tmpfiles.conf through systemd-tmpfiles; as root), then Debian's
+# unmodified UCX, libfabric and Open MPI through build/bin/vrdma-run
+# against a private vrdmad.  One case per check: VRDMA-TEST mw-<name>
+# PASS|FAIL|SKIP, then "N passed, N failed".  Cases in PENDING wait for a
+# change named beside them: XFAIL instead of FAIL, XPASS once they work.
+# Ports 19601+.  Usage: tests/middleware.sh BUILD_DIR [CASE...]
+set -u
+. "$(dirname "$0")/vprog-lib.sh"
+vp_init middleware "${1:-build}" libibverbs.so.1 ibv_devinfo
+shift || true
+ONLY="$*"
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+T=60					# seconds any one program may take
+pass=0 fail=0 xfail=0 skip=0
+
+# The trees go to a directory of this run: what a killed program leaves
+# goes with it, and the sweep case sees only its own.
+export TMPDIR=$RUN/tmp
+unset XDG_RUNTIME_DIR
+mkdir -m 700 "$TMPDIR"
+
+declare -A PENDING=(
+	[ompi_job]="UD QPs: Open MPI's openib connects through udcm, on UD"
+	[ucx_tag_bw]="UD QPs: UCP wires rc_verbs up through ud_verbs"
+)
+
+report() {
+	local name=$1 ok=$2 out=$3
+	if [ "$ok" = 1 ]; then
+		echo "VRDMA-TEST mw-$name PASS${PENDING[$name]:+ (XPASS)}"
+		pass=$((pass + 1))
+		return
+	fi
+	echo "---- $name output:"; grep "^== " "$out"; tail -n 25 "$out"
+	if [ -n "${PENDING[$name]:-}" ]; then
+		echo "VRDMA-TEST mw-$name XFAIL (pending: ${PENDING[$name]})"
+		xfail=$((xfail + 1))
+	else
+		echo "VRDMA-TEST mw-$name FAIL"
+		fail=$((fail + 1))
+	fi
+}
+
+skipped() {
+	echo "VRDMA-TEST mw-$1 SKIP ($2)"
+	skip=$((skip + 1))
+}
+
+start_daemon || exit 1
+echo "vrdmad up, pid $DPID"
+
+# The program that shows the view: the root ibv_get_sysfs_path() gives
+# before any list (as Open MPI asks), the listed device's names and
+# paths, then every file of the tree as "file PATH=VALUE".
+cat >"$RUN/sysfs_dump.c" <<'EOF_C'
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *ibv_get_sysfs_path(void);
+static size_t rootlen;
+
+static int one(const char *p, const struct stat *st, int type, struct FTW *f)
+{
+	char buf[256];
+	size_t n;
+	FILE *fp;
+
+	(void)st; (void)f;
+	if (type != FTW_F)
+		return 0;
+	fp = fopen(p, "r");
+	n = fp ? fread(buf, 1, sizeof(buf) - 1, fp) : 0;
+	if (fp)
+		fclose(fp);
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	printf("file %s=%s\n", p + rootlen + 1, buf);
+	return 0;
+}
+
+int main(void)
+{
+	const char *root = ibv_get_sysfs_path();
+	struct ibv_device **l;
+	struct stat st;
+	int n;
+
+	if (stat(root, &st))
+		return 1;
+	printf("root %s\nmode %o uid %u\n", root, st.st_mode & 07777, st.st_uid);
+	l = ibv_get_device_list(&n);
+	if (!l || n != 1)
+		return 1;
+	printf("name %s\ndev_name %s\nibdev_path %s\ndev_path %s\n", l[0]->name,
+	       l[0]->dev_name, l[0]->ibdev_path, l[0]->dev_path);
+	rootlen = strlen(root);
+	nftw(root, one, 8, FTW_PHYS);
+	printf("root again %s\n", ibv_get_sysfs_path());
+	ibv_free_device_list(l);
+	return 0;
+}
+EOF_C
+LD_PRELOAD= ${CC:-cc} -o "$RUN/sysfs_dump" "$RUN/sysfs_dump.c" -libverbs >"$RUN/cc.out" 2>&1 ||
+	{ report build 0 "$RUN/cc.out"; exit 1; }
+DUMP=$RUN/dump.out
+timeout $T "$VR" "$RUN/sysfs_dump" >"$DUMP" 2>&1
+DUMP_RC=$?
+timeout $T "$VR" ibv_devinfo -v >"$RUN/devinfo.out" 2>&1
+DEV_NAME=$(sed -n 's/^dev_name //p' "$DUMP")
+
+d() { sed -n "s/^$1 //p" "$DUMP" | head -n 1; }
+f() { sed -n "s|^file $1=||p" "$DUMP" | head -n 1; }
+dv() { sed -n "s/^[[:space:]]*$1:[[:space:]]*//p" "$RUN/devinfo.out" | head -n 1; }
+# expand an IPv6 address ibv_devinfo printed (fe80::1) as sysfs writes it
+gid_full() {
+	awk -v a="$1" 'BEGIN {
+		n = split(a, h, "::"); nl = (h[1] == "") ? 0 : split(h[1], l, ":")
+		nr = (n < 2 || h[2] == "") ? 0 : split(h[2], r, ":")
+		for (i = 1; i <= nl; i++) g[++k] = l[i]
+		for (i = 0; i < 8 - nl - nr; i++) g[++k] = "0"
+		for (i = 1; i <= nr; i++) g[++k] = r[i]
+		for (i = 1; i <= 8; i++) printf "%s%04s", (i > 1 ? ":" : ""), g[i]
+	}' | tr ' ' 0
+}
+
+# same WHAT SYSFS_VALUE IBV_DEVINFO_VALUE: a mismatch is printed and counted
+mism=0
+same() {
+	[ "$2" = "$3" ] && [ -n "$2" ] && return 0
+	echo "sysfs view $1 '$2', ibv_devinfo -v '$3'"
+	mism=$((mism + 1))
+}
+
+if want sysfs_tree; then
+	out=$RUN/sysfs_tree.out ok=0
+	{
+		root=$(d root) ib=class/infiniband/$(d name)
+		echo "== sysfs_dump exit $DUMP_RC"; cat "$DUMP"; echo "== ibv_devinfo -v"
+		cat "$RUN/devinfo.out"; echo "== checks"
+		same "root's place" "$(dirname "$root")" "$TMPDIR"
+		same "root's mode and owner" "$(d mode)" "700 uid $(id -u)"
+		same "root asked again" "$(d 'root again')" "$root"
+		same ibdev_path "$(d ibdev_path)" "$root/$ib"
+		same dev_path "$(d dev_path)" "$root/class/infiniband_verbs/$DEV_NAME"
+		same "$ib" "$(d name)" "$(dv hca_id)"
+		for k in node_guid sys_image_guid fw_ver board_id; do
+			same "$k" "$(f "$ib/$k")" "$(dv "$k")"
+		done
+		same node_type "$(f "$ib/node_type")" "1: CA"
+		same node_desc "$(f "$ib/node_desc")" "$VP_NODE $(d name)"
+		same device/numa_node "$(f "$ib/device/numa_node")" -1
+		same device/vendor "$(($(f "$ib/device/vendor")))" "$(($(dv vendor_id)))"
+		same device/device "$(($(f "$ib/device/device")))" "$(dv vendor_part_id)"
+		p=$ib/ports/1 s=$(f "$p/state") ps=$(f "$p/phys_state")
+		same state "PORT_${s#*: } (${s%%:*})" "$(dv state)"
+		same phys_state "${ps%%:*}" "$(dv phys_state | sed 's/.*(\(.*\))/\1/')"
+		same link_layer "$(f "$p/link_layer")" "$(dv link_layer)"
+		same lid "$(($(f "$p/lid")))" "$(dv port_lid)"
+		same sm_lid "$(($(f "$p/sm_lid")))" "$(dv sm_lid)"
+		same lmc "$(f "$p/lmc")" "$(($(dv port_lmc)))"
+		same sm_sl "$(f "$p/sm_sl")" "$(dv sm_sl)"
+		same cap_mask "$(($(f "$p/cap_mask")))" "$(($(dv port_cap_flags)))"
+		w=$(dv active_width | sed 's/X.*//') sp=$(dv active_speed | sed 's/ Gbps.*//')
+		same rate "$(f "$p/rate" | sed 's/ (\([0-9]*\)X.*/ \1X/')" \
+			"$(awk -v w="$w" -v s="$sp" 'BEGIN { printf "%g Gb/sec %dX", w * s, w }')"
+		g=$(dv 'GID\[ *0\]')
+		same gids/0 "$(f "$p/gids/0")" "$(gid_full "${g%%,*}")"
+		same gid_attrs/types/0 "$(f "$p/gid_attrs/types/0")" "${g#*, }"
+		same pkeys/0 "$(f "$p/pkeys/0")" 0xffff
+		same "uverbs abi_version" "$(f class/infiniband_verbs/abi_version)" 6
+		same "$DEV_NAME/ibdev" "$(f "class/infiniband_verbs/$DEV_NAME/ibdev")" "$(d name)"
+		same "tree at exit" "$([ -e "$root" ] && echo left || echo removed)" removed
+		echo "$mism mismatches"
+	} >"$out" 2>&1
+	[ "$DUMP_RC" = 0 ] && [ "$mism" = 0 ] && ok=1
+	report sysfs_tree $ok "$out"
+fi
+
+# A dead process's tree goes at the next process's start, once a minute
+# old and unlocked; a locked one (a live process's), a fresh one, another
+# user's, and a symlink (with what it points to) stay.
+if want sysfs_sweep; then
+	out=$RUN/sysfs_sweep.out ok=1 lock='' stay="held fresh link"
+	old=$(date -d '-2 min' '+%Y%m%d%H%M.%S')
+	[ "$(id -u)" = 0 ] && stay="$stay other"	# (only root can plant one)
+	for n in dead $stay; do
+		[ "$n" = link ] || mkdir -p "$TMPDIR/vrdma-sysfs.$n/class"
+	done
+	mkdir "$RUN/victim" && touch "$RUN/victim/keep"
+	ln -s "$RUN/victim" "$TMPDIR/vrdma-sysfs.link"
+	[ "$(id -u)" = 0 ] && chown -R nobody "$TMPDIR/vrdma-sysfs.other"
+	for n in dead $stay; do
+		[ "$n" = fresh ] || touch -h -t "$old" "$TMPDIR/vrdma-sysfs.$n"
+	done
+	flock -s "$TMPDIR/vrdma-sysfs.held" sleep $T & lock=$!
+	for _ in $(seq 50); do
+		flock -n -x "$TMPDIR/vrdma-sysfs.held" true || break
+		sleep 0.1
+	done
+	timeout $T "$VR" "$RUN/sysfs_dump" >"$out" 2>&1 || ok=0
+	kill "$lock" 2>/dev/null; wait "$lock" 2>/dev/null
+	{
+		echo "== left in TMPDIR:"; ls -la "$TMPDIR"
+		[ ! -e "$TMPDIR/vrdma-sysfs.dead" ] || { echo "the dead tree stayed"; ok=0; }
+		for n in $stay; do
+			[ -e "$TMPDIR/vrdma-sysfs.$n" ] || { echo "$n was removed"; ok=0; }
+		done
+		[ -e "$RUN/victim/keep" ] || { echo "a symlink's target was emptied"; ok=0; }
+		n=$(find "$TMPDIR" -maxdepth 1 -name 'vrdma-sysfs.*' | wc -l)
+		[ "$n" = "$(wc -w <<<"$stay")" ] || { echo "$n trees: the run's own stayed"; ok=0; }
+	} >>"$out" 2>&1
+	report sysfs_sweep $ok "$out"
+fi
+
+# The /dev node, made as the package makes it; root only (mknod).
+NODE=/dev/infiniband/$DEV_NAME
+if want devnode; then
+	out=$RUN/devnode.out ok=0
+	if [ "$(id -u)" = 0 ] && command -v systemd-tmpfiles >/dev/null; then
+		systemd-tmpfiles --create "$TOP/verbs/tmpfiles.conf" >"$out" 2>&1
+	fi
+	if [ -e "$NODE" ] || [ -L "$NODE" ]; then
+		st=$(stat -c '%F %t:%T %a %U' "$NODE")
+		echo "$NODE: $st" >>"$out"
+		[ "$st" = "character special file 1:3 666 root" ] && ok=1
+		report devnode $ok "$out"
+	else
+		skipped devnode "no $NODE: run as root, or install the vrdma-guest package"
+	fi
+fi
+
+# UCX: lists vrdma0 (the /dev node) with rc_verbs; UCT moves data over
+# rc_verbs; UCP, which wires rc up through ud_verbs, waits for UD.
+PORT=19600
+ucx() {
+	local name=$1; shift
+	want "$name" || return 0
+	if ! command -v ucx_info >/dev/null; then skipped "$name" "ucx-utils missing"
+	elif [ ! -e "$NODE" ]; then skipped "$name" "no $NODE"
+	else "$@"; fi
+}
+ucx_devices() {
+	local out=$RUN/ucx_devices.out ok=0
+	timeout $T "$VR" ucx_info -d >"$out" 2>&1 &&
+		grep -A 3 'Transport: rc_verbs' "$out" | grep -q 'Device: vrdma0:1' && ok=1
+	report ucx_devices $ok "$out"
+}
+ucx ucx_devices ucx_devices
+ucx ucx_put_bw vp_pair ucx_put_bw "^Final: +1000 " \
+	"ucx_perftest -t put_bw -D zcopy -x rc_verbs -d vrdma0:1 -n 1000 -s 4096 -p @P@" \
+	"ucx_perftest -t put_bw -D zcopy -x rc_verbs -d vrdma0:1 -n 1000 -s 4096 -p @P@ 127.0.0.1"
+UCX_TLS=rc_verbs,self ucx ucx_tag_bw vp_pair ucx_tag_bw "^Final: +1000 " \
+	"ucx_perftest -t tag_bw -n 1000 -s 4096 -p @P@" \
+	"ucx_perftest -t tag_bw -n 1000 -s 4096 -p @P@ 127.0.0.1"
+
+# libfabric's verbs provider (no sysfs: rdma_cm and verbs calls).
+if want fi_info; then
+	if command -v fi_info >/dev/null; then
+		out=$RUN/fi_info.out ok=0
+		timeout $T "$VR" fi_info -p verbs >"$out" 2>&1 && grep -q 'domain: vrdma0$' "$out" && ok=1
+		report fi_info $ok "$out"
+	else
+		skipped fi_info "libfabric-bin missing"
+	fi
+fi
+
+# Open MPI's openib BTL: it takes a device only when the sysfs view's
+# class/infiniband is there; then it needs a connection scheme, and
+# Debian's has udcm alone, on UD QPs: ompi_device passes once openib
+# names vrdma0 (reaching it, or refusing it for want of a CPC),
+# ompi_job once the two ranks exchange a message.
+if want ompi_device || want ompi_job; then
+	if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+		skipped ompi "mpicc or mpirun missing (libopenmpi-dev, openmpi-bin)"
+	else
+		cat >"$RUN/mpi_hello.c" <<'EOF_C'
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+	int rank, size, v = 0;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (rank == 0) {
+		v = 42;
+		MPI_Send(&v, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+	} else if (rank == 1) {
+		MPI_Recv(&v, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	}
+	printf("rank %d of %d got %d\n", rank, size, v);
+	MPI_Finalize();
+	return 0;
+}
+EOF_C
+		out=$RUN/ompi.out ok=0
+		if LD_PRELOAD= mpicc -o "$RUN/mpi_hello" "$RUN/mpi_hello.c" >"$out" 2>&1; then
+			asroot=
+			[ "$(id -u)" = 0 ] && asroot=--allow-run-as-root
+			timeout $T "$VR" mpirun $asroot -np 2 --mca btl openib,self --mca pml ob1 \
+				--mca btl_openib_warn_no_device_params_found 0 \
+				--mca orte_base_help_aggregate 0 "$RUN/mpi_hello" >>"$out" 2>&1
+			grep -q '^rank 1 of 2 got 42$' "$out" && ok=1
+		fi
+		job=$ok
+		grep -Eq 'Local device: +vrdma0' "$out" && ok=1
+		want ompi_device && report ompi_device $ok "$out"
+		want ompi_job && report ompi_job $job "$out"
+	fi
+fi
+
+vp_leaks
+
+echo "$pass passed, $fail failed${xfail:+, $xfail pending (XFAIL)}, $skip skipped"
+[ "$fail" -eq 0 ]
