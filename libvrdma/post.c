@@ -93,20 +93,43 @@ _Static_assert(VRDMA_SEND_SIGNALED == VRDMA_WR_F_SIGNALED &&
 
 /*
  * vlib_send_put() for any SGE list but one SGE: check the count, copy
- * each SGE once into the entry's or the extension entries' x[] (*nx of
- * them), unused ones zero, sum their lengths.  Off the hot path: its
- * loop would cost every post.
+ * each SGE once into the entry's (unused ones zero), sum their lengths:
+ * 0, or 1 when there are more than the entry holds (vlib_send_ext then
+ * writes them), or -EINVAL.  Off the hot path: its loop would cost
+ * every post.
  */
 static __attribute__((noinline, cold)) int
 vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsge,
-	       struct vrdma_wire_sge *ws, struct vrdma_sge_ext *x, uint32_t *nx,
-	       uint32_t *total)
+	       struct vrdma_wire_sge *ws, uint32_t *total)
 {
-	int rc = vlib_put_sges(sg, nsge, q->cap.max_send_sge, ws, x, total);
+	if (nsge > VRDMA_WR_SGE && nsge <= q->cap.max_send_sge && sg)
+		return 1;
+	return vlib_put_sges(sg, nsge, VRDMA_WR_SGE < q->cap.max_send_sge ?
+			     VRDMA_WR_SGE : q->cap.max_send_sge, ws, NULL, total);
+}
 
-	if (!rc)
-		*nx = VRDMA_SGE_EXT_ENTRIES(nsge);
-	return rc;
+/*
+ * A send WR of more SGEs than its entry holds, whose entry vlib_send_put
+ * left in @local: its SGE list read and checked again (once, as it goes
+ * out: what is summed is what is sent) into the entry and its SGE
+ * entries, put into the ring with them.  The bytes it sends, or -errno
+ * (not through a pointer to the caller's slot: that would keep the slot
+ * out of registers on every post).
+ */
+static __attribute__((noinline, cold)) int64_t
+vlib_send_ext(struct vfe_dev *fe, const struct vlib_qp *q, const struct vrdma_send_wr *wr,
+	      struct vrdma_req *local)
+{
+	struct vrdma_sge_ext x[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE)];
+	const struct vrdma_sge *sg = VLIB_ONCE(wr->sg_list);
+	uint32_t nsge = (uint32_t)VLIB_ONCE(wr->num_sge), total;
+	int rc = vlib_put_sges(sg, nsge, q->cap.max_send_sge, local->u.wr.sge, x, &total);
+
+	if (!rc) {
+		local->num_sge = (uint8_t)nsge;
+		rc = vfe_ring_put_ext(fe, local, x, VRDMA_SGE_EXT_ENTRIES(nsge));
+	}
+	return rc ? rc : (int64_t)total;
 }
 
 /*
@@ -117,13 +140,12 @@ vlib_send_sges(const struct vlib_qp *q, const struct vrdma_sge *sg, uint32_t nsg
  * written, never read back (dom0 may scribble on it).  Every byte of r
  * is written (fields the opcode does not use, reserved bytes and unused
  * SGEs as zero): nothing stale or of ours leaks to dom0.  *slot gets
- * what the completion must say; SGEs past VRDMA_WR_SGE go into x[] and
- * *nx (0 otherwise, as the caller set it) says how many entries they
- * take.  0 or -EINVAL (r is then garbage).
+ * what the completion must say.  0, or 1 for a WR of more SGEs than r
+ * holds (r has all but its SGEs: vlib_send_ext's), or -EINVAL (r is then
+ * garbage).
  */
 static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-				struct vrdma_req *r, struct vlib_slot *slot,
-				struct vrdma_sge_ext *x, uint32_t *nx)
+				struct vrdma_req *r, struct vlib_slot *slot)
 {
 	const struct vrdma_sge *sg = VLIB_ONCE(wr->sg_list);
 	uint32_t nsge = (uint32_t)VLIB_ONCE(wr->num_sge);
@@ -132,6 +154,7 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	uint64_t wr_id = VLIB_ONCE(wr->wr_id);
 	struct vrdma_wr *w = &r->u.wr;
 	struct vlib_sop sop;
+	int more = 0;
 
 	_Static_assert(sizeof(*r) == 16 + sizeof(*w) &&
 		       offsetof(struct vrdma_wr, sge) ==
@@ -162,11 +185,10 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 		slot->len = len;
 	} else {
 		uint32_t total;		/* not slot->len: slot stays in registers */
-		int rc = vlib_send_sges(q, sg, nsge, w->sge, x, nx, &total);
-
-		if (rc)
-			return rc;
-		slot->len = total;
+		more = vlib_send_sges(q, sg, nsge, w->sge, &total);
+		if (more < 0)
+			return more;
+		slot->len = total;	/* vlib_send_ext's when more */
 	}
 	if (sop.has & VLIB_SOP_ATOMIC) {
 		/* One 8-byte local buffer, as verbs atomics. */
@@ -185,7 +207,7 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	w->imm_data = sop.has & VLIB_SOP_IMM ? wr->imm_data : 0;
 	slot->wr_id = wr_id;
 	slot->wc = sop.wc;
-	return 0;
+	return more;
 }
 
 /* The device broke while a chain was posted: what vfe_ring_unlock() did
@@ -216,7 +238,6 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	enum vrdma_qp_state st;
 	uint32_t posted, retired, start;
 	struct vrdma_send_wr *head = wr;
-	struct vrdma_sge_ext ext[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE)];
 	struct vrdma_req local;
 	struct vlib_qp *q;
 	int rc = 0;
@@ -247,16 +268,24 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	for (; !rc && wr; wr = wr->next) {
 		struct vrdma_req *r = &local;
 		struct vlib_slot slot;
-		uint32_t nx = 0;
 
 		/* Built in the ring entry itself (published at unlock), or
 		 * put there once the ring has room (which may take a wait:
 		 * a bad WR or a full queue says so first). */
 		if (vfe_likely(vfe_ring_room(&dev->fe)))
 			r = vfe_ring_entry(&dev->fe);
-		rc = vlib_send_put(q, wr, r, &slot, ext, &nx);
-		if (rc)
-			break;
+		rc = vlib_send_put(q, wr, r, &slot);
+		if (vfe_unlikely(rc)) {
+			if (rc < 0)
+				break;
+			/* SGE entries follow: the WR goes with them from local
+			 * (r was not committed: a wait for room leaves it
+			 * unpublished); local.num_sge says so below. */
+			rc = 0;
+			if (r != &local)
+				memcpy(&local, r, sizeof(local));
+			r = &local;
+		}
 		if (vfe_unlikely(posted - retired >= q->cap.max_send_wr)) {
 			retired = vlib_sq_retired(q);
 			if (posted - retired >= q->cap.max_send_wr) {
@@ -264,16 +293,15 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 				break;
 			}
 		}
-		if (vfe_unlikely(nx)) {
-			/* With its SGE entries, all at once (r was not
-			 * committed: a wait for room leaves it unpublished). */
-			if (r != &local)
-				memcpy(&local, r, sizeof(local));
-			rc = vfe_ring_put_ext(&dev->fe, &local, ext, nx);
-			if (rc)
-				break;
-		} else if (vfe_unlikely(r == &local)) {
-			rc = vfe_ring_put(&dev->fe, &local);
+		if (vfe_unlikely(r == &local)) {
+			if (local.num_sge > VRDMA_WR_SGE) {
+				int64_t sent = vlib_send_ext(&dev->fe, q, wr, &local);
+
+				rc = sent < 0 ? (int)sent : 0;
+				slot.len = (uint32_t)sent;
+			} else {
+				rc = vfe_ring_put(&dev->fe, &local);
+			}
 			if (rc)
 				break;
 		} else {
