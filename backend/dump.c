@@ -74,7 +74,7 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 	X(requests) X(commands) X(wrs) X(tx_bytes) X(tx_ops) X(rx_bytes) \
 	X(rx_ops) X(completions) X(errors) X(violations) X(evt_dropped) \
 	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us) \
-	X(cmd_waits)
+	X(cmd_waits) X(ud_tx) X(ud_rx) X(ud_tx_drop) X(ud_rx_drop)
 
 static void vbe_out_counters(const struct vbe_guest *g, struct vout *o)
 {

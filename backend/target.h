@@ -28,6 +28,7 @@ struct vbe_target {
 };
 
 extern const struct vbe_target vbe_target_local;
+extern const struct vbe_target vbe_target_ud;	/* local/ud.c: UD QPs */
 
 /*
  * Device credits (issue 5, sched.c): bound a guest's WRs outstanding on

@@ -23,7 +23,8 @@
  *     prio_keep.c  a VM's settings remembered across its guests' departures
  *     prio_store.c those settings and tenant limits on disk, across restarts
  *     filesave.c   a kept file replaced whole; one vrdmad per file (FILE.lock)
- *   local/       target_local.c: where the data goes on this node (target.h)
+ *   local/       target_local.c: where the data goes on this node (target.h);
+ *                ud.c: UD datagrams between guests of this node
  *   device/      target_verbs.c and verbs_*.c: to another node through the
  *                RDMA device (verbs.h)
  *   cm/          who connects to whom:
@@ -247,6 +248,8 @@ struct vbe_qp {
 	struct vbe_wq sq, rq;
 	uint32_t sq_retired;
 	enum vbe_qp_state state;
+	bool ud;			/* unreliable datagram (local/ud.c) */
+	uint32_t qkey;			/* ... its Q_Key, from MODIFY_QP UD_RTS */
 	const struct vbe_target *tgt;
 	uint32_t peer_domid, peer_devid, peer_handle, peer_qpn;
 	uint64_t conn_id;		/* pending CONNECT, 0 = none */
@@ -287,6 +290,10 @@ struct vbe_counters {
 	uint64_t qdelay_n, qdelay_sum_us, qdelay_max_us;	/* queued -> run */
 	uint64_t throttled_us;		/* backlogged with an empty bucket */
 	uint64_t cmd_waits;		/* a command left in the ring: no token */
+	/* UD datagrams (local/ud.c): sent and delivered; dropped as the
+	 * sender's (any reason) and as the destination guest's (its QP
+	 * had no receive, a too-small one, another Q_Key) */
+	uint64_t ud_tx, ud_rx, ud_tx_drop, ud_rx_drop;
 };
 
 /* Operator settings of one guest (prio.c, keys in its backend dir). */
@@ -833,6 +840,10 @@ void vbe_cm_qp_gone(struct vbe_guest *g, struct vbe_qp *qp);
 void vbe_cm_guest_gone(struct vbe_guest *g);
 void vbe_cm_deliver(struct vbe_guest *g);
 void vbe_cm_tick(struct vbe_node *n, int64_t now_ms);
+
+/* local/ud.c */
+int  vbe_ud_modify(struct vbe_guest *g, struct vbe_qp *qp,
+		   const struct vrdma_cmd_modify_qp *m);	/* VRDMA_CS_* */
 
 /* cm_qpn.c */
 void vbe_node_gid_init(struct vbe_node *n);

@@ -281,9 +281,12 @@ START_TEST(commands_modify_qp)
 	r.u.modify_qp.dest_qpn = 1u << 24;
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);	/* > 24 bits */
 	r.u.modify_qp.dest_qpn = b.qpn;
-	r.u.modify_qp.reserved[1] = 1;
+	r.u.modify_qp.reserved = 1;
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
-	r.u.modify_qp.reserved[1] = 0;
+	r.u.modify_qp.reserved = 0;
+	r.u.modify_qp.qkey = 1;					/* UD_RTS only */
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	r.u.modify_qp.qkey = 0;
 	r.u.raw[100] = 1;					/* body past the struct */
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
 	r.u.raw[100] = 0;
@@ -892,6 +895,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_policy_tcase());
 	suite_add_tcase(s, backend_share_tcase());
 	suite_add_tcase(s, backend_sge_tcase());
+	suite_add_tcase(s, backend_ud_tcase());
 	return s;
 }
 

@@ -265,7 +265,7 @@ int vbe_cm_connect(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	(void)out;
 	if (!qp)
 		return VRDMA_CS_NOENT;
-	if (qp->state != VBE_QPS_RESET || !vbe_cm_name_ok(c->node, true) ||
+	if (qp->state != VBE_QPS_RESET || qp->ud || !vbe_cm_name_ok(c->node, true) ||
 	    !vbe_cm_name_ok(c->service, false) || c->pdata_len > VRDMA_PDATA_MAX ||
 	    c->reserved)
 		return VRDMA_CS_INVAL;
@@ -458,7 +458,8 @@ int vbe_cm_accept(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 
 	if (!qp)
 		return VRDMA_CS_NOENT;
-	if (qp->state != VBE_QPS_RESET || a->pdata_len > VRDMA_PDATA_MAX || a->reserved)
+	if (qp->state != VBE_QPS_RESET || qp->ud || a->pdata_len > VRDMA_PDATA_MAX ||
+	    a->reserved)
 		return VRDMA_CS_INVAL;
 	c = vbe_cm_conn_find(g, a->conn_id);
 	if (!c)

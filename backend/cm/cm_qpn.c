@@ -225,14 +225,18 @@ int vbe_cm_modify(struct vbe_guest *g, const struct vrdma_req *r)
 
 	if (!qp)
 		return VRDMA_CS_NOENT;
-	if (m->reserved[0] || m->reserved[1])
+	if (m->reserved || (m->qkey && m->state != VRDMA_MQ_UD_RTS))
 		return VRDMA_CS_INVAL;
 	for (i = sizeof(*m); i < sizeof(r->u.raw); i++)
 		if (r->u.raw[i])
 			return VRDMA_CS_INVAL;
 	switch (m->state) {
 	case VRDMA_MQ_RTR:
+		if (qp->ud)
+			return VRDMA_CS_INVAL;	/* datagrams bind to nobody */
 		return vbe_qpn_rtr(g, qp, m);
+	case VRDMA_MQ_UD_RTS:
+		return vbe_ud_modify(g, qp, m);
 	case VRDMA_MQ_ERR:
 		if (qp->state == VBE_QPS_CONNECTING && !qp->vwait)
 			return VRDMA_CS_INVAL;	/* vrdma_connect() owns it */

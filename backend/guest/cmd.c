@@ -281,7 +281,8 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 		return VRDMA_CS_NOENT;
 	if (!c->max_send_wr || c->max_send_wr > VRDMA_MAX_WR ||
 	    (srq ? c->max_recv_wr != 0 : !c->max_recv_wr || c->max_recv_wr > VRDMA_MAX_WR) ||
-	    c->max_sge > g->node->max_sge || c->reserved)
+	    c->max_sge > g->node->max_sge ||
+	    (c->type != VRDMA_QP_TYPE_RC && c->type != VRDMA_QP_TYPE_UD))
 		return VRDMA_CS_INVAL;
 	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
 	slots = c->max_send_wr + c->max_recv_wr;
@@ -319,6 +320,8 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	qp->recv_cq = c->recv_cq & 0xffff;
 	qp->max_sge = c->max_sge;
 	qp->state = VBE_QPS_RESET;
+	qp->ud = c->type == VRDMA_QP_TYPE_UD;
+	qp->qkey = 0;
 	if (srq) {
 		qp->srq = (c->srq & 0xffff) + 1;
 		srq->users++;

@@ -324,7 +324,8 @@ void vbe_rq_complete(struct vbe_guest *g, struct vbe_qp *qp, uint8_t wc,
 	c.status = status;
 	c.byte_len = byte_len;
 	c.imm_data = imm;
-	c.flags = has_imm ? VRDMA_CQE_F_IMM : 0;
+	c.flags = (has_imm ? VRDMA_CQE_F_IMM : 0) |
+		  (qp->ud && !status ? VRDMA_CQE_F_GRH : 0);
 	c.src_qpn = src_qpn;
 	c.sq_retired = qp->sq_retired;
 	vbe_cq_push(g, qp->recv_cq, &c);

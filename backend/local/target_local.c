@@ -15,14 +15,10 @@
 
 #include "../vbe.h"
 #include "../target.h"
+#include "local.h"
 
 #define VBE_WAIT	(-1)	/* no receive posted yet: keep the WR queued */
 #define VBE_PART	(-2)	/* a piece moved; the rest in a later turn */
-
-struct vbe_piece {
-	uint8_t *p;
-	uint32_t len;
-};
 
 /* key names an MR of g in PD pd with `acc` rights that holds
  * [addr, addr + len): its mapped address, else NULL.  Inline: twice per
@@ -73,8 +69,8 @@ static inline void vbe_move(uint8_t *d, const uint8_t *s, size_t n)
 }
 
 /* Local SGEs -> mapped pieces: lkey valid, in PD pd, in bounds, rights. */
-static int vbe_sges(struct vbe_guest *g, uint32_t pd, const struct vbe_wqe *w,
-		    bool write, struct vbe_piece *pc, unsigned *np, uint64_t *total)
+int vbe_sges(struct vbe_guest *g, uint32_t pd, const struct vbe_wqe *w,
+	     bool write, struct vbe_piece *pc, unsigned *np, uint64_t *total)
 {
 	unsigned i, n = 0;
 
@@ -121,8 +117,8 @@ static void vbe_seek(const struct vbe_piece *pc, unsigned np, uint64_t skip,
  * per contiguous piece.  memmove: a guest looping back inside one buffer
  * may name overlapping ranges (its data, its problem, but no UB in dom0).
  */
-static void vbe_copy(const struct vbe_piece *d, unsigned nd,
-		     const struct vbe_piece *s, unsigned ns, uint64_t skip, uint64_t n)
+void vbe_copy(const struct vbe_piece *d, unsigned nd,
+	      const struct vbe_piece *s, unsigned ns, uint64_t skip, uint64_t n)
 {
 	unsigned i, j;
 	uint32_t doff, soff;

@@ -65,7 +65,8 @@
  * Both carry `state` (XenbusState below); absent key = default.
  *   backend writes:  protocol-version, max-req-ring-order,
  *                    max-evt-ring-order, max-sge (absent = VRDMA_WR_SGE;
- *                    at most VRDMA_MAX_SGE), feature-*, node-name,
+ *                    at most VRDMA_MAX_SGE), feature-* (feature-ud: UD
+ *                    QPs, see VRDMA_QP_TYPE_UD), node-name,
  *                    node-gid (32 hex digits: the GID QPs of this node
  *                    are named by, see VRDMA_CMD_MODIFY_QP)
  *   frontend writes: protocol-version, req-ring-order, evt-ring-order,
@@ -182,11 +183,28 @@ struct vrdma_wire_sge {
 	uint32_t lkey;
 };
 
-/* Body of a work request (opcodes 0x01..0x08). */
+/* A UD datagram's payload is at most this (the port's MTU); the receive
+ * holds a VRDMA_GRH_LEN-byte GRH before it (feature-ud). */
+#define VRDMA_UD_MTU		4096
+#define VRDMA_GRH_LEN		40
+/* A remote_qkey with this bit set means "the sending QP's own Q_Key". */
+#define VRDMA_QKEY_OWN		0x80000000u
+
+/* Body of a work request (opcodes 0x01..0x08).  The first 24 bytes are
+ * the RC fields, or for a SEND / SEND_IMM of a UD QP its destination. */
 struct vrdma_wr {
-	uint64_t remote_addr;	/* WRITE/READ/atomics */
-	uint64_t compare_add;	/* CMP_SWAP compare, FETCH_ADD addend */
-	uint64_t swap;		/* CMP_SWAP swap */
+	union {
+		struct {
+			uint64_t remote_addr;	/* WRITE/READ/atomics */
+			uint64_t compare_add;	/* CMP_SWAP compare, FETCH_ADD addend */
+			uint64_t swap;		/* CMP_SWAP swap */
+		};
+		struct {			/* UD SEND / SEND_IMM (feature-ud) */
+			uint8_t  dgid[16];	/* the destination node's GID */
+			uint32_t remote_qpn;	/* 24 bits */
+			uint32_t remote_qkey;	/* VRDMA_QKEY_OWN: the QP's own */
+		} ud;
+	};
 	uint32_t rkey;
 	uint32_t imm_data;	/* *_IMM, network order as in verbs */
 	uint8_t  reserved[16];
@@ -240,8 +258,15 @@ struct vrdma_cmd_create_qp {
 	uint32_t max_recv_wr;	/* 0 with an SRQ */
 	uint32_t max_sge;	/* <= the backend's max-sge */
 	uint32_t srq;		/* SRQ handle, 0 = own receive queue */
-	uint32_t reserved;
+	uint32_t type;		/* VRDMA_QP_TYPE_* (a backend without
+				 * feature-ud refuses non-zero: INVAL) */
 };
+
+/* CREATE_QP type.  A UD QP sends and receives datagrams once MODIFY_QP
+ * UD_RTS gave it its Q_Key; it never connects (CONNECT, ACCEPT, RTR:
+ * INVAL), and its WRs are SEND, SEND_IMM and RECV only (others complete
+ * LOC_QP_OP_ERR). */
+enum { VRDMA_QP_TYPE_RC = 0, VRDMA_QP_TYPE_UD = 1 };
 
 /* A shared receive queue: receives any of its QPs consume, in order. */
 struct vrdma_cmd_create_srq {
@@ -286,14 +311,17 @@ struct vrdma_cmd_accept {
  *       RTR fails its first send WR with RETRY_EXC_ERR (QP_ERROR follows).
  *       CMD_DONE UNREACH: dom0 cannot reach that node.
  *  ERR: the QP goes to error: queued WRs complete with WR_FLUSH_ERR and a
- *       connected peer gets QP_ERROR, as when the QP is destroyed. */
-enum { VRDMA_MQ_RTR = 1, VRDMA_MQ_ERR = 2 };
+ *       connected peer gets QP_ERROR, as when the QP is destroyed.
+ *  UD_RTS: a UD QP (RESET, or UD_RTS already: a new Q_Key) takes datagrams
+ *       for its Q_Key and may send; dest_qpn and dest_gid are zero. */
+enum { VRDMA_MQ_RTR = 1, VRDMA_MQ_ERR = 2, VRDMA_MQ_UD_RTS = 3 };
 
 struct vrdma_cmd_modify_qp {
 	uint32_t state;		/* VRDMA_MQ_* */
 	uint32_t dest_qpn;	/* RTR: 24 bits, not 0 */
 	uint8_t  dest_gid[16];	/* RTR */
-	uint32_t reserved[2];
+	uint32_t qkey;		/* UD_RTS (else 0); was reserved[0] */
+	uint32_t reserved;
 };
 
 /* One request ring entry: 128 bytes. */
@@ -401,6 +429,11 @@ enum {
 
 #define _VRDMA_CQE_F_IMM	0
 #define VRDMA_CQE_F_IMM		(1u << _VRDMA_CQE_F_IMM)
+/* A UD receive: the first VRDMA_GRH_LEN bytes of the buffer are the
+ * datagram's GRH (IB layout: SGID = the sender's node GID), byte_len
+ * counts them, src_qpn is the sending QP. */
+#define _VRDMA_CQE_F_GRH	1
+#define VRDMA_CQE_F_GRH		(1u << _VRDMA_CQE_F_GRH)
 
 /* One completion: 64 bytes. */
 struct vrdma_cqe {
@@ -438,6 +471,13 @@ _Static_assert(offsetof(struct vrdma_sring, evt) == 192, "sring evt");
 _Static_assert(sizeof(struct vrdma_wire_sge) == 16, "sge");
 _Static_assert(sizeof(struct vrdma_wr) == 112, "wr");
 _Static_assert(offsetof(struct vrdma_wr, sge) == 48, "wr sge");
+_Static_assert(offsetof(struct vrdma_wr, ud.dgid) == 0 &&
+	       offsetof(struct vrdma_wr, ud.remote_qpn) == 16 &&
+	       offsetof(struct vrdma_wr, ud.remote_qkey) == 20 &&
+	       offsetof(struct vrdma_wr, rkey) == 24 &&
+	       offsetof(struct vrdma_wr, imm_data) == 28, "wr ud destination");
+_Static_assert(offsetof(struct vrdma_cmd_create_qp, type) == 28, "create_qp type");
+_Static_assert(offsetof(struct vrdma_cmd_modify_qp, qkey) == 24, "modify_qp qkey");
 _Static_assert(sizeof(struct vrdma_sge_ext) == sizeof(struct vrdma_req), "sge ext entry");
 _Static_assert(VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) == 2 &&
 	       VRDMA_SGE_EXT_ENTRIES(VRDMA_WR_SGE) == 0 &&

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unreliable datagrams between guests of this node.  A UD SEND is
+ * delivered at once, or dropped: dom0 never queues a datagram.  The
+ * destination is named by (GID, QPN) in the WR (wire.h, struct vrdma_wr
+ * ud); it must be this node's GID and a UD QP in RTS of any guest whose
+ * tenant group the connect policy lets the sender's reach, with the
+ * Q_Key the WR names (VRDMA_QKEY_OWN: the sender's), a receive posted
+ * that holds the GRH and the payload.  The receive gets the 40-byte IB
+ * GRH first, then the payload, and completes with byte_len = 40 +
+ * payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else drops the
+ * datagram and counts it (ud_tx_drop on the sender; ud_rx_drop on the
+ * destination guest when its QP is at fault).  The sender's WR always
+ * completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
+ * payload is past VRDMA_UD_MTU (LOC_LEN_ERR, as UD hardware) or its
+ * opcode is no datagram (LOC_QP_OP_ERR); none of them stops the QP.
+ *
+ * A datagram to another node's GID is dropped and counted too (success
+ * for the sender): UD through the RDMA device is not done yet.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "log.h"
+#include "../vbe.h"
+#include "../target.h"
+#include "local.h"
+
+/* IB GRH: IP version 6, traffic class 0, flow label 0; next header 0x1b
+ * (IBA transport), as a real HCA writes it into a UD receive. */
+#define VBE_GRH_VTF	0x60000000u
+#define VBE_GRH_NXT	0x1b
+#define VBE_GRH_HOPS	64
+
+struct vbe_grh {
+	uint32_t vtf;		/* version, traffic class, flow label (BE) */
+	uint16_t paylen;	/* BE */
+	uint8_t  next_hdr;
+	uint8_t  hop_limit;
+	uint8_t  sgid[16];
+	uint8_t  dgid[16];
+};
+_Static_assert(sizeof(struct vbe_grh) == VRDMA_GRH_LEN, "GRH is 40 bytes");
+
+/* The datagram goes nowhere: counted on the sender, and on the
+ * destination guest when one is to blame (pg not NULL). */
+static void vbe_ud_drop(struct vbe_guest *g, struct vbe_guest *pg, const char *why,
+			uint32_t qpn)
+{
+	g->ctr.ud_tx_drop++;
+	if (pg)
+		pg->ctr.ud_rx_drop++;
+	vlog_dbg("guest %u: datagram to QP %u dropped: %s", g->domid, qpn, why);
+}
+
+/* The destination QP of w on this node, or NULL (the drop counted). */
+static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
+				  const struct vbe_wqe *w, struct vbe_guest **pgp)
+{
+	struct vbe_node *n = g->node;
+	uint32_t qpn = w->wr.ud.remote_qpn, qkey = w->wr.ud.remote_qkey;
+	struct vbe_party from, to;
+	struct vbe_guest *pg;
+	struct vbe_qp *pqp;
+
+	if (memcmp(w->wr.ud.dgid, n->gid, sizeof(n->gid))) {
+		vbe_ud_drop(g, NULL, "another node's GID", qpn);
+		return NULL;
+	}
+	pqp = qpn < 1u << 24 ? vbe_qpn_find(n, qpn, &pg) : NULL;
+	if (!pqp || !pqp->ud || pqp->state != VBE_QPS_RTS) {
+		vbe_ud_drop(g, NULL, "no UD QP in RTS by that number", qpn);
+		return NULL;
+	}
+	/* The tenant connect policy holds for datagrams as for connections. */
+	if (pg != g) {
+		from = vbe_policy_local(n, g->tenant);
+		to = vbe_policy_local(n, pg->tenant);
+		if (!vbe_policy_allow(n, &from, &to)) {
+			vbe_policy_refused(n, "guest %u (tenant %s): datagram to QP %u of tenant "
+					   "%s refused by policy", g->domid, g->tenant, qpn,
+					   pg->tenant);
+			vbe_ud_drop(g, NULL, "policy", qpn);
+			return NULL;
+		}
+	}
+	if (qkey & VRDMA_QKEY_OWN)
+		qkey = qp->qkey;
+	if (qkey != pqp->qkey) {
+		vbe_ud_drop(g, pg, "Q_Key mismatch", qpn);
+		return NULL;
+	}
+	*pgp = pg;
+	return pqp;
+}
+
+/*
+ * Deliver the datagram of w (payload pieces pc, total bytes) into the
+ * destination's next receive: GRH, then payload.  The receive's own bad
+ * SGEs fail it (and its QP) as on RC; no receive or a small one: dropped.
+ */
+static void vbe_ud_deliver(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+			   const struct vbe_piece *pc, unsigned np, uint64_t total)
+{
+	struct vbe_piece dst[VRDMA_MAX_SGE], src[VRDMA_MAX_SGE + 1];
+	struct vbe_guest *pg;
+	struct vbe_qp *pqp = vbe_ud_dest(g, qp, w, &pg);
+	struct vbe_wqe *rw;
+	struct vbe_grh grh;
+	uint64_t cap;
+	unsigned nd;
+	int st;
+
+	if (!pqp)
+		return;
+	rw = vbe_qp_rq_head(pg, pqp);
+	if (!rw) {
+		vbe_ud_drop(g, pg, "no receive posted", pqp->qpn);
+		return;
+	}
+	st = vbe_sges(pg, pqp->srq ? pg->srqs[pqp->srq - 1].pd : pqp->pd, rw, true,
+		      dst, &nd, &cap);
+	if (st) {
+		vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, (uint8_t)st, 0, 0, false, qp->qpn);
+		vbe_qp_error(pg, pqp);
+		vbe_ud_drop(g, pg, "bad receive", pqp->qpn);
+		return;
+	}
+	if (cap < VRDMA_GRH_LEN + total) {
+		vbe_ud_drop(g, pg, "receive too small", pqp->qpn);
+		return;
+	}
+	memset(&grh, 0, sizeof(grh));
+	grh.vtf = htonl(VBE_GRH_VTF);
+	grh.paylen = htons((uint16_t)total);
+	grh.next_hdr = VBE_GRH_NXT;
+	grh.hop_limit = VBE_GRH_HOPS;
+	memcpy(grh.sgid, g->node->gid, sizeof(grh.sgid));
+	memcpy(grh.dgid, w->wr.ud.dgid, sizeof(grh.dgid));
+	src[0].p = (uint8_t *)&grh;
+	src[0].len = sizeof(grh);
+	memcpy(src + 1, pc, np * sizeof(*pc));
+	vbe_copy(dst, nd, src, np + 1, 0, VRDMA_GRH_LEN + total);
+	vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, VRDMA_WS_SUCCESS,
+			(uint32_t)(VRDMA_GRH_LEN + total), w->wr.imm_data,
+			w->opcode == VRDMA_OP_SEND_IMM, qp->qpn);
+	g->ctr.ud_tx++;
+	g->ctr.tx_bytes += total;
+	g->ctr.tx_ops++;
+	pg->ctr.ud_rx++;
+	pg->ctr.rx_bytes += total;
+	pg->ctr.rx_ops++;
+}
+
+/* One send WR of a UD QP: its completion status, *len its payload. */
+static int vbe_ud_send(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+		       uint64_t *len)
+{
+	struct vbe_piece pc[VRDMA_MAX_SGE];
+	unsigned np;
+	int st;
+
+	*len = 0;
+	if (w->opcode != VRDMA_OP_SEND && w->opcode != VRDMA_OP_SEND_IMM)
+		return VRDMA_WS_LOC_QP_OP_ERR;
+	st = vbe_sges(g, qp->pd, w, false, pc, &np, len);
+	if (st)
+		return st;
+	if (*len > VRDMA_UD_MTU)
+		return VRDMA_WS_LOC_LEN_ERR;
+	vbe_ud_deliver(g, qp, w, pc, np, *len);
+	return VRDMA_WS_SUCCESS;
+}
+
+/* Every queued send, while the budget lasts (sched.c: the rest waits on
+ * the run list like any QP's); a datagram costs its GRH and payload. */
+static void vbe_ud_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	struct vbe_wqe *w;
+	uint64_t len;
+	int st;
+
+	while (!g->dead && (w = vbe_wq_head(&qp->sq))) {
+		if (qp->state != VBE_QPS_RTS) {
+			if (qp->state == VBE_QPS_ERR)
+				vbe_qp_error(g, qp);
+			return;
+		}
+		if (!vbe_budget_left(g, qp))
+			return;
+		st = vbe_ud_send(g, qp, w, &len);
+		vbe_sched_start_wr(g, w);
+		vbe_budget_charge(g, VRDMA_GRH_LEN + len);
+		vbe_sq_complete(g, qp, VRDMA_WC_SEND, (uint8_t)st, st ? 0 : (uint32_t)len);
+	}
+}
+
+/* Datagrams are never held for a receive: nothing waits on one. */
+static void vbe_ud_rq_posted(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	(void)g;
+	(void)qp;
+}
+
+/* No peer to tell. */
+static void vbe_ud_disconnect(struct vbe_guest *g, struct vbe_qp *qp)
+{
+	(void)g;
+	(void)qp;
+}
+
+const struct vbe_target vbe_target_ud = {
+	.name		= "ud",
+	.sq_run		= vbe_ud_sq_run,
+	.rq_posted	= vbe_ud_rq_posted,
+	.disconnect	= vbe_ud_disconnect,
+};
+
+/* MODIFY_QP UD_RTS (the body checked by the caller but for state's own
+ * fields): the QP's Q_Key; from RESET, or again from RTS. */
+int vbe_ud_modify(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_cmd_modify_qp *m)
+{
+	static const uint8_t zero[16];
+
+	if (!qp->ud || m->dest_qpn || memcmp(m->dest_gid, zero, sizeof(zero)) ||
+	    (qp->state != VBE_QPS_RESET && qp->state != VBE_QPS_RTS))
+		return VRDMA_CS_INVAL;
+	qp->qkey = m->qkey;
+	if (qp->state == VBE_QPS_RTS)
+		return VRDMA_CS_OK;
+	qp->state = VBE_QPS_RTS;
+	qp->tgt = &vbe_target_ud;
+	vbe_sched_held(g->node, qp);
+	if (qp->sq.count)
+		qp->tgt->sq_run(g, qp);
+	return VRDMA_CS_OK;
+}
