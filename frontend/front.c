@@ -287,6 +287,7 @@ static int vfe_negotiate(struct vfe_dev *d)
 		vfe_parse_gid(buf, d->node_gid);
 	d->feat_modify_qp = vfe_feature(d, "feature-modify-qp");
 	d->feat_srq = vfe_feature(d, "feature-srq");
+	d->feat_ud = vfe_feature(d, "feature-ud");
 	return 0;
 }
 

@@ -63,6 +63,7 @@ struct vfe_dev {
 	unsigned spin_us;		/* busy-poll before sleeping (wait policy) */
 	bool feat_modify_qp;		/* backend's feature-modify-qp */
 	bool feat_srq;			/* backend's feature-srq */
+	bool feat_ud;			/* backend's feature-ud */
 	uint32_t max_sge;		/* SGEs per WR: backend's max-sge, bounded */
 	uint32_t devid;			/* the device this process claimed */
 	char fdir[40];			/* "device/vrdma/<devid>", home-relative */

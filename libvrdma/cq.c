@@ -289,7 +289,7 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	wc->wr_id = e->wr_id;
 	is_send = vlib_wc_opcode(e->opcode, &wc->opcode);
 	if (is_send < 0 || vlib_wc_status(e->status, &wc->status) ||
-	    (e->flags & ~VRDMA_CQE_F_IMM))
+	    (e->flags & ~(VRDMA_CQE_F_IMM | VRDMA_CQE_F_GRH)))
 		return -EPROTO;
 	if (e->srq && is_send)
 		return -EPROTO;
@@ -302,7 +302,8 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 			vlib_cq_gone_srq(c, e);
 		return 0;
 	}
-	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub)
+	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub ||
+	    ((e->flags & VRDMA_CQE_F_GRH) && (!q->ud || is_send)))
 		return -EPROTO;
 	c->last_qp = q;
 	if (!is_send && (q->srq ? e->srq != q->srq->pub.handle : e->srq != 0))
@@ -311,7 +312,9 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 							vlib_cqe_recv(q, e);
 	if (rc)
 		return rc;
-	if (e->status != VRDMA_WS_SUCCESS)	/* as RC verbs: QP to error */
+	/* As RC verbs: QP to error.  A UD send's error leaves its QP as
+	 * dom0 does (a datagram too big, a bad SGE). */
+	if (e->status != VRDMA_WS_SUCCESS && !(q->ud && is_send))
 		vlib_qp_to_err(q);
 	wc->vendor_err = e->vendor_err;
 	wc->byte_len = e->byte_len;
@@ -319,6 +322,8 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 		wc->imm_data = e->imm_data;
 		wc->wc_flags = VRDMA_WC_WITH_IMM;
 	}
+	if (e->flags & VRDMA_CQE_F_GRH)
+		wc->wc_flags |= VRDMA_WC_GRH;
 	wc->qp_num = q->pub.qp_num;
 	wc->src_qp = e->src_qpn;
 	return 1;

@@ -205,6 +205,7 @@ int vrdma_close(struct vrdma_device *dev)
 	for (i = 0; i < VLIB_QP_HASH; i++)
 		VLIB_FREE_ALL(dev->qps[i], vlib_qp_free);
 	VLIB_FREE_ALL(dev->srqs, vlib_srq_free);
+	VLIB_FREE_ALL(dev->ahs, free);
 	VLIB_FREE_ALL(dev->mrs, free);
 	VLIB_FREE_ALL(dev->cqs, vlib_free_cq);
 	VLIB_FREE_ALL(dev->pds, free);

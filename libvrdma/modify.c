@@ -2,15 +2,17 @@
 /*
  * Connecting the verbs way: RESET -> INIT -> RTR -> RTS by
  * vrdma_modify_qp().  Only RTR (bind to the peer's GID and QP number) and
- * ERR (flush) reach dom0; the other states are the library's own.
+ * ERR (flush) reach dom0; the other states are the library's own.  A UD
+ * QP reaches dom0 at RTS (UD_RTS with its Q_Key) and ERR.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "vlib.h"
 
 #define VLIB_MQ_MASK	(VRDMA_QP_STATE | VRDMA_QP_ACCESS_FLAGS | VRDMA_QP_DEST | \
-			 VRDMA_QP_RQ_PSN | VRDMA_QP_SQ_PSN)
+			 VRDMA_QP_RQ_PSN | VRDMA_QP_SQ_PSN | VRDMA_QP_QKEY)
 #define VLIB_PSN_MASK	0xffffffu
 
 static int vlib_mq_cmd(struct vlib_qp *q, uint32_t state, const struct vrdma_qp_attr *a)
@@ -20,7 +22,9 @@ static int vlib_mq_cmd(struct vlib_qp *q, uint32_t state, const struct vrdma_qp_
 	if (!q->pub.device->fe.feat_modify_qp)
 		return -EOPNOTSUPP;	/* an older backend: wire.md, Versioning */
 	req.u.modify_qp.state = state;
-	if (a) {
+	if (state == VRDMA_MQ_UD_RTS) {
+		req.u.modify_qp.qkey = a->qkey;
+	} else if (a) {
 		req.u.modify_qp.dest_qpn = a->dest_qp_num;
 		memcpy(req.u.modify_qp.dest_gid, a->dest_gid, VRDMA_GID_LEN);
 	}
@@ -49,6 +53,59 @@ static int vlib_mq_allowed(enum vrdma_qp_state from, enum vrdma_qp_state to)
 	}
 }
 
+/* ... of a UD QP: a Q_Key anywhere on the way, no peer (verbs' UD). */
+static int vlib_mq_allowed_ud(enum vrdma_qp_state from, enum vrdma_qp_state to)
+{
+	if (to == VRDMA_QPS_ERR)
+		return 0;
+	switch (from) {
+	case VRDMA_QPS_RESET:
+		return to == VRDMA_QPS_INIT ? VRDMA_QP_QKEY : to == VRDMA_QPS_RESET ? 0 : -1;
+	case VRDMA_QPS_INIT:
+		return to == VRDMA_QPS_INIT || to == VRDMA_QPS_RTR ? VRDMA_QP_QKEY : -1;
+	case VRDMA_QPS_RTR:
+		return to == VRDMA_QPS_RTS ? VRDMA_QP_QKEY | VRDMA_QP_SQ_PSN : -1;
+	case VRDMA_QPS_RTS:
+		return to == VRDMA_QPS_RTS ? VRDMA_QP_QKEY : -1;
+	default:
+		return -1;
+	}
+}
+
+/* A UD QP's transition: dom0 hears of RTS (and a new Q_Key there). */
+static int vlib_modify_ud(struct vlib_qp *q, enum vrdma_qp_state from,
+			  const struct vrdma_qp_attr *attr, int mask)
+{
+	enum vrdma_qp_state to = attr->qp_state;
+	struct vrdma_qp_attr a = q->va;
+	int allowed = vlib_mq_allowed_ud(from, to), rc;
+
+	if (allowed < 0 || (mask & ~(VRDMA_QP_STATE | allowed)) ||
+	    (from == VRDMA_QPS_RESET && to == VRDMA_QPS_INIT && !(mask & VRDMA_QP_QKEY)))
+		return -EINVAL;
+	if (mask & VRDMA_QP_QKEY)
+		a.qkey = attr->qkey;
+	if (to == VRDMA_QPS_RTS && (from != VRDMA_QPS_RTS || (mask & VRDMA_QP_QKEY))) {
+		rc = vlib_mq_cmd(q, VRDMA_MQ_UD_RTS, &a);
+		if (rc)
+			return rc;
+	} else if (to == VRDMA_QPS_ERR) {
+		rc = vlib_mq_cmd(q, VRDMA_MQ_ERR, NULL);
+		if (rc)
+			return rc;
+	}
+	q->va.qkey = a.qkey;
+	if (mask & VRDMA_QP_SQ_PSN)
+		q->va.sq_psn = attr->sq_psn & VLIB_PSN_MASK;
+	q->va.qp_state = to;
+	if (to == VRDMA_QPS_ERR)
+		vlib_qp_to_err(q);
+	else
+		__atomic_compare_exchange_n(&q->pub.state, &from, to, false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
 static int vlib_modify(struct vlib_qp *q, const struct vrdma_qp_attr *attr, int mask)
 {
 	enum vrdma_qp_state from, to = attr->qp_state;
@@ -64,6 +121,10 @@ static int vlib_modify(struct vlib_qp *q, const struct vrdma_qp_attr *attr, int 
 	if (vfe_is_broken(&q->pub.device->fe))
 		return -EIO;
 	from = __atomic_load_n(&q->pub.state, __ATOMIC_ACQUIRE);
+	if (q->ud)
+		return vlib_modify_ud(q, from, attr, mask);
+	if (mask & VRDMA_QP_QKEY)
+		return -EINVAL;		/* UD only */
 	if (from == VRDMA_QPS_RTS && q->va.qp_state != VRDMA_QPS_RTS &&
 	    to != VRDMA_QPS_ERR)
 		return -EINVAL;		/* connected by vrdma_connect() */
@@ -124,8 +185,12 @@ int vrdma_query_qp(struct vrdma_qp *qp, struct vrdma_qp_attr *attr)
 	if (!qp || !qp->device || !attr)
 		return EINVAL;
 	q = vlib_qp(qp);
+	/* qkey only for a UD QP: a program built before the field existed
+	 * has no room for it, and no UD QP either. */
 	pthread_mutex_lock(&q->sq_lock);
-	*attr = q->va;
+	memcpy(attr, &q->va, offsetof(struct vrdma_qp_attr, qkey));
+	if (q->ud)
+		attr->qkey = q->va.qkey;
 	pthread_mutex_unlock(&q->sq_lock);
 	attr->qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 	attr->cap = q->cap;

@@ -207,6 +207,13 @@ static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send
 	w->imm_data = sop.has & VLIB_SOP_IMM ? wr->imm_data : 0;
 	slot->wr_id = wr_id;
 	slot->wc = sop.wc;
+	/* A UD QP's destination in the RC fields' place (ah.c). */
+	if (vfe_unlikely(q->ud)) {
+		int rc = vlib_send_ud(q, wr, w, opc);
+
+		if (rc)
+			return rc;
+	}
 	return more;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Queue pairs: creation, destruction, QP events. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,7 @@ static struct vlib_qp *vlib_qp_new(const struct vrdma_qp_init_attr *attr,
 		nr = 1;
 	}
 	q->sq_sig_all = attr->sq_sig_all ? VRDMA_WR_F_SIGNALED : 0;
+	q->ud = attr->qp_type == VRDMA_QPT_UD;
 	q->sq_slot = calloc(ns, sizeof(*q->sq_slot));
 	q->rq_slot = calloc(nr, sizeof(*q->rq_slot));
 	q->sq_mask = ns - 1;
@@ -114,7 +116,14 @@ static void vlib_create_qp_req(struct vrdma_req *req, struct vrdma_pd *pd,
 	req->u.create_qp.max_sge = cap->max_send_sge > cap->max_recv_sge || srq ?
 				   cap->max_send_sge : cap->max_recv_sge;
 	req->u.create_qp.srq = srq ? srq->handle : 0;
+	req->u.create_qp.type = attr->qp_type == VRDMA_QPT_UD ? VRDMA_QP_TYPE_UD :
+								VRDMA_QP_TYPE_RC;
 }
+
+/* qp_type took what was the struct's tail padding: programs built before
+ * it keep their layout. */
+_Static_assert(sizeof(struct vrdma_qp_init_attr) ==
+	       offsetof(struct vrdma_qp_init_attr, sq_sig_all) + 8, "qp_type in the padding");
 
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr)
 {
@@ -141,6 +150,10 @@ struct vrdma_qp *vrdma_create_qp_srq(struct vrdma_pd *pd, struct vrdma_qp_init_a
 	if (vlib_broken(dev))
 		return NULL;
 	rc = vlib_qp_caps(dev, &attr->cap, srq != NULL);
+	if (!rc && attr->qp_type != VRDMA_QPT_RC && attr->qp_type != VRDMA_QPT_UD)
+		rc = -EINVAL;
+	if (!rc && attr->qp_type == VRDMA_QPT_UD && !dev->fe.feat_ud)
+		rc = -EOPNOTSUPP;	/* an older backend: wire.md, feature-ud */
 	if (rc)
 		goto err;
 	q = vlib_qp_new(attr, srq);

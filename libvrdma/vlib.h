@@ -139,6 +139,7 @@ struct vlib_qp {
 	struct vrdma_qp_cap cap;	/* recv fields 0 on an SRQ */
 	struct vlib_srq *srq;
 	uint16_t sq_sig_all;		/* VRDMA_WR_F_SIGNALED or 0: or-ed into each send */
+	bool ud;			/* VRDMA_QPT_UD (ah.c) */
 	/* Counters: posted by the poster, retired by the CQ poller; each
 	 * side reads the other's with acquire loads. */
 	uint32_t sq_posted, sq_retired;
@@ -185,6 +186,7 @@ struct vrdma_device {
 	struct vlib_qp *qps[VLIB_QP_HASH];	/* chained by next */
 	struct vrdma_listener *listeners;
 	struct vlib_srq *srqs;
+	struct vlib_ah *ahs;		/* every AH, live or destroyed (ah.c) */
 	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
 	struct vlib_pin *pins;
 
@@ -196,6 +198,19 @@ struct vrdma_device {
 	int aq_fatal;			/* atomic: DEVICE_FATAL was queued */
 	int aq_fd;			/* eventfd: readable while aq_count */
 };
+
+/* An AH's memory lives until vrdma_close(): a destroyed one is told
+ * apart by `live` (a WR naming it is refused), and reused. */
+struct vlib_ah {
+	struct vrdma_ah pub;
+	struct vlib_ah *next;
+	int live;			/* atomic */
+};
+
+static inline struct vlib_ah *vlib_ah(struct vrdma_ah *ah)
+{
+	return vlib_container_of(ah, struct vlib_ah, pub);
+}
 
 static inline struct vlib_qp *vlib_qp(struct vrdma_qp *qp)
 {
@@ -245,6 +260,10 @@ int  vlib_destroy_cmd(struct vrdma_device *dev, uint8_t opcode, uint32_t handle,
 		      bool force);
 /* Constructors: EIO at once on a broken device (NULL + errno). */
 bool vlib_broken(struct vrdma_device *dev);
+
+/* ah.c: a UD send WR's destination into w (0 or -EINVAL) */
+int  vlib_send_ud(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
+		  struct vrdma_wr *w, uint32_t opc);
 
 /* mem.c */
 int  vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,

@@ -27,6 +27,13 @@ $(B)/tests/test_sge: $(call obj,tests/test_sge.c tests/tlive.c) $(LIBSO)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
 
+# UD QPs, address handles, datagrams between two guests (tests/test_ud.c).
+CHECK_BINS += $(B)/tests/test_ud
+$(B)/tests/test_ud: $(call obj,tests/test_ud.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)
+
 # Page moves for reg_mr under an mremap hook that loses the new address, and
 # moves the kernel misplaces (tests/test_remap.c).  Its mremap is exported
 # so that a library calling mremap() gets it, as it would libucm's.

@@ -91,7 +91,18 @@ enum vrdma_wc_status {
 
 enum vrdma_wc_flags {
 	VRDMA_WC_WITH_IMM	= 1 << 0,
+	VRDMA_WC_GRH		= 1 << 1,	/* UD receive: the buffer starts
+						 * with the 40-byte GRH */
 };
+
+/* vrdma_qp_init_attr.qp_type (0, what a zeroed attr says, is RC). */
+enum vrdma_qp_type {
+	VRDMA_QPT_RC = 0,		/* reliable connected */
+	VRDMA_QPT_UD = 1,		/* unreliable datagram, this node only */
+};
+
+#define VRDMA_UD_MTU		4096	/* a UD datagram's payload, at most */
+#define VRDMA_GRH_LEN		40	/* before it in the receive buffer */
 
 enum vrdma_qp_state {
 	VRDMA_QPS_RESET,		/* created, not connected */
@@ -109,6 +120,7 @@ enum vrdma_qp_attr_mask {
 	VRDMA_QP_DEST		= 1 << 2,	/* dest_gid and dest_qp_num */
 	VRDMA_QP_RQ_PSN		= 1 << 3,
 	VRDMA_QP_SQ_PSN		= 1 << 4,
+	VRDMA_QP_QKEY		= 1 << 5,	/* UD: qkey */
 };
 
 #define VRDMA_GID_LEN		16
@@ -140,6 +152,11 @@ struct vrdma_send_wr {
 			uint64_t swap;
 			uint32_t rkey;
 		} atomic;
+		struct {		/* UD QPs: SEND, SEND_WITH_IMM */
+			struct vrdma_ah *ah;	/* vrdma_create_ah() */
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;	/* high bit set: the QP's own */
+		} ud;
 	} wr;
 };
 
@@ -175,6 +192,8 @@ struct vrdma_qp_init_attr {
 	struct vrdma_cq *recv_cq;
 	struct vrdma_qp_cap cap;
 	int sq_sig_all;			/* every send WR signaled */
+	uint32_t qp_type;		/* enum vrdma_qp_type; in what was padding,
+					 * so zero the struct (0 = RC) */
 };
 
 struct vrdma_srq_init_attr {
@@ -197,6 +216,9 @@ struct vrdma_qp_attr {
 	uint32_t rq_psn;		/* 24 bits */
 	uint32_t sq_psn;		/* 24 bits */
 	struct vrdma_qp_cap cap;	/* vrdma_query_qp() only */
+	uint32_t qkey;			/* UD QPs only: vrdma_query_qp() writes
+					 * it for a UD QP alone, so a program
+					 * built before it existed is safe */
 };
 
 /* vrdma_query_device(): the backend's limits for this device. */
@@ -283,6 +305,13 @@ struct vrdma_srq {
 	uint32_t handle;
 	uint32_t max_wr;
 	uint32_t max_sge;
+};
+
+/* An address handle: where a UD datagram goes (guest-side only). */
+struct vrdma_ah {
+	struct vrdma_device *device;
+	struct vrdma_pd *pd;
+	uint8_t dgid[VRDMA_GID_LEN];
 };
 
 struct vrdma_qp {
@@ -443,8 +472,11 @@ int vrdma_wait_cq(struct vrdma_cq *cq, int timeout_ms);
  * vrdma_query_device()); send_cq and recv_cq of the same
  * device (they may be the same CQ, and as in verbs need not hold all the
  * QP's WRs: vrdma_create_cq()).  attr->sq_sig_all: every send WR is
- * signaled.  NULL with errno: EINVAL (NULL argument, caps out of range,
- * CQs of another device), ENOMEM, EIO (device broken; checked first).
+ * signaled.  attr->qp_type VRDMA_QPT_UD makes an unreliable-datagram QP
+ * (vrdma_modify_qp() with VRDMA_QP_QKEY, vrdma_create_ah()); zero the
+ * attr: 0 is RC.  NULL with errno: EINVAL (NULL argument, caps out of
+ * range, unknown qp_type, CQs of another device), EOPNOTSUPP (UD and a
+ * dom0 without feature-ud), ENOMEM, EIO (device broken; checked first).
  */
 struct vrdma_qp *vrdma_create_qp(struct vrdma_pd *pd, struct vrdma_qp_init_attr *attr);
 
@@ -469,8 +501,12 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
  * complete with VRDMA_WC_WR_FLUSH_ERR (as verbs).  Unsignaled WRs complete silently
  * on success; their send-queue slots are freed by a later completion of
  * the same QP (so signal at least every max_send_wr-th WR).
- * Atomics need one 8-byte sge.  Returns 0, or EINVAL (NULL argument, QP not
- * connected, bad opcode, flags or sge list), ENOMEM (send queue full),
+ * Atomics need one 8-byte sge.  A UD QP's WRs are SEND or SEND_WITH_IMM
+ * of at most VRDMA_UD_MTU bytes (more completes VRDMA_WC_LOC_LEN_ERR)
+ * naming wr.ud.ah (a live AH of the QP's PD), remote_qpn and remote_qkey;
+ * the send completes with success whether the datagram was delivered or
+ * dropped.  Returns 0, or EINVAL (NULL argument, QP not
+ * connected, bad opcode, flags, sge list or AH), ENOMEM (send queue full),
  * EAGAIN (dom0 did not drain the request ring for 2 s), EIO (device
  * broken).  On error *bad_wr names the first WR not posted; the WRs before
  * it were posted.
@@ -494,6 +530,9 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
  * INIT; INIT -> RTR (DEST required: the peer's GID and QP number; RQ_PSN
  * optional); RTR -> RTS (SQ_PSN optional); any state -> ERR (every
  * outstanding WR completes with VRDMA_WC_WR_FLUSH_ERR); RTS -> RTS.
+ * A UD QP: RESET -> INIT (QKEY required), INIT -> INIT, INIT -> RTR,
+ * RTR -> RTS (SQ_PSN optional), RTS -> RTS, each with QKEY optional; no
+ * DEST; from RTS it takes datagrams for its qkey.
  * After RTR the QP is bound to its peer: WRs posted before the peer's
  * RTR names this QP wait for it (at most about 10 s, then RETRY_EXC_ERR).
  * Returns 0, or EINVAL (NULL argument, unknown mask bits, missing field,
@@ -509,6 +548,24 @@ int vrdma_modify_qp(struct vrdma_qp *qp, const struct vrdma_qp_attr *attr, int m
  * connected).  Returns 0 or EINVAL.
  */
 int vrdma_query_qp(struct vrdma_qp *qp, struct vrdma_qp_attr *attr);
+
+/* ---- unreliable datagrams ---- */
+
+/*
+ * vrdma_create_ah - an address handle in @pd for the node whose GID is
+ * @dgid (vrdma_query_gid() of a device there), for UD send WRs
+ * (vrdma_send_wr.wr.ud.ah) of QPs of @pd.  dom0 delivers datagrams to QPs
+ * of its own node only; one for another node's GID is dropped.
+ * NULL with errno: EINVAL (NULL argument), ENOMEM, EIO.
+ */
+struct vrdma_ah *vrdma_create_ah(struct vrdma_pd *pd, const uint8_t dgid[VRDMA_GID_LEN]);
+
+/*
+ * vrdma_destroy_ah - returns 0 or EINVAL (NULL, or destroyed already).  A
+ * WR naming it afterwards fails to post with EINVAL (its memory is kept
+ * for that until vrdma_close(), and reused by vrdma_create_ah()).
+ */
+int vrdma_destroy_ah(struct vrdma_ah *ah);
 
 /* ---- shared receive queues ---- */
 

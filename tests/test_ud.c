@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * UD QPs through libvrdma and a live vrdmad: two guests exchange
+ * datagrams (GRH, src_qp, VRDMA_WC_GRH, the bytes), a UD QP moves through
+ * the verbs states with its Q_Key, and misuse is refused before anything
+ * reaches dom0 (a NULL or destroyed AH, an RDMA opcode, DEST or QKEY on
+ * the wrong kind of QP).
+ */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "tlive.h"
+
+#define QKEY	0x1234u
+#define BUFSZ	(64u << 10)
+
+struct side {
+	struct vrdma_device *dev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct vrdma_qp *qp;
+	uint8_t *buf;
+	struct vrdma_mr *mr;
+	uint8_t gid[VRDMA_GID_LEN];
+};
+
+static void ud_init(struct side *s)
+{
+	struct vrdma_qp_init_attr a = { 0 };
+	struct vrdma_qp_attr m = { 0 };
+
+	s->dev = open_dev();
+	s->pd = vrdma_alloc_pd(s->dev);
+	ck_assert_ptr_nonnull(s->pd);
+	s->cq = vrdma_create_cq(s->dev, 64, NULL);
+	ck_assert_ptr_nonnull(s->cq);
+	a.send_cq = a.recv_cq = s->cq;
+	a.cap = (struct vrdma_qp_cap){ 16, 16, 2, 2 };
+	a.qp_type = VRDMA_QPT_UD;
+	s->qp = vrdma_create_qp(s->pd, &a);
+	ck_assert_msg(s->qp != NULL, "create_qp: %s", strerror(errno));
+	s->buf = vrdma_alloc_buf(s->dev, BUFSZ);
+	ck_assert_ptr_nonnull(s->buf);
+	s->mr = vrdma_reg_mr(s->pd, s->buf, BUFSZ, VRDMA_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(s->mr);
+	ck_assert_int_eq(vrdma_query_gid(s->dev, s->gid), 0);
+	/* RESET -> INIT needs the Q_Key. */
+	m.qp_state = VRDMA_QPS_INIT;
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE), EINVAL);
+	m.qkey = QKEY;
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_QKEY), 0);
+	m.qp_state = VRDMA_QPS_RTR;
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE), 0);
+	m.qp_state = VRDMA_QPS_RTS;
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_SQ_PSN), 0);
+}
+
+static void recv_at(struct side *s, uint64_t id, uint32_t off, uint32_t len)
+{
+	struct vrdma_sge sg = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct vrdma_recv_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	ck_assert_int_eq(vrdma_post_recv(s->qp, &w, &bad), 0);
+}
+
+static int send_to(struct side *s, struct vrdma_ah *ah, uint32_t qpn, uint64_t id,
+		   uint32_t len, enum vrdma_wr_opcode op)
+{
+	struct vrdma_sge sg = { (uintptr_t)s->buf, len, s->mr->lkey };
+	struct vrdma_send_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+				   .opcode = op, .send_flags = VRDMA_SEND_SIGNALED }, *bad;
+
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = qpn;
+	w.wr.ud.remote_qkey = QKEY;
+	w.imm_data = 0x0a0b0c0d;
+	return vrdma_post_send(s->qp, &w, &bad);
+}
+
+static void done(struct side *s, uint64_t id, struct vrdma_wc *wc)
+{
+	ck_assert_msg(wait_one_ms(s->cq, wc, 5000) == 1, "no completion for wr %llu",
+		      (unsigned long long)id);
+	ck_assert_msg(wc->status == VRDMA_WC_SUCCESS, "wr %llu: %s",
+		      (unsigned long long)wc->wr_id, vrdma_wc_status_str(wc->status));
+	ck_assert_uint_eq(wc->wr_id, id);
+}
+
+/*
+ * A datagram from s to r's posted receive rid, sent again while it is
+ * dropped: a receive counts once dom0 read it from r's ring, and nothing
+ * orders that against s's send (a real UD receiver's post is there when
+ * the call returns; here a send racing it may find it missing).
+ */
+static void datagram(struct side *s, struct vrdma_ah *ah, struct side *r, uint64_t sid,
+		     uint64_t rid, uint32_t len, enum vrdma_wr_opcode op, struct vrdma_wc *wc)
+{
+	int tries, got = 0;
+
+	for (tries = 0; tries < 20 && !got; tries++) {
+		ck_assert_int_eq(send_to(s, ah, r->qp->qp_num, sid, len, op), 0);
+		done(s, sid, wc);
+		got = wait_one_ms(r->cq, wc, 250);
+	}
+	ck_assert_msg(got == 1, "datagram for wr %llu never landed", (unsigned long long)rid);
+	ck_assert_msg(wc->status == VRDMA_WC_SUCCESS, "recv: %s",
+		      vrdma_wc_status_str(wc->status));
+	ck_assert_uint_eq(wc->wr_id, rid);
+}
+
+START_TEST(t_ud_exchange)
+{
+	struct vrdma_qp_attr qa;
+	struct side a, b;
+	struct vrdma_ah *ah_b, *ah_a;
+	struct vrdma_wc wc;
+	unsigned i, round;
+
+	NEED_DAEMON();
+	ud_init(&a);
+	ud_init(&b);
+	ck_assert_mem_eq(a.gid, b.gid, VRDMA_GID_LEN);	/* one node */
+	ck_assert_int_eq(vrdma_query_qp(a.qp, &qa), 0);
+	ck_assert_int_eq(qa.qp_state, VRDMA_QPS_RTS);
+	ck_assert_uint_eq(qa.qkey, QKEY);
+	ah_b = vrdma_create_ah(a.pd, b.gid);
+	ah_a = vrdma_create_ah(b.pd, a.gid);
+	ck_assert_ptr_nonnull(ah_b);
+	ck_assert_ptr_nonnull(ah_a);
+	for (round = 0; round < 8; round++) {
+		uint32_t len = 1 + round * 500;
+
+		for (i = 0; i < len; i++)
+			a.buf[i] = (uint8_t)(i * 7 + round);
+		recv_at(&b, 100 + round, 8192, VRDMA_GRH_LEN + 4096);
+		datagram(&a, ah_b, &b, round, 100 + round, len,
+			 round & 1 ? VRDMA_WR_SEND_WITH_IMM : VRDMA_WR_SEND, &wc);
+		ck_assert_int_eq(wc.opcode, VRDMA_WC_RECV_OP);
+		ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + len);
+		ck_assert_uint_eq(wc.src_qp, a.qp->qp_num);
+		ck_assert(wc.wc_flags & VRDMA_WC_GRH);
+		ck_assert_uint_eq(!!(wc.wc_flags & VRDMA_WC_WITH_IMM), round & 1);
+		ck_assert_mem_eq(b.buf + 8192 + 8, a.gid, VRDMA_GID_LEN);	/* SGID */
+		ck_assert_mem_eq(b.buf + 8192 + VRDMA_GRH_LEN, a.buf, len);
+	}
+	/* And back: b answers a. */
+	memcpy(b.buf, "pong", 4);
+	recv_at(&a, 7, 4096, 128);
+	datagram(&b, ah_a, &a, 8, 7, 4, VRDMA_WR_SEND, &wc);
+	ck_assert_mem_eq(a.buf + 4096 + VRDMA_GRH_LEN, "pong", 4);
+	/* Past the MTU: LOC_LEN_ERR, and the QP goes on. */
+	ck_assert_int_eq(send_to(&a, ah_b, b.qp->qp_num, 9, VRDMA_UD_MTU + 1,
+				 VRDMA_WR_SEND), 0);
+	ck_assert_int_eq(wait_one_ms(a.cq, &wc, 5000), 1);
+	ck_assert_int_eq(wc.status, VRDMA_WC_LOC_LEN_ERR);
+	recv_at(&b, 10, 8192, 256);
+	datagram(&a, ah_b, &b, 11, 10, 16, VRDMA_WR_SEND, &wc);
+	ck_assert_int_eq(vrdma_dealloc_pd(a.pd), EBUSY);	/* the AH, the QP */
+	ck_assert_int_eq(vrdma_destroy_ah(ah_b), 0);
+	ck_assert_int_eq(vrdma_destroy_ah(ah_a), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+START_TEST(t_ud_misuse)
+{
+	struct vrdma_qp_init_attr ia = { 0 };
+	struct vrdma_qp_attr m = { 0 };
+	struct vrdma_qp *rc;
+	struct vrdma_ah *ah;
+	struct vrdma_wc wc;
+	struct side a;
+
+	NEED_DAEMON();
+	ud_init(&a);
+	ck_assert_ptr_null(vrdma_create_ah(NULL, a.gid));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(vrdma_create_ah(a.pd, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(vrdma_destroy_ah(NULL), EINVAL);
+	/* NULL AH, destroyed AH, an RDMA opcode. */
+	ck_assert_int_eq(send_to(&a, NULL, a.qp->qp_num, 1, 8, VRDMA_WR_SEND), EINVAL);
+	ah = vrdma_create_ah(a.pd, a.gid);
+	ck_assert_ptr_nonnull(ah);
+	ck_assert_int_eq(send_to(&a, ah, a.qp->qp_num, 2, 8, VRDMA_WR_RDMA_WRITE), EINVAL);
+	ck_assert_int_eq(vrdma_destroy_ah(ah), 0);
+	ck_assert_int_eq(vrdma_destroy_ah(ah), EINVAL);
+	ck_assert_int_eq(send_to(&a, ah, a.qp->qp_num, 3, 8, VRDMA_WR_SEND), EINVAL);
+	ck_assert_int_eq(vrdma_poll_cq(a.cq, 1, &wc), 0);
+	/* A new AH reuses it; to itself, no receive posted: success, dropped. */
+	ck_assert_ptr_eq(vrdma_create_ah(a.pd, a.gid), ah);
+	ck_assert_int_eq(send_to(&a, ah, a.qp->qp_num, 4, 8, VRDMA_WR_SEND), 0);
+	done(&a, 4, &wc);
+	/* QKEY on an RC QP, a bad qp_type. */
+	ia.send_cq = ia.recv_cq = a.cq;
+	ia.cap = (struct vrdma_qp_cap){ 4, 4, 1, 1 };
+	ia.qp_type = 7;
+	ck_assert_ptr_null(vrdma_create_qp(a.pd, &ia));
+	ck_assert_int_eq(errno, EINVAL);
+	ia.qp_type = VRDMA_QPT_RC;
+	rc = vrdma_create_qp(a.pd, &ia);
+	ck_assert_ptr_nonnull(rc);
+	m.qp_state = VRDMA_QPS_INIT;
+	m.qkey = 1;
+	ck_assert_int_eq(vrdma_modify_qp(rc, &m, VRDMA_QP_STATE | VRDMA_QP_QKEY), EINVAL);
+	/* A UD QP does not connect. */
+	ck_assert_int_eq(vrdma_connect(a.qp, "", "nobody", NULL, 0, NULL, NULL, 1000), EINVAL);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+}
+END_TEST
+
+static Suite *ud_suite(void)
+{
+	Suite *s = suite_create("ud");
+	TCase *live = tlive_tcase();
+
+	tcase_add_test(live, t_ud_exchange);
+	tcase_add_test(live, t_ud_misuse);
+	suite_add_tcase(s, live);
+	return s;
+}
+
+int main(void)
+{
+	return tlive_main("test_ud", ud_suite());
+}
