@@ -83,6 +83,43 @@ pair send_bw_events "$BW" ib_send_bw $PT -e
 pair atomic_bw "$BW" ib_atomic_bw -x 0 -n 1000
 pair write_lat "$LAT" ib_write_lat $PT
 pair send_lat "$LAT" ib_send_lat $PT
+# unreliable datagrams between two guests of the node: by LID (the
+# default: no GRH in the address, this node) and by GID
+pair ud_pingpong "iters in" ibv_ud_pingpong -n 1000
+pair ud_pingpong_gid "iters in" ibv_ud_pingpong -g 0 -n 1000 -s 4096
+# While a long ud_pingpong runs, vrdmactl stats counts the datagrams on
+# both guests (ud_tx and ud_rx above 0; no drops by LID or by GID).
+ud_counters() {
+	want ud_counters || return 0
+	local out=$RUN/ud_counters.out sp cp src crc n ok=0
+	PORT=$((PORT + 1))
+	timeout $T "$VR" ibv_ud_pingpong -p $PORT -n 50000 >"$RUN/udc.srv" 2>&1 &
+	sp=$!
+	for _ in $(seq 200); do
+		listening $PORT && break
+		kill -0 $sp 2>/dev/null || break
+		sleep 0.05
+	done
+	timeout $T "$VR" ibv_ud_pingpong -p $PORT -n 50000 127.0.0.1 >"$RUN/udc.cli" 2>&1 &
+	cp=$!
+	: >"$out"
+	for _ in $(seq 400); do
+		LD_PRELOAD= ctl -j stats >"$RUN/udc.json" 2>&1
+		n=$(grep -Eo '"ud_(tx|rx)": *[1-9][0-9]*' "$RUN/udc.json" | wc -l)
+		[ "$n" -ge 4 ] && { ok=1; break; }
+		kill -0 $cp 2>/dev/null || break
+		sleep 0.05
+	done
+	LD_PRELOAD= ctl stats >>"$out" 2>&1
+	wait $cp; crc=$?
+	wait $sp; src=$?
+	{ echo "== server (exit $src)"; cat "$RUN/udc.srv";
+	  echo "== client (exit $crc)"; cat "$RUN/udc.cli"; } >>"$out"
+	[ $src -eq 0 ] && [ $crc -eq 0 ] && grep -q "iters in" "$RUN/udc.cli" || ok=0
+	report ud_counters $ok "$out"
+}
+ud_counters
+
 # shared receive queues: 16 QPs (the default) and 4 on one SRQ, events
 pair srq_pingpong "iters in" ibv_srq_pingpong -g 0 -n 100
 pair srq_pingpong_q4 "iters in" ibv_srq_pingpong -g 0 -n 1000 -q 4

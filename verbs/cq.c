@@ -440,6 +440,9 @@ int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			w->src_qp = vwc[i].src_qp;
 			if (vwc[i].wc_flags & VRDMA_WC_WITH_IMM)
 				w->wc_flags |= IBV_WC_WITH_IMM;
+			/* UD: pkey_index, slid, sl, dlid_path_bits stay 0 */
+			if (vwc[i].wc_flags & VRDMA_WC_GRH)
+				w->wc_flags |= IBV_WC_GRH;
 			sends += !(w->opcode & IBV_WC_RECV);
 		}
 		/* Flushed unsignaled WRs complete too: never below zero. */

@@ -82,6 +82,11 @@ static int vvb_convert_send(struct vvb_qp *q, const struct ibv_send_wr *w, uint3
 		v->wr.atomic.compare_add = w->wr.atomic.compare_add;
 		v->wr.atomic.swap = w->wr.atomic.swap;
 		v->wr.atomic.rkey = w->wr.atomic.rkey;
+	} else if (q->ud) {
+		/* libvrdma checks the AH (NULL, destroyed: EINVAL) */
+		v->wr.ud.ah = w->wr.ud.ah ? vvb_ah(w->wr.ud.ah)->vah : NULL;
+		v->wr.ud.remote_qpn = w->wr.ud.remote_qpn;
+		v->wr.ud.remote_qkey = w->wr.ud.remote_qkey;
 	} else {
 		v->wr.rdma.remote_addr = w->wr.rdma.remote_addr;
 		v->wr.rdma.rkey = w->wr.rdma.rkey;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Queue pairs: creation (RC only), modify through the verbs states, query. */
+/* Queue pairs: creation (RC and UD), modify through the verbs states, query. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +35,8 @@ static int vvb_check_init(struct vvb_context *ctx, const struct ibv_qp_init_attr
 	if ((ia->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (ia->send_ops_flags & ~(uint64_t)VVB_SEND_OPS))
 		return EOPNOTSUPP;
-	if (ia->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP;		/* UD, UC, XRC */
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;		/* UC, XRC, raw packet */
 	if (ia->pd->context != &ctx->vctx.context ||
 	    ia->send_cq->context != ia->pd->context ||
 	    ia->recv_cq->context != ia->pd->context ||
@@ -151,6 +151,8 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	va.cap.max_send_sge = q->cap.max_send_sge;
 	va.cap.max_recv_sge = q->cap.max_recv_sge;
 	va.sq_sig_all = ia->sq_sig_all;
+	q->ud = ia->qp_type == IBV_QPT_UD;
+	va.qp_type = q->ud ? VRDMA_QPT_UD : VRDMA_QPT_RC;
 	rc = vvb_inline_init(q, vvb_pd(ia->pd));
 	if (rc)
 		goto err_free;
@@ -171,7 +173,7 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	qp->handle = q->vqp->handle;
 	qp->qp_num = q->vqp->qp_num;
 	qp->state = IBV_QPS_RESET;
-	qp->qp_type = IBV_QPT_RC;
+	qp->qp_type = ia->qp_type;
 	q->attr.qp_state = IBV_QPS_RESET;
 	q->attr.port_num = VVB_PORT;
 	q->attr.path_mtu = IBV_MTU_4096;
@@ -264,7 +266,8 @@ static enum ibv_qp_state vvb_state_from_vrdma(enum vrdma_qp_state s)
 			 IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_AV | IBV_QP_PATH_MTU | \
 			 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
 			 IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | \
-			 IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN)
+			 IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN | \
+			 IBV_QP_QKEY)
 
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
@@ -283,6 +286,13 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if ((mask & IBV_QP_PORT) && attr->port_num != VVB_PORT)
 		return EINVAL;
 	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		return EINVAL;
+	/* A Q_Key is UD's (libvrdma refuses it on RC); a UD QP has no peer. */
+	if (mask & IBV_QP_QKEY) {
+		va.qkey = attr->qkey;
+		vmask |= VRDMA_QP_QKEY;
+	}
+	if (q->ud && (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)))
 		return EINVAL;
 	if (mask & IBV_QP_ACCESS_FLAGS) {
 		int a;
@@ -341,6 +351,10 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 		q->attr.rq_psn = va.rq_psn;
 	if (mask & IBV_QP_SQ_PSN)
 		q->attr.sq_psn = va.sq_psn;
+	if (mask & IBV_QP_QKEY)
+		q->attr.qkey = attr->qkey;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->attr.pkey_index = attr->pkey_index;
 	pthread_mutex_unlock(&q->sq_lock);
 	if (mask & IBV_QP_STATE)
 		qp->state = attr->qp_state;
@@ -371,6 +385,8 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	attr->sq_psn = va.sq_psn;
 	attr->cap = q->cap;
 	attr->port_num = VVB_PORT;
+	if (q->ud)
+		attr->qkey = va.qkey;
 	qp->state = attr->qp_state;
 
 	memset(init_attr, 0, sizeof(*init_attr));
@@ -379,7 +395,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	init_attr->recv_cq = qp->recv_cq;
 	init_attr->srq = qp->srq;
 	init_attr->cap = q->cap;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = qp->qp_type;
 	init_attr->sq_sig_all = q->sq_sig_all;
 	return 0;
 }

@@ -84,6 +84,12 @@ struct vvb_pd {
 	struct vrdma_pd *vpd;
 };
 
+/* An address handle: libvrdma's, behind the ibv_ah the program holds. */
+struct vvb_ah {
+	struct ibv_ah ibah;
+	struct vrdma_ah *vah;
+};
+
 struct vvb_srq {
 	struct ibv_srq ibsrq;
 	struct vrdma_srq *vsrq;
@@ -100,6 +106,7 @@ struct vvb_qp {
 	struct ibv_qp_cap cap;			/* as granted to the program */
 	uint32_t sq_depth;			/* libvrdma max_send_wr */
 	int sq_sig_all;
+	int ud;					/* IBV_QPT_UD */
 	struct ibv_qp_attr attr;		/* what modify set, for query */
 
 	pthread_mutex_t sq_lock;
@@ -131,6 +138,11 @@ struct vvb_qp {
  * object's queued ones (lock ... unlock around the libvrdma destroy). */
 void vvb_events_lock_idle(const unsigned int *taken);
 void vvb_events_unlock(void);
+
+static inline struct vvb_ah *vvb_ah(struct ibv_ah *ah)
+{
+	return vvb_container_of(ah, struct vvb_ah, ibah);
+}
 
 static inline struct vvb_context *vvb_ctx(struct ibv_context *c)
 {
