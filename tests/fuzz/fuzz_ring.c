@@ -262,6 +262,9 @@ static void fz_patch(struct vrdma_req *r)
 				r->u.wr.sge[i].lkey = fz_keys[r->u.wr.sge[i].lkey];
 		if (r->u.wr.rkey < fz_nkeys)
 			r->u.wr.rkey = fz_keys[r->u.wr.rkey];
+		/* A UD send's empty GID with a QPN: this node's */
+		if (r->u.wr.ud.remote_qpn && !r->u.wr.remote_addr && !r->u.wr.compare_add)
+			memcpy(r->u.wr.ud.dgid, fz_node->gid, 16);
 	} else if (r->opcode == VRDMA_CMD_ACCEPT && r->u.accept.conn_id < FZ_NCONNS) {
 		r->u.accept.conn_id = fz_conns[r->u.accept.conn_id];
 	} else if (r->opcode == VRDMA_CMD_MODIFY_QP && !r->u.modify_qp.dest_gid[0]) {

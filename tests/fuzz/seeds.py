@@ -139,6 +139,30 @@ def ring_seeds():
                   [(d + 1024, 4, 3)], SIGNALED, IOVA + 12288, 1)
     sge += rec(0, 0, wr("WRITE", H1, 143, [(d, 8, 0)] * 4)[:1] + bytes([9]) +
                wr("WRITE", H1, 143, [(d, 8, 0)] * 4)[2:], POLL | PATCH)  # entries missing
+    # UD (feature-ud): a UD QP each (QPNs 3 and 4, handles H1 + 1), Q_Key 7;
+    # B posts a receive, A sends to it (its empty GID patched to the
+    # node's), with the QP's own Q_Key, to a wrong Q_Key, and a WRITE.
+    ud = rec(0, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 1),
+                       rid=20))
+    ud += rec(1, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 1),
+                        rid=20))
+    ud += rec(0, 0, req("MODIFY_QP", H1 + 1, struct.pack("<II16sII", 3, 0, b"", 7, 0),
+                        rid=21))
+    ud += rec(1, 0, req("MODIFY_QP", H1 + 1, struct.pack("<II16sII", 3, 0, b"", 7, 0),
+                        rid=21), POLL)
+    d = IOVA + 8192
+    ud += rec(1, 0, wr("RECV", H1 + 1, 150, [(d, 4096, 1)]), POLL | PATCH)
+
+    def udwr(op, rid, qkey, sges):
+        body = struct.pack("<16sIIII16x", b"", 4, qkey, 0, 0)
+        body += b"".join(struct.pack("<QII", *x) for x in sges)
+        return req(op, H1 + 1, body, len(sges), SIGNALED, rid)
+    ud += rec(0, 0, udwr("SEND", 151, 0x80000000, [(d, 64, 0)]), POLL | PATCH)
+    ud += rec(0, 0, udwr("SEND_IMM", 152, 8, [(d, 64, 0)]), POLL | PATCH)
+    ud += rec(1, 0, wr("RECV", H1 + 1, 153, [(d, 16, 1)]), POLL | PATCH)
+    ud += rec(0, 0, udwr("SEND", 154, 7, [(d, 4097, 0)]), POLL | PATCH)
+    ud += rec(0, 0, wr("WRITE", H1 + 1, 155, [(d, 8, 0)], SIGNALED, IOVA + 12288, 1),
+              POLL | PATCH)
     dump = os.path.join(HERE, "corpus", "ring")
     write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
     write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
@@ -148,6 +172,7 @@ def ring_seeds():
     write(os.path.join(dump, "seed-overrun"), base + overrun)
     write(os.path.join(dump, "seed-burst"), base + cm + burst)
     write(os.path.join(dump, "seed-sge"), base + cm + sge)
+    write(os.path.join(dump, "seed-ud"), base + ud)
 
 
 # ---- fuzz_hostmsg: [ctl][u16 len][packet or dom0 action] ----
