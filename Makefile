@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 comma    := ,
 SO_MAJOR := 1
-SO_VER   := 1.0.0
+SO_VER   := 1.1.0
 # The release: common/version.h is the one place it is written.
 VERSION  := $(shell sed -n 's/^\#define VRDMA_VERSION[^"]*"\(.*\)"/\1/p' common/version.h)
 

@@ -42,3 +42,10 @@ $(B)/tests/test_remap: $(call obj,tests/test_remap.c tests/tlive.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -Wl,--export-dynamic-symbol=mremap -o $@ $(filter %.o,$^) \
 		-L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -ldl
+
+# The VRDMA_1.0 versions programs built against 1.0.0 bind (tests/test_abi.c).
+CHECK_BINS += $(B)/tests/test_abi
+$(B)/tests/test_abi: $(call obj,tests/test_abi.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -ldl

@@ -116,7 +116,7 @@ holds() {	# holds PKG PATH...: each PATH is in PKG
 	done
 }
 check "libvrdma1: the library in /$lib" \
-	holds libvrdma1 "/$lib/libvrdma.so.1.0.0" "/$lib/libvrdma.so.1"
+	holds libvrdma1 "/$lib/libvrdma.so.1.1.0" "/$lib/libvrdma.so.1"
 check "libvrdma-dev: headers, .so link, vrdma.pc, man3, libvrdma(7)" \
 	holds libvrdma-dev /usr/include/vrdma/vrdma.h /usr/include/vrdma/wire.h \
 	"/$lib/libvrdma.so" "/$lib/pkgconfig/vrdma.pc" \

@@ -35,7 +35,8 @@ extern "C" {
 #endif
 
 #define VRDMA_API_VERSION	1
-#define VRDMA_MAX_SGE_PER_WR	16	/* the most a device may allow: see max_sge */
+#define VRDMA_MAX_SGE_PER_WR	16	/* the most a device may allow: see max_sge
+					 * (1.0.0 said 4: its programs are told 4) */
 #define VRDMA_MAX_PRIVATE_DATA	32
 #define VRDMA_MAX_NAME		31	/* node and service names */
 
@@ -192,8 +193,10 @@ struct vrdma_qp_init_attr {
 	struct vrdma_cq *recv_cq;
 	struct vrdma_qp_cap cap;
 	int sq_sig_all;			/* every send WR signaled */
-	uint32_t qp_type;		/* enum vrdma_qp_type; in what was padding,
-					 * so zero the struct (0 = RC) */
+	uint32_t qp_type;		/* enum vrdma_qp_type (0 = RC); in what
+					 * was padding: a program built against
+					 * 1.0.0 binds vrdma_create_qp@VRDMA_1.0,
+					 * which makes RC QPs and never reads it */
 };
 
 struct vrdma_srq_init_attr {
