@@ -113,7 +113,7 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
  * (VBE_VX_MAX_QPS, device/verbs.h), a quarter each. */
 #define VBE_NODE_DEVQPS		1024
 #define VBE_TENANT_DEVQPS	(VBE_NODE_DEVQPS / 4)
-#define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (128 B each) */
+#define VBE_MAX_WR_SLOTS	(64u * 1024)	/* queued-WR slots per guest (vbe_wr_weight) */
 #define VBE_CONN_TIMEOUT_MS	10000
 /* vbe_conn.domid of a request from another node (cm_rdmacm.c) */
 #define VBE_DOMID_REMOTE	0xffffffffu
@@ -210,6 +210,16 @@ struct vbe_wqe {
 	 * (vbe_wq_alloc), NULL in a queue of max_sge <= VRDMA_WR_SGE. */
 	struct vrdma_wire_sge *xsge;
 };
+
+/* WR slots one queued WR of a queue of max_sge SGEs costs: its struct
+ * vbe_wqe, and its share of the side table in vbe_wqe's (3 for 16). */
+static inline uint32_t vbe_wr_weight(uint32_t max_sge)
+{
+	size_t x = max_sge > VRDMA_WR_SGE ?
+		   (max_sge - VRDMA_WR_SGE) * sizeof(struct vrdma_wire_sge) : 0;
+
+	return 1 + (uint32_t)((x + sizeof(struct vbe_wqe) - 1) / sizeof(struct vbe_wqe));
+}
 
 /* SGE i (< num_sge) of a queued WR. */
 static inline const struct vrdma_wire_sge *vbe_wqe_sge(const struct vbe_wqe *w, unsigned i)

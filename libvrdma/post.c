@@ -226,8 +226,17 @@ vlib_send_unposted(const struct vfe_dev *fe, struct vrdma_send_wr *head, uint32_
 {
 	uint32_t n = fe->req_pushed - start;
 
-	while (head && n--)
+	/* A WR of more than VRDMA_WR_SGE SGEs took its SGE entries too,
+	 * pushed with it (never split: vfe_ring_put_ext). */
+	while (head && n) {
+		uint32_t nsge = (uint32_t)VLIB_ONCE(head->num_sge);
+		uint32_t e = 1 + (nsge <= VRDMA_MAX_SGE ? VRDMA_SGE_EXT_ENTRIES(nsge) : 0);
+
+		if (e > n)
+			break;
+		n -= e;
 		head = head->next;
+	}
 	return head;
 }
 

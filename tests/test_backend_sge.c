@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "backend_tg.h"
+#include "../backend/vbe.h"
 
 /* Push r and the SGEs past its first VRDMA_WR_SGE in one publish. */
 static void push_ext(struct tg *g, struct vrdma_req *r, const struct vrdma_wire_sge *s,
-		     uint32_t n, bool publish_all)
+		     uint32_t n, uint32_t unpublished)
 {
 	const uint32_t mask = (1u << VRDMA_REQ_RING_ORDER_DEF) - 1;
 	uint32_t nx = VRDMA_SGE_EXT_ENTRIES(n), i;
@@ -36,7 +37,7 @@ static void push_ext(struct tg *g, struct vrdma_req *r, const struct vrdma_wire_
 		}
 		memcpy(&g->req[g->req_prod++ & mask], &x, sizeof(x));
 	}
-	vring_store_rel(&g->sr->req.prod, publish_all ? g->req_prod : g->req_prod - nx);
+	vring_store_rel(&g->sr->req.prod, g->req_prod - unpublished);
 	vbe_node_poll(node);
 }
 
@@ -81,7 +82,7 @@ START_TEST(sge_write_16)
 	r = mkwr(&a, VRDMA_OP_WRITE, VRDMA_WR_F_SIGNALED, 41);
 	r.u.wr.remote_addr = IOVA + DATA_OFF + 8192;
 	r.u.wr.rkey = b.key;
-	push_ext(&a, &r, s, 16, true);
+	push_ext(&a, &r, s, 16, 0);
 	expect_cqe(&a, 41, VRDMA_WS_SUCCESS);
 	{
 		uint32_t at = 0;
@@ -121,13 +122,13 @@ START_TEST(sge_send_recv_wrapped)
 	memset(b.mem + DATA_OFF + 4096, 0xee, 16 * 32);
 	sges(&b, d, 16, DATA_OFF + 4096, 8, 32);
 	r = mkwr(&b, VRDMA_OP_RECV, 0, 50);
-	push_ext(&b, &r, d, 16, true);
+	push_ext(&b, &r, d, 16, 0);
 	ck_assert_uint_eq(b.req_prod & (size - 1), 2);
 	for (i = 0; i < 9 * 16; i++)
 		a.mem[DATA_OFF + i] = (uint8_t)(i + 3);
 	sges(&a, s, 9, DATA_OFF, 10, 16);	/* 90 bytes */
 	r = mkwr(&a, VRDMA_OP_SEND, VRDMA_WR_F_SIGNALED, 51);
-	push_ext(&a, &r, s, 9, true);
+	push_ext(&a, &r, s, 9, 0);
 	expect_cqe(&a, 51, VRDMA_WS_SUCCESS);
 	c = expect_cqe(&b, 50, VRDMA_WS_SUCCESS);
 	ck_assert_uint_eq(c.byte_len, 90);
@@ -143,7 +144,7 @@ START_TEST(sge_send_recv_wrapped)
 }
 END_TEST
 
-enum sbad { S_UNPUBLISHED, S_17, S_OVER_QP };
+enum sbad { S_UNPUBLISHED, S_HALF_PUBLISHED, S_17, S_OVER_QP, S_TOO_LONG };
 
 /* One guest misbehaves: it alone is disabled, the others go on. */
 static void sge_bad(enum sbad how)
@@ -163,10 +164,19 @@ static void sge_bad(enum sbad how)
 	r.u.wr.rkey = c.key;
 	switch (how) {
 	case S_UNPUBLISHED:
-		push_ext(&c, &r, s, 16, false);
+		push_ext(&c, &r, s, 16, 2);
+		break;
+	case S_HALF_PUBLISHED:
+		push_ext(&c, &r, s, 16, 1);
 		break;
 	case S_17:
-		push_ext(&c, &r, s, 17, true);
+		push_ext(&c, &r, s, 17, 0);
+		break;
+	case S_TOO_LONG:
+		/* Two SGEs of 2 GiB + 8 over one small MR: dom0 would count
+		 * 8 bytes for 4 GiB + 16 (libvrdma refuses such a WR). */
+		s[0].length = s[1].length = 0x80000008u;
+		push_ext(&c, &r, s, 2, 0);
 		break;
 	case S_OVER_QP:
 		r = mkreq(VRDMA_CMD_CREATE_QP, 0);
@@ -176,7 +186,7 @@ static void sge_bad(enum sbad how)
 		r.u.create_qp.max_sge = VRDMA_WR_SGE;
 		ck_assert_int_eq(tg_cmd(&c, &r, out), VRDMA_CS_OK);
 		r = mkreq(VRDMA_OP_RECV, out[0]);
-		push_ext(&c, &r, s, VRDMA_WR_SGE + 1, true);
+		push_ext(&c, &r, s, VRDMA_WR_SGE + 1, 0);
 		break;
 	}
 	ck_assert_int_eq(back_state(&c), VRDMA_XB_CLOSED);
@@ -189,7 +199,11 @@ static void sge_bad(enum sbad how)
 
 START_TEST(sge_bad_unpublished) { sge_bad(S_UNPUBLISHED); }
 END_TEST
+START_TEST(sge_bad_half_published) { sge_bad(S_HALF_PUBLISHED); }
+END_TEST
 START_TEST(sge_bad_17) { sge_bad(S_17); }
+END_TEST
+START_TEST(sge_bad_too_long) { sge_bad(S_TOO_LONG); }
 END_TEST
 START_TEST(sge_bad_over_qp) { sge_bad(S_OVER_QP); }
 END_TEST
@@ -219,6 +233,46 @@ START_TEST(sge_create_limits)
 }
 END_TEST
 
+/* dom0 memory for queued WRs: a WR slot of a 16-SGE queue counts 3 of
+ * the guest's 65536 (its side table), so two QPs of 4096 + 4096 fit and
+ * a third is refused, where eight of 4 SGEs fit; destroying one gives
+ * its slots back. */
+START_TEST(sge_slots_weighed)
+{
+	struct vrdma_req r;
+	uint32_t out[4], qp[8];
+	unsigned i;
+	struct tg a;
+
+	ck_assert_uint_eq(vbe_wr_weight(VRDMA_WR_SGE), 1);
+	ck_assert_uint_eq(vbe_wr_weight(VRDMA_MAX_SGE), 3);
+	tg_full(&a, 5);
+	r = mkreq(VRDMA_CMD_DESTROY_QP, a.qp);	/* tg_full's QP of 16 */
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	r.u.create_qp.pd = a.pd;
+	r.u.create_qp.send_cq = r.u.create_qp.recv_cq = a.cq;
+	r.u.create_qp.max_send_wr = r.u.create_qp.max_recv_wr = VRDMA_MAX_WR;
+	r.u.create_qp.max_sge = VRDMA_MAX_SGE;
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+		qp[i] = out[0];
+	}
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_NOMEM);
+	for (i = 0; i < 2; i++) {
+		struct vrdma_req d = mkreq(VRDMA_CMD_DESTROY_QP, qp[i]);
+
+		ck_assert_int_eq(tg_cmd(&a, &d, NULL), VRDMA_CS_OK);
+	}
+	r.u.create_qp.max_sge = VRDMA_WR_SGE;
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_OK);
+	ck_assert_int_eq(tg_cmd(&a, &r, out), VRDMA_CS_NOMEM);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
 TCase *backend_sge_tcase(void)
 {
 	TCase *t = tcase_create("sge");
@@ -228,7 +282,10 @@ TCase *backend_sge_tcase(void)
 	tcase_add_test(t, sge_write_16);
 	tcase_add_test(t, sge_send_recv_wrapped);
 	tcase_add_test(t, sge_bad_unpublished);
+	tcase_add_test(t, sge_bad_half_published);
 	tcase_add_test(t, sge_bad_17);
+	tcase_add_test(t, sge_bad_too_long);
+	tcase_add_test(t, sge_slots_weighed);
 	tcase_add_test(t, sge_bad_over_qp);
 	tcase_add_test(t, sge_create_limits);
 	return t;

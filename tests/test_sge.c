@@ -11,9 +11,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "tlive.h"
+#include "../libvrdma/vlib.h"
 
 #define T_CONN_MS	10000
 #define NSGE		VRDMA_MAX_SGE_PER_WR
@@ -327,10 +330,21 @@ START_TEST(t_sge_limits)
 	errno = 0;
 	ck_assert_ptr_null(vrdma_create_srq(cli.pd, &sa));
 	ck_assert_int_eq(errno, EINVAL);
-	/* A QP of 5 send SGEs takes 5, not 6. */
+	/* A QP of 5 send SGEs takes 5, not 6 (its WRs never reach dom0:
+	 * not connected; the SGE count is checked first). */
 	a.cap = (struct vrdma_qp_cap){ 4, 4, 5, 1 };
 	qp = vrdma_create_qp(cli.pd, &a);
 	ck_assert_ptr_nonnull(qp);
+	pieces(&cli, sg, 6, 0, 1, 8);
+	sw.sg_list = sg;
+	sw.num_sge = 6;
+	sw.opcode = VRDMA_WR_RDMA_WRITE;
+	ck_assert_int_eq(vrdma_post_send(qp, &sw, &sbad), EINVAL);
+	rw.sg_list = sg;
+	rw.num_sge = 2;
+	ck_assert_int_eq(vrdma_post_recv(qp, &rw, &rbad), EINVAL);	/* max_recv_sge 1 */
+	rw.num_sge = 1;
+	ck_assert_int_eq(vrdma_post_recv(qp, &rw, &rbad), 0);
 	ck_assert_int_eq(vrdma_destroy_qp(qp), 0);
 
 	pieces(&cli, sg, NSGE + 1, 0, 1, 8);
@@ -356,6 +370,67 @@ START_TEST(t_sge_limits)
 }
 END_TEST
 
+struct breaker {
+	struct vrdma_device *dev;
+	int ms;
+};
+
+static void *break_later(void *arg)
+{
+	struct breaker *b = arg;
+	struct timespec ts = { 0, b->ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&b->dev->fe.broken, 1, __ATOMIC_RELEASE);	/* as dom0 breaking it */
+	return NULL;
+}
+
+/* dom0 stops taking requests; a chain of 16-SGE WRITEs fills the ring
+ * (its pushes publish whole WRs with their SGE entries) and the device
+ * breaks while the poster waits for room: EIO names the first WR dom0
+ * was not given, counted in WRs, not ring entries. */
+START_TEST(t_sge_broken_mid_chain)
+{
+	enum { N = 200 };
+	static struct vrdma_send_wr sw[N];
+	struct vrdma_sge sg[NSGE];
+	struct vrdma_send_wr *sbad = NULL;
+	struct breaker b;
+	struct side srv, cli;
+	struct vfe_dev *fe;
+	uint32_t prod0, pushed;
+	pthread_t th;
+	int i;
+
+	NEED_DAEMON();
+	pair(&srv, &cli, 1024, false);
+	pieces(&cli, sg, NSGE, 0, 1, 8);
+	for (i = 0; i < N; i++) {
+		sw[i] = (struct vrdma_send_wr){ .wr_id = (uint64_t)i, .sg_list = sg,
+						.num_sge = NSGE, .opcode = VRDMA_WR_RDMA_WRITE,
+						.next = i + 1 < N ? &sw[i + 1] : NULL };
+		sw[i].wr.rdma.remote_addr = (uintptr_t)srv.buf;
+		sw[i].wr.rdma.rkey = srv.mr->rkey;
+	}
+	fe = &cli.dev->fe;
+	prod0 = __atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE);
+	ck_assert_int_eq(kill(d_pid, SIGSTOP), 0);
+	b.dev = cli.dev;
+	b.ms = 300;
+	ck_assert_int_eq(pthread_create(&th, NULL, break_later, &b), 0);
+	ck_assert_int_eq(vrdma_post_send(cli.qp, sw, &sbad), EIO);
+	pthread_join(th, NULL);
+	pushed = __atomic_load_n(&fe->sring->req.prod, __ATOMIC_ACQUIRE) - prod0;
+	ck_assert_int_eq(kill(d_pid, SIGCONT), 0);
+	/* The ring held what dom0 had not taken: whole WRs of 3 entries. */
+	ck_assert_uint_eq(pushed % 3, 0);
+	ck_assert_uint_gt(pushed, 0);
+	ck_assert_ptr_eq(sbad, &sw[pushed / 3]);
+	vrdma_close(cli.dev);
+	ck_assert_int_eq(vrdma_close(srv.dev), 0);
+}
+END_TEST
+
 static Suite *sge_suite(void)
 {
 	Suite *s = suite_create("sge");
@@ -367,6 +442,7 @@ static Suite *sge_suite(void)
 	tcase_add_test(live, t_sge_write_read);
 	tcase_add_test(live, t_sge_long_chain);
 	tcase_add_test(live, t_sge_limits);
+	tcase_add_test(live, t_sge_broken_mid_chain);
 	suite_add_tcase(s, live);
 	return s;
 }

@@ -139,9 +139,11 @@ int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
 		goto err_lis;
 	}
 	vx->max_sge = da.max_sge;
-	/* Any QP may go to the device: guests are told the lower bound. */
-	if (da.max_sge > 0 && (uint32_t)da.max_sge < n->max_sge)
-		n->max_sge = (uint32_t)da.max_sge;
+	/* Any QP may go to the device: guests are told the lower bound,
+	 * never below the 4 every guest may ask for (a device of fewer
+	 * refuses such a QP when it moves there, as before). */
+	if ((uint32_t)da.max_sge < n->max_sge)
+		n->max_sge = da.max_sge > VRDMA_WR_SGE ? (uint32_t)da.max_sge : VRDMA_WR_SGE;
 	vx->cch = ibv_create_comp_channel(vx->ctx);
 	if (!vx->cch) {
 		err = -errno;

@@ -284,8 +284,9 @@ static int vbe_cmd_create_qp(struct vbe_guest *g, const struct vrdma_req *r,
 	    c->max_sge > g->node->max_sge ||
 	    (c->type != VRDMA_QP_TYPE_RC && c->type != VRDMA_QP_TYPE_UD))
 		return VRDMA_CS_INVAL;
-	/* Queued WRs cost dom0 memory: a per-guest budget (review I1). */
-	slots = c->max_send_wr + c->max_recv_wr;
+	/* Queued WRs cost dom0 memory: a per-guest budget (review I1),
+	 * a WR of many SGEs counted for what it takes. */
+	slots = (c->max_send_wr + c->max_recv_wr) * vbe_wr_weight(c->max_sge);
 	if (slots > VBE_MAX_WR_SLOTS - g->wr_slots)
 		return VRDMA_CS_NOMEM;
 	if (vbe_quota_qp(g, slots))	/* operator's qps / wrs (issue 5) */

@@ -452,7 +452,7 @@ void vbe_qp_destroy(struct vbe_guest *g, struct vbe_qp *qp)
 	vbe_sched_qp_gone(g, qp);
 	vbe_qpn_del(g, qp);
 	vbe_node_qpn_free(g->node, qp->qpn);
-	g->wr_slots -= qp->sq.size + qp->rq.size;
+	g->wr_slots -= (qp->sq.size + qp->rq.size) * vbe_wr_weight(qp->max_sge);
 	g->nqps--;
 	g->pds[qp->pd].users--;
 	g->cqs[qp->send_cq].users--;

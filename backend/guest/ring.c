@@ -146,6 +146,19 @@ static int vbe_wr_check(struct vbe_guest *g, const struct vrdma_req *h,
 	return 0;
 }
 
+/* A message is at most 2^32 - 1 bytes, as the CQE's byte_len and the
+ * device's budgets count it (libvrdma refuses more): more is a guest's
+ * lie, whatever its SGEs name. */
+static __attribute__((noinline)) bool vbe_wr_too_long(const struct vbe_wqe *w, unsigned n)
+{
+	uint64_t t = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		t += vbe_wqe_sge(w, i)->length;
+	return t > UINT32_MAX;
+}
+
 /* A WR for qp failed vbe_wr_queue's checks: say which one. */
 static __attribute__((noinline, cold)) int
 vbe_wr_bad(struct vbe_guest *g, const struct vrdma_req *h, const struct vrdma_wr *wr,
@@ -198,6 +211,8 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
 	/* num_sge <= max_sge: the slot's side table holds them. */
 	if (h->num_sge > VRDMA_WR_SGE)
 		memcpy(w->xsge, xsge, (h->num_sge - VRDMA_WR_SGE) * sizeof(*xsge));
+	if (h->num_sge > 1 && vbe_wr_too_long(w, h->num_sge))
+		return vbe_guest_fatal(g, "WR of more than 4 GiB in %u SGEs", h->num_sge);
 	w->opcode = h->opcode;
 	w->num_sge = h->num_sge;
 	w->flags = h->flags;

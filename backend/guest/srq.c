@@ -28,7 +28,8 @@ int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 	    c->max_sge > g->node->max_sge)
 		return VRDMA_CS_INVAL;
 	/* Queued WRs cost dom0 memory: the guest's WR budget, as for QPs. */
-	if (c->max_wr > VBE_MAX_WR_SLOTS - g->wr_slots || vbe_quota_qp(g, c->max_wr))
+	if (c->max_wr * vbe_wr_weight(c->max_sge) > VBE_MAX_WR_SLOTS - g->wr_slots ||
+	    vbe_quota_qp(g, c->max_wr * vbe_wr_weight(c->max_sge)))
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->srqs, VBE_MAX_SRQS);
 	if (idx == UINT32_MAX)
@@ -38,7 +39,7 @@ int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
 		vbe_slot_free(&srq->s);
 		return VRDMA_CS_NOMEM;
 	}
-	g->wr_slots += c->max_wr;
+	g->wr_slots += c->max_wr * vbe_wr_weight(c->max_sge);
 	srq->pd = c->pd & 0xffff;
 	srq->max_sge = c->max_sge;
 	srq->consumed = 0;
@@ -53,7 +54,7 @@ int vbe_srq_create(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out
  * ibv_destroy_srq). */
 void vbe_srq_free(struct vbe_guest *g, struct vbe_srq *srq)
 {
-	g->wr_slots -= srq->rq.size;
+	g->wr_slots -= srq->rq.size * vbe_wr_weight(srq->max_sge);
 	g->pds[srq->pd].users--;
 	vbe_wq_free(&srq->rq);
 	memset((char *)srq + sizeof(srq->s), 0, sizeof(*srq) - sizeof(srq->s));
