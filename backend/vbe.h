@@ -91,7 +91,7 @@ _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits
 #define VBE_TENANT_MRS		(16u * VBE_MAX_MRS)
 /* VBE_TQ_* (backend.h); cmds is a rate (commands per second, 0 = off),
  * not a count. */
-#define VBE_MAX_PAGES		(256u * 1024)	/* 1 GiB of attached buffers per guest */
+#define VBE_MAX_PAGES		(256u * 1024)	/* attached per guest past its mem quota */
 #define VBE_TENANT_PAGES	(16u * VBE_MAX_PAGES)	/* mapped in dom0: 16 GiB */
 /*
  * dom0's mappings of guest pages (maps.c): the platform's node budget
@@ -545,6 +545,14 @@ static inline struct vbe_slot *vbe_slot_get(struct vbe_slot *tab, size_t stride,
 #define VBE_GET(arr, n, h) \
 	((__typeof__(&(arr)[0]))vbe_slot_get(&(arr)[0].s, sizeof((arr)[0]), (n), (h)))
 #define VBE_TAKE(arr, n) vbe_slot_take(&(arr)[0].s, sizeof((arr)[0]), (n))
+
+/* Pages a guest may have attached: what its mem quota lets it register,
+ * and VBE_MAX_PAGES more for CQ areas and buffers no MR covers.  The
+ * tenant's pages and maps and the node's budgets bound dom0 besides. */
+static inline uint64_t vbe_guest_max_pages(const struct vbe_guest *g)
+{
+	return VBE_MAX_PAGES + g->prio.mem / VRDMA_PAGE_SIZE;
+}
 
 /* The key slot a memory key names (its low bits; always < VBE_KEY_SLOTS). */
 static inline uint32_t vbe_key_idx(uint32_t key)

@@ -244,7 +244,7 @@ static void vfe_parse_gid(const char *s, uint8_t gid[16])
 
 static int vfe_negotiate(struct vfe_dev *d)
 {
-	uint32_t ver, max_req, max_evt, max_sge;
+	uint32_t ver, max_req, max_evt, max_sge, max_buf;
 	char path[VPLAT_KEY_MAX + 64];
 	char buf[VPLAT_VAL_MAX];
 	int rc;
@@ -258,6 +258,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 		rc = vfe_back_u32(d, "max-evt-ring-order", VRDMA_EVT_RING_ORDER_DEF, &max_evt);
 	if (!rc)
 		rc = vfe_back_u32(d, "max-sge", VRDMA_WR_SGE, &max_sge);
+	if (!rc)
+		rc = vfe_back_u32(d, "max-buf-pages", VRDMA_BUF_MAX_PAGES, &max_buf);
 	if (rc)
 		return rc;
 	d->req_order = VRDMA_REQ_RING_ORDER_DEF;
@@ -275,6 +277,9 @@ static int vfe_negotiate(struct vfe_dev *d)
 	while (max_sge > 1 && 1 + VRDMA_SGE_EXT_ENTRIES(max_sge) > d->req_size)
 		max_sge--;
 	d->max_sge = max_sge ? max_sge : 1;
+	/* Indirect list pages only if dom0 said it takes them. */
+	d->max_buf_pages = max_buf > VRDMA_BUF_MAX_PAGES ? VRDMA_BUF_MAX_PAGES_IND :
+			   VRDMA_BUF_MAX_PAGES;
 
 	/* node-name is informational: absent or oversized means "". */
 	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&

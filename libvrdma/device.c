@@ -248,6 +248,6 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	attr->max_mr = 4096;	/* backend VBE_MAX_MRS (8192 key slots, half kept free) */
 	attr->max_pd = 256;
 	attr->max_qp_rd_atom = 16;
-	attr->max_mr_size = (uint64_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE;
+	attr->max_mr_size = (uint64_t)dev->fe.max_buf_pages * VRDMA_PAGE_SIZE;
 	return 0;
 }

@@ -14,24 +14,41 @@ int vlib_buf_attach(struct vrdma_device *dev, const uint32_t *refs, uint32_t npa
 {
 	uint32_t nlist = (npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE;
 	struct vrdma_req req = { .opcode = VRDMA_CMD_ATTACH_BUF };
-	struct vplat_share *list;
+	struct vplat_share *list, *ind = NULL;
+	const uint32_t *lrefs;
 	uint32_t out_val[4];
-	uint32_t i;
+	uint32_t i, n;
 	int rc;
 
-	if (!npages || nlist > VRDMA_BUF_LIST_REFS)
+	if (!npages || npages > dev->fe.max_buf_pages)
 		return -EINVAL;
 	rc = vfe_share(&dev->fe, nlist, 0, &list);
 	if (rc)
 		return rc;
 	memcpy(vplat_share_addr(list), refs, (size_t)npages * sizeof(uint32_t));
+	lrefs = vplat_share_refs(list);
+	n = nlist;
+	if (nlist > VRDMA_BUF_LIST_REFS) {
+		/* More list pages than the command names: pages of their
+		 * refs (indirect, a dom0 of max-buf-pages took them). */
+		n = (nlist + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE;
+		rc = vfe_share(&dev->fe, n, 0, &ind);
+		if (rc)
+			goto out;
+		memcpy(vplat_share_addr(ind), lrefs, (size_t)nlist * sizeof(uint32_t));
+		lrefs = vplat_share_refs(ind);
+		req.u.attach_buf.indirect = 1;
+	}
 	req.u.attach_buf.npages = npages;
-	req.u.attach_buf.nlist = (uint16_t)nlist;
+	req.u.attach_buf.nlist = (uint16_t)n;
 	req.u.attach_buf.writable = 1;
-	for (i = 0; i < nlist; i++)
-		req.u.attach_buf.list_ref[i] = vplat_share_refs(list)[i];
+	for (i = 0; i < n; i++)
+		req.u.attach_buf.list_ref[i] = lrefs[i];
 	rc = vfe_cmd(&dev->fe, &req, out_val);
 	/* dom0 copied the refs while attaching: the list pages are done. */
+	if (ind)
+		vfe_unshare(&dev->fe, ind);
+out:
 	vfe_unshare(&dev->fe, list);
 	if (!rc && out_val[1] != npages)
 		rc = vfe_cmd_bad(&dev->fe, "ATTACH_BUF result with another page count");
@@ -47,7 +64,7 @@ int vlib_buf_alloc(struct vrdma_device *dev, uint32_t npages, bool internal,
 	struct vlib_buf *b;
 	int rc;
 
-	if (!npages || npages > VRDMA_BUF_MAX_PAGES)
+	if (!npages || npages > dev->fe.max_buf_pages)
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -126,7 +143,7 @@ void *vrdma_alloc_buf(struct vrdma_device *dev, size_t length)
 	if (vlib_broken(dev))
 		return NULL;
 	npages = (length + VRDMA_PAGE_SIZE - 1) / VRDMA_PAGE_SIZE;
-	if (length > (size_t)VRDMA_BUF_MAX_PAGES * VRDMA_PAGE_SIZE) {
+	if (length > (size_t)dev->fe.max_buf_pages * VRDMA_PAGE_SIZE) {
 		errno = EINVAL;
 		return NULL;
 	}

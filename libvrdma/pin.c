@@ -322,7 +322,7 @@ int vlib_pin_buf(struct vrdma_device *dev, void *addr, size_t len, struct vlib_b
 
 	if (e <= a || (uintptr_t)addr + len < (uintptr_t)addr)
 		return -EFAULT;
-	if ((e - a) / VLIB_PG > VRDMA_BUF_MAX_PAGES)
+	if ((e - a) / VLIB_PG > dev->fe.max_buf_pages)
 		return -EINVAL;
 	npages = (uint32_t)((e - a) / VLIB_PG);
 	b = calloc(1, sizeof(*b));

@@ -49,3 +49,10 @@ $(B)/tests/test_abi: $(call obj,tests/test_abi.c tests/tlive.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -ldl
+
+# One MR of more than 4 GiB, indirect list pages (tests/test_bigmr.c).
+CHECK_BINS += $(B)/tests/test_bigmr
+$(B)/tests/test_bigmr: $(call obj,tests/test_bigmr.c tests/tlive.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS)

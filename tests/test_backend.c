@@ -895,6 +895,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_policy_tcase());
 	suite_add_tcase(s, backend_share_tcase());
 	suite_add_tcase(s, backend_sge_tcase());
+	suite_add_tcase(s, backend_buf_tcase());
 	suite_add_tcase(s, backend_ud_tcase());
 	return s;
 }

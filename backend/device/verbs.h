@@ -120,12 +120,13 @@ int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
  * Device window of guest key K: the device MR sits at K << 32 plus the
  * page offset of its first byte (the kernel wants address and iova at
  * the same page offset).  Windows of distinct keys are disjoint, and
- * none overlaps the key table at iova 0 (a key's tag is never 0).
+ * none overlaps the key table at iova 0 (a key's tag is never 0).  An MR
+ * longer than the window (4 GiB less a page) gets no device MR: it works
+ * within its node, and a WR through the device naming it fails as a bad
+ * key would (docs/rdma.md).
  */
 #define VBE_VX_WIN_SHIFT	32
 #define VBE_VX_MR_MAX		((1ull << VBE_VX_WIN_SHIFT) - VRDMA_PAGE_SIZE)
-_Static_assert((uint64_t)VBE_MAX_PAGES * VRDMA_PAGE_SIZE <= VBE_VX_MR_MAX,
-	       "an MR and its page offset fit in its key's window");
 static inline uint64_t vbe_vx_va(uint32_t key, uint32_t pgoff)
 {
 	return (uint64_t)key << VBE_VX_WIN_SHIFT | pgoff;

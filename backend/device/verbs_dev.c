@@ -328,7 +328,7 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 		vg->addr[i] = addr;
 		/* In the key's own device window (verbs.h): a device rkey the
 		 * driver hands out again can never take a stale key elsewhere. */
-		errno = EFBIG;		/* cannot happen: VBE_MAX_PAGES (verbs.h) */
+		errno = EFBIG;		/* past its key's window (verbs.h) */
 		vg->mr[i] = m->length <= VBE_VX_MR_MAX ?
 			ibv_reg_mr_iova(vg->pd, addr, m->length,
 					vbe_vx_va(m->key, vbe_vx_pgoff(addr)),

@@ -27,18 +27,42 @@
 #include "vring.h"
 #include "../vbe.h"
 
+/* n refs out of the n / 1024 list pages @lrefs names, into @refs: the
+ * guest may rewrite its list pages any time, so they are copied once. */
+static int vbe_list_read(struct vbe_guest *g, const uint32_t *lrefs, uint32_t nlist,
+			 uint32_t n, uint32_t *refs)
+{
+	struct vplat_map *lmap;
+	int err;
+
+	/* Weighed against the node's and the tenant's share (maps.c) only
+	 * while the refs are read. */
+	err = vbe_map_buf(g, lrefs, nlist, 0, &lmap);
+	if (err)
+		return err;
+	memcpy(refs, vplat_map_addr(lmap), (size_t)n * sizeof(*refs));
+	vbe_unmap_node(g->node, lmap, nlist);
+	return 0;
+}
+
+static uint32_t vbe_div_up(uint32_t n, uint32_t d)
+{
+	return n / d + (n % d != 0);
+}
+
 static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 			      uint32_t *out)
 {
 	const struct vrdma_cmd_attach_buf *a = &r->u.attach_buf;
-	struct vplat_map *lmap, *dmap;
-	uint32_t *refs, i, idx;
+	uint32_t nl = vbe_div_up(a->npages, VRDMA_REFS_PER_PAGE);
+	uint32_t *refs, *l2 = NULL, i, idx;
+	struct vplat_map *dmap;
 	struct vbe_buf *b;
 	int err;
 
-	if (!a->npages || a->npages > VRDMA_BUF_MAX_PAGES ||
-	    a->nlist != (a->npages + VRDMA_REFS_PER_PAGE - 1) / VRDMA_REFS_PER_PAGE ||
-	    a->writable > 1)
+	if (!a->npages || a->writable > 1 || a->indirect > 1 ||
+	    a->npages > (a->indirect ? VRDMA_BUF_MAX_PAGES_IND : VRDMA_BUF_MAX_PAGES) ||
+	    a->nlist != (a->indirect ? vbe_div_up(nl, VRDMA_REFS_PER_PAGE) : nl))
 		return VRDMA_CS_INVAL;
 	for (i = a->nlist; i < VRDMA_BUF_LIST_REFS; i++)
 		if (a->list_ref[i])
@@ -47,7 +71,7 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	for (i = sizeof(*a); i < sizeof(r->u.raw); i++)
 		if (r->u.raw[i])
 			return VRDMA_CS_INVAL;
-	if (g->pages + a->npages > VBE_MAX_PAGES ||
+	if (g->pages + a->npages > vbe_guest_max_pages(g) ||
 	    vbe_tenant_quota(g, VBE_TQ_PAGES, a->npages))	/* issue 12 */
 		return VRDMA_CS_NOMEM;
 	idx = VBE_TAKE(g->bufs, VBE_MAX_BUFS);
@@ -56,18 +80,24 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	b = &g->bufs[idx];
 
 	refs = malloc((size_t)a->npages * sizeof(*refs));
-	if (!refs) {
+	if (a->indirect)
+		l2 = malloc((size_t)nl * sizeof(*l2));
+	if (!refs || (a->indirect && !l2)) {
 		err = VRDMA_CS_NOMEM;
-		goto err_slot;
+		goto err_refs;
 	}
-	/* Both maps are weighed against the node's and the tenant's share
-	 * (maps.c): the list map only while the refs are read. */
-	err = vbe_map_buf(g, a->list_ref, a->nlist, 0, &lmap);
+	if (a->indirect) {
+		/* The list pages' refs first, then the data refs in them. */
+		err = vbe_list_read(g, a->list_ref, a->nlist, nl, l2);
+		if (!err)
+			err = vbe_list_read(g, l2, nl, a->npages, refs);
+		free(l2);
+		l2 = NULL;
+	} else {
+		err = vbe_list_read(g, a->list_ref, a->nlist, a->npages, refs);
+	}
 	if (err)
 		goto err_refs;
-	/* Copy the refs out: the guest may rewrite its list pages any time. */
-	memcpy(refs, vplat_map_addr(lmap), (size_t)a->npages * sizeof(*refs));
-	vbe_unmap_node(g->node, lmap, a->nlist);
 	err = vbe_map_buf(g, refs, a->npages, a->writable, &dmap);
 	if (err)
 		goto err_refs;
@@ -87,8 +117,8 @@ static int vbe_cmd_attach_buf(struct vbe_guest *g, const struct vrdma_req *r,
 	return VRDMA_CS_OK;
 
 err_refs:
+	free(l2);
 	free(refs);
-err_slot:
 	vbe_slot_free(&b->s);
 	return err;
 }

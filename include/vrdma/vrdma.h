@@ -378,7 +378,8 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 /*
  * vrdma_alloc_buf - page-aligned, zeroed memory shared with dom0, the only
  * memory vrdma_reg_mr() accepts.  @length is rounded up to whole pages and
- * may be at most VRDMA_BUF_MAX_PAGES pages (64 MiB).
+ * may be at most the device's max_mr_size (64 GiB; 64 MiB under an older
+ * vrdmad); dom0 maps at most the VM's mem quota and 1 GiB more.
  * Returns the address, or NULL with errno: EINVAL (NULL @dev, @length 0 or
  * too large), ENOMEM, EIO (device broken), or a dom0 refusal (ENOMEM,
  * EFAULT).
@@ -418,7 +419,7 @@ int vrdma_dealloc_pd(struct vrdma_pd *pd);
  * thread may write the pages touched (the whole first and last page);
  * after fork() parent and child share those pages until then.
  * NULL with errno: EINVAL (NULL @pd or @addr, @length 0, unknown access
- * bits, more than VRDMA_BUF_MAX_PAGES pages), EFAULT (a hole, unreadable
+ * bits, more than max_mr_size), EFAULT (a hole, unreadable
  * or shared-file memory, the calling thread's stack, or a range crossing the end of a
  * vrdma_alloc_buf() buffer), ENOMEM, ENOSPC (no grants left: see
  * docs/verbs.md), EIO.

@@ -54,6 +54,9 @@
 #define VRDMA_BUF_LIST_REFS		16	/* list pages per buffer */
 #define VRDMA_REFS_PER_PAGE		(VRDMA_PAGE_SIZE / 4)
 #define VRDMA_BUF_MAX_PAGES		(VRDMA_BUF_LIST_REFS * VRDMA_REFS_PER_PAGE)
+/* With indirect list pages (a backend's max-buf-pages above
+ * VRDMA_BUF_MAX_PAGES says it takes them): 16 x 1024 x 1024 pages. */
+#define VRDMA_BUF_MAX_PAGES_IND		((uint32_t)VRDMA_BUF_MAX_PAGES * VRDMA_REFS_PER_PAGE)
 #define VRDMA_NAME_MAX			32	/* node / service names, NUL padded */
 #define VRDMA_PDATA_MAX			32	/* connection private data */
 #define VRDMA_MAX_WR			4096	/* per queue */
@@ -65,7 +68,8 @@
  * Both carry `state` (XenbusState below); absent key = default.
  *   backend writes:  protocol-version, max-req-ring-order,
  *                    max-evt-ring-order, max-sge (absent = VRDMA_WR_SGE;
- *                    at most VRDMA_MAX_SGE), feature-* (feature-ud: UD
+ *                    at most VRDMA_MAX_SGE), max-buf-pages (absent =
+ *                    VRDMA_BUF_MAX_PAGES), feature-* (feature-ud: UD
  *                    QPs, see VRDMA_QP_TYPE_UD), node-name,
  *                    node-gid (32 hex digits: the GID QPs of this node
  *                    are named by, see VRDMA_CMD_MODIFY_QP)
@@ -226,11 +230,19 @@ struct vrdma_sge_ext {
 
 /* Command bodies (opcodes 0x40..).  Object handles come from earlier
  * command results; the request's `handle` names the object acted on. */
+/*
+ * ATTACH_BUF: list_ref[] names list pages of the data pages' refs, 1024 a
+ * page.  indirect = 1 (a backend whose max-buf-pages is above
+ * VRDMA_BUF_MAX_PAGES): list_ref[] names pages of the list pages' refs
+ * instead, so nlist = ceil(ceil(npages / 1024) / 1024); an older backend
+ * refuses it (INVAL: the body past list_ref was reserved, zero).
+ */
 struct vrdma_cmd_attach_buf {
-	uint32_t npages;	/* data pages, <= VRDMA_BUF_MAX_PAGES */
-	uint16_t nlist;		/* list pages = ceil(npages / 1024) */
+	uint32_t npages;	/* data pages, <= max-buf-pages */
+	uint16_t nlist;		/* list_ref[] used (see above) */
 	uint16_t writable;	/* 1 if dom0 may write the pages */
 	uint32_t list_ref[VRDMA_BUF_LIST_REFS];	/* pages of uint32 refs */
+	uint32_t indirect;	/* 0, or 1: list_ref[] name pages of list refs */
 };
 
 struct vrdma_cmd_reg_mr {
@@ -482,7 +494,8 @@ _Static_assert(sizeof(struct vrdma_sge_ext) == sizeof(struct vrdma_req), "sge ex
 _Static_assert(VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) == 2 &&
 	       VRDMA_SGE_EXT_ENTRIES(VRDMA_WR_SGE) == 0 &&
 	       VRDMA_SGE_EXT_ENTRIES(VRDMA_WR_SGE + 1) == 1, "sge ext entries");
-_Static_assert(sizeof(struct vrdma_cmd_attach_buf) <= 112, "attach_buf");
+_Static_assert(sizeof(struct vrdma_cmd_attach_buf) == 76 &&
+	       offsetof(struct vrdma_cmd_attach_buf, indirect) == 72, "attach_buf");
 _Static_assert(sizeof(struct vrdma_cmd_reg_mr) == 40, "reg_mr");
 _Static_assert(sizeof(struct vrdma_cmd_create_cq) == 16, "create_cq");
 _Static_assert(sizeof(struct vrdma_cmd_create_qp) == 32, "create_qp");
