@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * UD QPs through libvrdma and a live vrdmad: two guests exchange
- * datagrams (GRH, src_qp, VRDMA_WC_GRH, the bytes), a UD QP moves through
- * the verbs states with its Q_Key, and misuse is refused before anything
- * reaches dom0 (a NULL or destroyed AH, an RDMA opcode, DEST or QKEY on
- * the wrong kind of QP).
+ * datagrams (GRH, src_qp, VRDMA_WC_GRH, the bytes), through WRs of more
+ * than 4 SGEs (the GRH split across the receive's) and an SRQ; a UD QP
+ * moves through the verbs states with its Q_Key, and misuse is refused
+ * before anything reaches dom0 (a NULL or destroyed AH, an RDMA opcode,
+ * DEST or QKEY on the wrong kind of QP).
+ *
+ * Every datagram is sent once: the receive it needs is posted, then a
+ * command on the receiver's ring (fence()) makes sure dom0 has read it,
+ * so a datagram that does not land is a failure, never a retry.
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "tlive.h"
@@ -19,13 +25,23 @@ struct side {
 	struct vrdma_device *dev;
 	struct vrdma_pd *pd;
 	struct vrdma_cq *cq;
+	struct vrdma_srq *srq;
 	struct vrdma_qp *qp;
 	uint8_t *buf;
 	struct vrdma_mr *mr;
 	uint8_t gid[VRDMA_GID_LEN];
 };
 
-static void ud_init(struct side *s)
+static void qp_to(struct side *s, enum vrdma_qp_state st)
+{
+	struct vrdma_qp_attr m = { .qp_state = st };
+
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE), 0);
+}
+
+/* s: a device, a UD QP of nsge SGEs each way (its receives from an SRQ
+ * when srq), moved RESET -> INIT -> RTR -> RTS with Q_Key QKEY. */
+static void ud_open(struct side *s, uint32_t nsge, bool srq)
 {
 	struct vrdma_qp_init_attr a = { 0 };
 	struct vrdma_qp_attr m = { 0 };
@@ -36,9 +52,16 @@ static void ud_init(struct side *s)
 	s->cq = vrdma_create_cq(s->dev, 64, NULL);
 	ck_assert_ptr_nonnull(s->cq);
 	a.send_cq = a.recv_cq = s->cq;
-	a.cap = (struct vrdma_qp_cap){ 16, 16, 2, 2 };
+	a.cap = (struct vrdma_qp_cap){ 16, 16, nsge, nsge };
 	a.qp_type = VRDMA_QPT_UD;
-	s->qp = vrdma_create_qp(s->pd, &a);
+	s->srq = NULL;
+	if (srq) {
+		struct vrdma_srq_init_attr sa = { .max_wr = 16, .max_sge = nsge };
+
+		s->srq = vrdma_create_srq(s->pd, &sa);
+		ck_assert_msg(s->srq != NULL, "create_srq: %s", strerror(errno));
+	}
+	s->qp = vrdma_create_qp_srq(s->pd, &a, s->srq);
 	ck_assert_msg(s->qp != NULL, "create_qp: %s", strerror(errno));
 	s->buf = vrdma_alloc_buf(s->dev, BUFSZ);
 	ck_assert_ptr_nonnull(s->buf);
@@ -52,24 +75,51 @@ static void ud_init(struct side *s)
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_QKEY), 0);
 	m.qp_state = VRDMA_QPS_RTR;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
-	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE), 0);
+	qp_to(s, VRDMA_QPS_RTR);
 	m.qp_state = VRDMA_QPS_RTS;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_SQ_PSN), 0);
+}
+
+static void ud_init(struct side *s)
+{
+	ud_open(s, 2, false);
+}
+
+/* A receive of s (its QP's, or its SRQ's) of the nsge pieces sg. */
+static void recv_sg(struct side *s, uint64_t id, struct vrdma_sge *sg, int nsge)
+{
+	struct vrdma_recv_wr w = { .wr_id = id, .sg_list = sg, .num_sge = nsge }, *bad;
+
+	if (s->srq)
+		ck_assert_int_eq(vrdma_post_srq_recv(s->srq, &w, &bad), 0);
+	else
+		ck_assert_int_eq(vrdma_post_recv(s->qp, &w, &bad), 0);
 }
 
 static void recv_at(struct side *s, uint64_t id, uint32_t off, uint32_t len)
 {
 	struct vrdma_sge sg = { (uintptr_t)s->buf + off, len, s->mr->lkey };
-	struct vrdma_recv_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1 }, *bad;
 
-	ck_assert_int_eq(vrdma_post_recv(s->qp, &w, &bad), 0);
+	recv_sg(s, id, &sg, 1);
 }
 
-static int send_to(struct side *s, struct vrdma_ah *ah, uint32_t qpn, uint64_t id,
-		   uint32_t len, enum vrdma_wr_opcode op)
+/*
+ * A command queued on s's ring after the receives posted: once dom0 has
+ * answered it, it has read them (commands and WRs share the ring, in
+ * order), so a datagram sent now finds them.
+ */
+static void fence(struct side *s)
 {
-	struct vrdma_sge sg = { (uintptr_t)s->buf, len, s->mr->lkey };
-	struct vrdma_send_wr w = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+	struct vrdma_pd *pd = vrdma_alloc_pd(s->dev);
+
+	ck_assert_ptr_nonnull(pd);
+	ck_assert_int_eq(vrdma_dealloc_pd(pd), 0);
+}
+
+static int send_sg(struct side *s, struct vrdma_ah *ah, uint32_t qpn, uint64_t id,
+		   struct vrdma_sge *sg, int nsge, enum vrdma_wr_opcode op)
+{
+	struct vrdma_send_wr w = { .wr_id = id, .sg_list = sg, .num_sge = nsge,
 				   .opcode = op, .send_flags = VRDMA_SEND_SIGNALED }, *bad;
 
 	w.wr.ud.ah = ah;
@@ -77,6 +127,14 @@ static int send_to(struct side *s, struct vrdma_ah *ah, uint32_t qpn, uint64_t i
 	w.wr.ud.remote_qkey = QKEY;
 	w.imm_data = 0x0a0b0c0d;
 	return vrdma_post_send(s->qp, &w, &bad);
+}
+
+static int send_to(struct side *s, struct vrdma_ah *ah, uint32_t qpn, uint64_t id,
+		   uint32_t len, enum vrdma_wr_opcode op)
+{
+	struct vrdma_sge sg = { (uintptr_t)s->buf, len, s->mr->lkey };
+
+	return send_sg(s, ah, qpn, id, &sg, 1, op);
 }
 
 static void done(struct side *s, uint64_t id, struct vrdma_wc *wc)
@@ -88,26 +146,15 @@ static void done(struct side *s, uint64_t id, struct vrdma_wc *wc)
 	ck_assert_uint_eq(wc->wr_id, id);
 }
 
-/*
- * A datagram from s to r's posted receive rid, sent again while it is
- * dropped: a receive counts once dom0 read it from r's ring, and nothing
- * orders that against s's send (a real UD receiver's post is there when
- * the call returns; here a send racing it may find it missing).
- */
+/* r's receives are read by dom0, then s sends once: the datagram lands
+ * in receive rid (wc: its completion) or the test fails. */
 static void datagram(struct side *s, struct vrdma_ah *ah, struct side *r, uint64_t sid,
 		     uint64_t rid, uint32_t len, enum vrdma_wr_opcode op, struct vrdma_wc *wc)
 {
-	int tries, got = 0;
-
-	for (tries = 0; tries < 20 && !got; tries++) {
-		ck_assert_int_eq(send_to(s, ah, r->qp->qp_num, sid, len, op), 0);
-		done(s, sid, wc);
-		got = wait_one_ms(r->cq, wc, 250);
-	}
-	ck_assert_msg(got == 1, "datagram for wr %llu never landed", (unsigned long long)rid);
-	ck_assert_msg(wc->status == VRDMA_WC_SUCCESS, "recv: %s",
-		      vrdma_wc_status_str(wc->status));
-	ck_assert_uint_eq(wc->wr_id, rid);
+	fence(r);
+	ck_assert_int_eq(send_to(s, ah, r->qp->qp_num, sid, len, op), 0);
+	done(s, sid, wc);
+	done(r, rid, wc);
 }
 
 START_TEST(t_ud_exchange)
@@ -160,6 +207,97 @@ START_TEST(t_ud_exchange)
 	ck_assert_int_eq(vrdma_dealloc_pd(a.pd), EBUSY);	/* the AH, the QP */
 	ck_assert_int_eq(vrdma_destroy_ah(ah_b), 0);
 	ck_assert_int_eq(vrdma_destroy_ah(ah_a), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+/* The bytes a receive of pieces rs got, as one stream, into out. */
+static void gather(const struct vrdma_sge *rs, int n, uint8_t *out)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(out, (const void *)(uintptr_t)rs[i].addr, rs[i].length);
+		out += rs[i].length;
+	}
+}
+
+/* Six SGEs each way: the payload gathered from six pieces of a's, the
+ * GRH and payload scattered over six of b's (the GRH's 40 bytes end in
+ * the third). */
+START_TEST(t_ud_many_sge)
+{
+	static const uint32_t slen[6] = { 100, 1, 50, 7, 200, 42 };
+	static const uint32_t rlen[6] = { 10, 20, 15, 300, 7, 2000 };
+	uint8_t want[400], got[2352];
+	struct vrdma_sge ss[6], rs[6];
+	struct vrdma_ah *ah;
+	struct vrdma_wc wc;
+	struct side a, b;
+	uint32_t off, n = 0;
+	int i;
+
+	NEED_DAEMON();
+	ud_open(&a, 6, false);
+	ud_open(&b, 6, false);
+	ah = vrdma_create_ah(a.pd, b.gid);
+	ck_assert_ptr_nonnull(ah);
+	for (i = 0, off = 0; i < 6; i++, off += 1024) {
+		uint32_t j;
+
+		ss[i] = (struct vrdma_sge){ (uintptr_t)a.buf + off, slen[i], a.mr->lkey };
+		for (j = 0; j < slen[i]; j++, n++)
+			want[n] = a.buf[off + j] = (uint8_t)(n * 13 + 5);
+		rs[i] = (struct vrdma_sge){ (uintptr_t)b.buf + 8192 + 4096 * i, rlen[i],
+					    b.mr->lkey };
+	}
+	ck_assert_uint_eq(n, sizeof(want));
+	recv_sg(&b, 1, rs, 6);
+	fence(&b);
+	ck_assert_int_eq(send_sg(&a, ah, b.qp->qp_num, 2, ss, 6, VRDMA_WR_SEND), 0);
+	done(&a, 2, &wc);
+	done(&b, 1, &wc);
+	ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + sizeof(want));
+	ck_assert(wc.wc_flags & VRDMA_WC_GRH);
+	ck_assert_uint_eq(wc.src_qp, a.qp->qp_num);
+	gather(rs, 6, got);
+	ck_assert_uint_eq(got[0] >> 4, 6);				/* IP version 6 */
+	ck_assert_uint_eq((unsigned)got[4] << 8 | got[5], sizeof(want));	/* payload length */
+	ck_assert_mem_eq(got + 8, a.gid, VRDMA_GID_LEN);		/* SGID */
+	ck_assert_mem_eq(got + 24, b.gid, VRDMA_GID_LEN);		/* DGID */
+	ck_assert_mem_eq(got + VRDMA_GRH_LEN, want, sizeof(want));
+	ck_assert_int_eq(vrdma_destroy_ah(ah), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
+/* b's UD QP takes its receives from an SRQ: each datagram lands in the
+ * next one, named by b's QP. */
+START_TEST(t_ud_srq)
+{
+	struct vrdma_ah *ah;
+	struct vrdma_wc wc;
+	struct side a, b;
+	unsigned i;
+
+	NEED_DAEMON();
+	ud_init(&a);
+	ud_open(&b, 2, true);
+	ah = vrdma_create_ah(a.pd, b.gid);
+	ck_assert_ptr_nonnull(ah);
+	for (i = 0; i < 3; i++)
+		recv_at(&b, 10 + i, 8192 + 1024 * i, 1024);
+	for (i = 0; i < 3; i++) {
+		memset(a.buf, 'a' + (int)i, 64);
+		datagram(&a, ah, &b, i, 10 + i, 64, VRDMA_WR_SEND, &wc);
+		ck_assert_uint_eq(wc.qp_num, b.qp->qp_num);
+		ck_assert_uint_eq(wc.src_qp, a.qp->qp_num);
+		ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + 64);
+		ck_assert_mem_eq(b.buf + 8192 + 1024 * i + VRDMA_GRH_LEN, a.buf, 64);
+	}
+	ck_assert_int_eq(vrdma_destroy_ah(ah), 0);
 	ck_assert_int_eq(vrdma_close(a.dev), 0);
 	ck_assert_int_eq(vrdma_close(b.dev), 0);
 }
@@ -218,6 +356,8 @@ static Suite *ud_suite(void)
 	TCase *live = tlive_tcase();
 
 	tcase_add_test(live, t_ud_exchange);
+	tcase_add_test(live, t_ud_many_sge);
+	tcase_add_test(live, t_ud_srq);
 	tcase_add_test(live, t_ud_misuse);
 	suite_add_tcase(s, live);
 	return s;
