@@ -278,6 +278,19 @@ static struct vlib_qp *vlib_cq_qp(struct vlib_cq *c, uint32_t handle)
 	return q;
 }
 
+/* A UD receive that succeeded comes with its GRH, and only it: the
+ * program takes byte_len - VRDMA_GRH_LEN for its payload and src_qp for
+ * the sender's QP number, so dom0 must not make either up. */
+static bool vlib_cqe_bad_grh(const struct vlib_qp *q, const struct vrdma_cqe *e, int is_send)
+{
+	bool grh = e->flags & VRDMA_CQE_F_GRH;
+
+	if (grh != (q->ud && !is_send && e->opcode == VRDMA_WC_RECV &&
+		    e->status == VRDMA_WS_SUCCESS))
+		return true;
+	return grh && (e->byte_len < VRDMA_GRH_LEN || e->src_qpn >= 1u << 24);
+}
+
 /* Check and convert one CQE.  1: wc filled; 0: dropped (dead QP);
  * -EPROTO: dom0 wrote nonsense. */
 static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_wc *wc)
@@ -303,7 +316,7 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 		return 0;
 	}
 	if ((is_send ? q->pub.send_cq : q->pub.recv_cq) != &c->pub ||
-	    ((e->flags & VRDMA_CQE_F_GRH) && (!q->ud || is_send)))
+	    vlib_cqe_bad_grh(q, e, is_send))
 		return -EPROTO;
 	c->last_qp = q;
 	if (!is_send && (q->srq ? e->srq != q->srq->pub.handle : e->srq != 0))

@@ -15,8 +15,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tlive.h"
+/* t_ud_bad_cqe plays a lying dom0 by writing into the CQ (layout only). */
+#include "../libvrdma/vlib.h"
 
 #define QKEY	0x1234u
 #define BUFSZ	(64u << 10)
@@ -303,6 +306,61 @@ START_TEST(t_ud_srq)
 }
 END_TEST
 
+/* Ways a lying dom0 may dress up a UD receive's CQE. */
+enum lie { LIE_GRH_ON_ERROR, LIE_SHORT, LIE_SRC_QPN, LIE_NO_GRH, LIE_N };
+
+/*
+ * dom0 vouches for a UD receive's CQE: a program takes byte_len - 40 for
+ * its payload and src_qp for a QP number.  A GRH on an error CQE, a
+ * byte_len short of the GRH, a src_qpn past 24 bits, or a successful UD
+ * receive without its GRH is a broken device (-1 / EIO), never a
+ * completion.
+ */
+START_TEST(t_ud_bad_cqe)
+{
+	struct vrdma_ah *ah;
+	struct vrdma_wc wc;
+	struct side a, b;
+	int lie;
+
+	NEED_DAEMON();
+	for (lie = 0; lie < LIE_N; lie++) {
+		struct vlib_cq *c;
+		struct vrdma_cqe *e;
+		int64_t end;
+
+		ud_init(&a);
+		ud_init(&b);
+		ah = vrdma_create_ah(a.pd, b.gid);
+		ck_assert_ptr_nonnull(ah);
+		recv_at(&b, 1, 8192, 256);
+		fence(&b);
+		ck_assert_int_eq(send_to(&a, ah, b.qp->qp_num, 2, 8, VRDMA_WR_SEND), 0);
+		done(&a, 2, &wc);
+		/* The receive's CQE, unpolled. */
+		c = vlib_cq(b.cq);
+		for (end = now_ms() + 5000; now_ms() < end &&
+		     __atomic_load_n(&c->hdr->ring.prod, __ATOMIC_ACQUIRE) == c->cons;)
+			usleep(1000);
+		ck_assert_uint_eq(__atomic_load_n(&c->hdr->ring.prod, __ATOMIC_ACQUIRE) -
+				  c->cons, 1);
+		e = &c->ring[c->cons & (c->size - 1)];
+		ck_assert_uint_eq(e->flags, VRDMA_CQE_F_GRH);
+		switch (lie) {
+		case LIE_GRH_ON_ERROR:	e->status = VRDMA_WS_LOC_LEN_ERR; break;
+		case LIE_SHORT:		e->byte_len = VRDMA_GRH_LEN - 1; break;
+		case LIE_SRC_QPN:	e->src_qpn = 1u << 24; break;
+		case LIE_NO_GRH:	e->flags = 0; break;
+		}
+		errno = 0;
+		ck_assert_msg(vrdma_poll_cq(b.cq, 1, &wc) == -1 && errno == EIO,
+			      "lie %d taken", lie);
+		ck_assert_int_eq(vrdma_close(a.dev), 0);
+		ck_assert_int_eq(vrdma_close(b.dev), 0);
+	}
+}
+END_TEST
+
 START_TEST(t_ud_misuse)
 {
 	struct vrdma_qp_init_attr ia = { 0 };
@@ -358,6 +416,7 @@ static Suite *ud_suite(void)
 	tcase_add_test(live, t_ud_exchange);
 	tcase_add_test(live, t_ud_many_sge);
 	tcase_add_test(live, t_ud_srq);
+	tcase_add_test(live, t_ud_bad_cqe);
 	tcase_add_test(live, t_ud_misuse);
 	suite_add_tcase(s, live);
 	return s;
