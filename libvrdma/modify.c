@@ -3,7 +3,10 @@
  * Connecting the verbs way: RESET -> INIT -> RTR -> RTS by
  * vrdma_modify_qp().  Only RTR (bind to the peer's GID and QP number) and
  * ERR (flush) reach dom0; the other states are the library's own.  A UD
- * QP reaches dom0 at RTS (UD_RTS with its Q_Key) and ERR.
+ * QP reaches dom0 at RTR (UD_RTS with its Q_Key: it takes datagrams from
+ * then on, as a verbs UD QP in RTR), with each new Q_Key after that, and
+ * at ERR; its sends wait for RTS here (vrdma_post_send refuses them
+ * before), dom0 has no need to tell RTR from RTS.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -72,7 +75,7 @@ static int vlib_mq_allowed_ud(enum vrdma_qp_state from, enum vrdma_qp_state to)
 	}
 }
 
-/* A UD QP's transition: dom0 hears of RTS (and a new Q_Key there). */
+/* A UD QP's transition: dom0 hears of RTR (and a new Q_Key from then on). */
 static int vlib_modify_ud(struct vlib_qp *q, enum vrdma_qp_state from,
 			  const struct vrdma_qp_attr *attr, int mask)
 {
@@ -85,7 +88,8 @@ static int vlib_modify_ud(struct vlib_qp *q, enum vrdma_qp_state from,
 		return -EINVAL;
 	if (mask & VRDMA_QP_QKEY)
 		a.qkey = attr->qkey;
-	if (to == VRDMA_QPS_RTS && (from != VRDMA_QPS_RTS || (mask & VRDMA_QP_QKEY))) {
+	if ((to == VRDMA_QPS_RTR || to == VRDMA_QPS_RTS) &&
+	    ((from != VRDMA_QPS_RTR && from != VRDMA_QPS_RTS) || (mask & VRDMA_QP_QKEY))) {
 		rc = vlib_mq_cmd(q, VRDMA_MQ_UD_RTS, &a);
 		if (rc)
 			return rc;

@@ -43,8 +43,9 @@ static void qp_to(struct side *s, enum vrdma_qp_state st)
 }
 
 /* s: a device, a UD QP of nsge SGEs each way (its receives from an SRQ
- * when srq), moved RESET -> INIT -> RTR -> RTS with Q_Key QKEY. */
-static void ud_open(struct side *s, uint32_t nsge, bool srq)
+ * when srq), moved RESET -> INIT -> RTR (-> RTS unless to is RTR) with
+ * Q_Key QKEY. */
+static void ud_open_to(struct side *s, uint32_t nsge, bool srq, enum vrdma_qp_state to)
 {
 	struct vrdma_qp_init_attr a = { 0 };
 	struct vrdma_qp_attr m = { 0 };
@@ -79,8 +80,15 @@ static void ud_open(struct side *s, uint32_t nsge, bool srq)
 	m.qp_state = VRDMA_QPS_RTR;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_DEST), EINVAL);
 	qp_to(s, VRDMA_QPS_RTR);
+	if (to == VRDMA_QPS_RTR)
+		return;
 	m.qp_state = VRDMA_QPS_RTS;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_SQ_PSN), 0);
+}
+
+static void ud_open(struct side *s, uint32_t nsge, bool srq)
+{
+	ud_open_to(s, nsge, srq, VRDMA_QPS_RTS);
 }
 
 static void ud_init(struct side *s)
@@ -306,6 +314,42 @@ START_TEST(t_ud_srq)
 }
 END_TEST
 
+/* As in verbs, a UD QP receives from RTR on and sends from RTS only. */
+START_TEST(t_ud_rtr_receives)
+{
+	struct vrdma_ah *ah_b, *ah_a;
+	struct vrdma_wc wc;
+	struct side a, b;
+
+	NEED_DAEMON();
+	ud_init(&a);
+	ud_open_to(&b, 2, false, VRDMA_QPS_RTR);
+	ah_b = vrdma_create_ah(a.pd, b.gid);
+	ah_a = vrdma_create_ah(b.pd, a.gid);
+	ck_assert_ptr_nonnull(ah_b);
+	ck_assert_ptr_nonnull(ah_a);
+	recv_at(&b, 1, 8192, 256);
+	memcpy(a.buf, "ping", 4);
+	datagram(&a, ah_b, &b, 2, 1, 4, VRDMA_WR_SEND, &wc);
+	ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + 4);
+	ck_assert_mem_eq(b.buf + 8192 + VRDMA_GRH_LEN, "ping", 4);
+	/* No send before RTS; then the answer goes. */
+	ck_assert_int_eq(send_to(&b, ah_a, a.qp->qp_num, 3, 4, VRDMA_WR_SEND), EINVAL);
+	recv_at(&a, 4, 8192, 256);
+	qp_to(&b, VRDMA_QPS_RTS);
+	memcpy(b.buf, "pong", 4);
+	datagram(&b, ah_a, &a, 5, 4, 4, VRDMA_WR_SEND, &wc);
+	ck_assert_mem_eq(a.buf + 8192 + VRDMA_GRH_LEN, "pong", 4);
+	/* b still takes datagrams (RTR -> RTS told dom0 nothing new). */
+	recv_at(&b, 6, 8192, 256);
+	datagram(&a, ah_b, &b, 7, 6, 4, VRDMA_WR_SEND, &wc);
+	ck_assert_int_eq(vrdma_destroy_ah(ah_b), 0);
+	ck_assert_int_eq(vrdma_destroy_ah(ah_a), 0);
+	ck_assert_int_eq(vrdma_close(a.dev), 0);
+	ck_assert_int_eq(vrdma_close(b.dev), 0);
+}
+END_TEST
+
 /* Ways a lying dom0 may dress up a UD receive's CQE. */
 enum lie { LIE_GRH_ON_ERROR, LIE_SHORT, LIE_SRC_QPN, LIE_NO_GRH, LIE_N };
 
@@ -416,6 +460,7 @@ static Suite *ud_suite(void)
 	tcase_add_test(live, t_ud_exchange);
 	tcase_add_test(live, t_ud_many_sge);
 	tcase_add_test(live, t_ud_srq);
+	tcase_add_test(live, t_ud_rtr_receives);
 	tcase_add_test(live, t_ud_bad_cqe);
 	tcase_add_test(live, t_ud_misuse);
 	suite_add_tcase(s, live);

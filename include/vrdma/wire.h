@@ -325,7 +325,9 @@ struct vrdma_cmd_accept {
  *  ERR: the QP goes to error: queued WRs complete with WR_FLUSH_ERR and a
  *       connected peer gets QP_ERROR, as when the QP is destroyed.
  *  UD_RTS: a UD QP (RESET, or UD_RTS already: a new Q_Key) takes datagrams
- *       for its Q_Key and may send; dest_qpn and dest_gid are zero. */
+ *       for its Q_Key and may send; dest_qpn and dest_gid are zero.
+ *       libvrdma sends it at the verbs state RTR (a UD QP receives from
+ *       there on) and posts sends only from RTS. */
 enum { VRDMA_MQ_RTR = 1, VRDMA_MQ_ERR = 2, VRDMA_MQ_UD_RTS = 3 };
 
 struct vrdma_cmd_modify_qp {
