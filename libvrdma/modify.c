@@ -86,6 +86,11 @@ static int vlib_modify_ud(struct vlib_qp *q, enum vrdma_qp_state from,
 	if (allowed < 0 || (mask & ~(VRDMA_QP_STATE | allowed)) ||
 	    (from == VRDMA_QPS_RESET && to == VRDMA_QPS_INIT && !(mask & VRDMA_QP_QKEY)))
 		return -EINVAL;
+	/* A controlled Q_Key (high bit set) takes CAP_NET_RAW in the kernel's
+	 * verbs, and no guest's program is trusted so; in a send WR's
+	 * remote_qkey the bit means the QP's own (VRDMA_QKEY_OWN). */
+	if ((mask & VRDMA_QP_QKEY) && (attr->qkey & VRDMA_QKEY_OWN))
+		return -EPERM;
 	if (mask & VRDMA_QP_QKEY)
 		a.qkey = attr->qkey;
 	if ((to == VRDMA_QPS_RTR || to == VRDMA_QPS_RTS) &&

@@ -75,6 +75,9 @@ static void ud_open_to(struct side *s, uint32_t nsge, bool srq, enum vrdma_qp_st
 	/* RESET -> INIT needs the Q_Key. */
 	m.qp_state = VRDMA_QPS_INIT;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE), EINVAL);
+	/* A controlled Q_Key (high bit set) is for privileged programs. */
+	m.qkey = 0x80000000u | QKEY;
+	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_QKEY), EPERM);
 	m.qkey = QKEY;
 	ck_assert_int_eq(vrdma_modify_qp(s->qp, &m, VRDMA_QP_STATE | VRDMA_QP_QKEY), 0);
 	m.qp_state = VRDMA_QPS_RTR;
@@ -182,6 +185,11 @@ START_TEST(t_ud_exchange)
 	ck_assert_mem_eq(a.gid, b.gid, VRDMA_GID_LEN);	/* one node */
 	ck_assert_int_eq(vrdma_query_qp(a.qp, &qa), 0);
 	ck_assert_int_eq(qa.qp_state, VRDMA_QPS_RTS);
+	ck_assert_uint_eq(qa.qkey, QKEY);
+	/* Not in RTS either; the Q_Key stays. */
+	qa.qkey = 0xffffffffu;
+	ck_assert_int_eq(vrdma_modify_qp(a.qp, &qa, VRDMA_QP_STATE | VRDMA_QP_QKEY), EPERM);
+	ck_assert_int_eq(vrdma_query_qp(a.qp, &qa), 0);
 	ck_assert_uint_eq(qa.qkey, QKEY);
 	ah_b = vrdma_create_ah(a.pd, b.gid);
 	ah_a = vrdma_create_ah(b.pd, a.gid);

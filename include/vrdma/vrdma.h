@@ -536,7 +536,8 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
  * outstanding WR completes with VRDMA_WC_WR_FLUSH_ERR); RTS -> RTS.
  * A UD QP: RESET -> INIT (QKEY required), INIT -> INIT, INIT -> RTR,
  * RTR -> RTS (SQ_PSN optional), RTS -> RTS, each with QKEY optional; no
- * DEST; from RTR it takes datagrams for its qkey, from RTS it sends.
+ * DEST; from RTR it takes datagrams for its qkey, from RTS it sends.  A
+ * qkey with the high bit set (a controlled Q_Key) is EPERM.
  * After RTR the QP is bound to its peer: WRs posted before the peer's
  * RTR names this QP wait for it (at most about 10 s, then RETRY_EXC_ERR).
  * Returns 0, or EINVAL (NULL argument, unknown mask bits, missing field,
