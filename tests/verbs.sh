@@ -105,7 +105,8 @@ ud_counters() {
 	: >"$out"
 	for _ in $(seq 400); do
 		LD_PRELOAD= ctl -j stats >"$RUN/udc.json" 2>&1
-		n=$(grep -Eo '"ud_(tx|rx)": *[1-9][0-9]*' "$RUN/udc.json" | wc -l)
+		# the guests' counters, not the node's totals before them
+		n=$(sed 's/.*"guests"://' "$RUN/udc.json" | grep -Eo '"ud_(tx|rx)": *[1-9][0-9]*' | wc -l)
 		[ "$n" -ge 4 ] && { ok=1; break; }
 		kill -0 $cp 2>/dev/null || break
 		sleep 0.05
@@ -318,6 +319,127 @@ EOF_C
 			grep -q "^event local work queue catastrophic error qp ours$" "$out" && ok=1
 		report async_cq_err $ok "$out"
 	fi
+fi
+
+# UD through vrdma's verbs, what ibv_ud_pingpong does not try: a QP in
+# RTR receives, a controlled Q_Key is EPERM, ibv_init_ah_from_wc answers
+# the sender and refuses a GRH whose DGID is not a GID of the port.
+if want ud_verbs; then
+	cat >"$RUN/ud_verbs.c" <<'EOF_C'
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include "vp.h"
+
+#define QKEY	0x11111111u
+#define MSG	"ud through verbs"
+#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
+
+static struct ibv_qp *ud_qp(struct vp *v)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = v->cq, .recv_cq = v->cq,
+				       .qp_type = IBV_QPT_UD, .cap = { 4, 4, 1, 1, 0 } };
+
+	return ibv_create_qp(v->pd, &ia);
+}
+
+static int ud_to(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr a = { .qp_state = st, .port_num = 1, .qkey = QKEY };
+
+	return ibv_modify_qp(qp, &a, st == IBV_QPS_INIT ? IBV_QP_STATE | IBV_QP_PORT |
+			     IBV_QP_PKEY_INDEX | IBV_QP_QKEY :
+			     st == IBV_QPS_RTS ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE);
+}
+
+/* One completion of cq in wc within 5 s, or -1. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	time_t end = time(NULL) + 5;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && time(NULL) < end)
+		;
+	return n == 1 ? 0 : -1;
+}
+
+int main(void)
+{
+	static struct vp v;
+	static char buf[8192];
+	struct ibv_ah_attr aa = { .port_num = 1 };
+	struct ibv_qp_attr qk = { .qkey = 0x80000000u | QKEY };
+	struct ibv_sge rs = { 0 }, ss = { 0 };
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *br;
+	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bs;
+	struct ibv_wc wc, got = { 0 };
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_ah *ah = NULL;
+	struct ibv_grh grh;
+	int rc, i;
+
+	if (!vp_open(&v, 16))
+		mr = ibv_reg_mr(v.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (mr)
+		qa = ud_qp(&v);
+	if (qa)
+		qb = ud_qp(&v);
+	if (!qb || ud_to(qa, IBV_QPS_INIT) || ud_to(qa, IBV_QPS_RTR) || ud_to(qa, IBV_QPS_RTS) ||
+	    ud_to(qb, IBV_QPS_INIT) || ud_to(qb, IBV_QPS_RTR))
+		FAIL("setup: %s", strerror(errno));
+	/* A controlled Q_Key, as for a kernel verbs program without CAP_NET_RAW. */
+	rc = ibv_modify_qp(qa, &qk, IBV_QP_QKEY);
+	if (rc != EPERM)
+		FAIL("controlled Q_Key: %d, not EPERM", rc);
+	printf("controlled qkey EPERM\n");
+	/* qb is in RTR: it receives (its receive is on the ring before the send). */
+	rs = (struct ibv_sge){ (uintptr_t)buf, 256, mr->lkey };
+	ss = (struct ibv_sge){ (uintptr_t)buf + 4096, sizeof(MSG) - 1, mr->lkey };
+	memcpy(buf + 4096, MSG, sizeof(MSG) - 1);
+	ah = ibv_create_ah(v.pd, &aa);
+	if (!ah)
+		FAIL("create_ah: %s", strerror(errno));
+	sw.wr.ud.ah = ah;
+	sw.wr.ud.remote_qpn = qb->qp_num;
+	sw.wr.ud.remote_qkey = QKEY;
+	if (ibv_post_recv(qb, &rw, &br) || ibv_post_send(qa, &sw, &bs))
+		FAIL("post: %s", strerror(errno));
+	for (i = 0; i < 2; i++) {
+		if (wait_wc(v.cq, &wc) || wc.status != IBV_WC_SUCCESS)
+			FAIL("completion %d missing or failed", i);
+		if (wc.wr_id == 1)
+			got = wc;
+	}
+	if (got.wr_id != 1 || !(got.wc_flags & IBV_WC_GRH) || got.qp_num != qb->qp_num ||
+	    got.src_qp != qa->qp_num || got.byte_len != 40 + sizeof(MSG) - 1 ||
+	    memcmp(buf + 40, MSG, sizeof(MSG) - 1))
+		FAIL("the datagram to the QP in RTR");
+	printf("received in RTR\n");
+	/* The answer's address names the sender; the GRH's DGID must be ours. */
+	memcpy(&grh, buf, sizeof(grh));
+	if (ibv_init_ah_from_wc(v.c, 1, &got, &grh, &aa) || !aa.is_global ||
+	    aa.grh.sgid_index != 0 || memcmp(&aa.grh.dgid, &grh.sgid, sizeof(grh.sgid)))
+		FAIL("init_ah_from_wc: %s", strerror(errno));
+	grh.dgid.raw[15] ^= 1;
+	errno = 0;
+	rc = ibv_init_ah_from_wc(v.c, 1, &got, &grh, &aa);
+	if (rc != -1 || errno != EINVAL)
+		FAIL("init_ah_from_wc, a DGID not ours: %d (%s)", rc, strerror(errno));
+	if (ibv_create_ah_from_wc(v.pd, &got, &grh, 1) || errno != EINVAL)
+		FAIL("create_ah_from_wc, a DGID not ours");
+	printf("init_ah_from_wc: DGID not ours EINVAL\n");
+	ibv_destroy_ah(ah);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	ibv_dereg_mr(mr);
+	vp_close(&v);
+	printf("ud ok\n");
+	return 0;
+}
+EOF_C
+	build ud_verbs && single ud_verbs "^ud ok$" "$RUN/ud_verbs"
 fi
 
 # every guest gone from vrdmad once the programs exited

@@ -54,7 +54,10 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 }
 
 /* The address that answers a UD receive: its sender, named by the GRH's
- * source GID (every vrdma UD receive has a GRH). */
+ * source GID (every vrdma UD receive has a GRH).  As rdma-core, the GRH's
+ * destination GID must be one of the port's (ibv_find_gid_index: ours has
+ * one, the node's) and names the source GID index; any other is -1 with
+ * errno EINVAL, what rdma-core's search past the table's end gives. */
 int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 			struct ibv_wc *wc, struct ibv_grh *grh,
 			struct ibv_ah_attr *ah_attr)
@@ -72,9 +75,14 @@ int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 	if (wc->wc_flags & IBV_WC_GRH) {
 		uint32_t vtf;
 
+		if (memcmp(grh->dgid.raw, vvb_ctx(context)->gid, VRDMA_GID_LEN)) {
+			errno = EINVAL;
+			return -1;
+		}
 		memcpy(&vtf, &grh->version_tclass_flow, sizeof(vtf));
 		vtf = be32toh(vtf);
 		ah_attr->is_global = 1;
+		ah_attr->grh.sgid_index = 0;
 		ah_attr->grh.dgid = grh->sgid;
 		ah_attr->grh.flow_label = vtf & 0xfffff;
 		ah_attr->grh.traffic_class = (uint8_t)(vtf >> 20);
