@@ -279,16 +279,30 @@ START_TEST(ud_rc_mixups)
 	r.u.create_qp.max_sge = 1;
 	r.u.create_qp.type = 2;
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
-	/* An RC QP cannot bind to a UD QP's number. */
+	/* An RC QP cannot bind to a UD QP's number: its RTR waits for a peer
+	 * that never names it back (a UD QP has no RTR), its SEND waits
+	 * meanwhile, never reaching the UD QP's receive, and fails as a
+	 * send to nobody once the wait is over. */
+	ud_recv(&b, &ub, 9, DATA_OFF + 4096, 256);
 	r = mkreq(VRDMA_CMD_MODIFY_QP, a.qp);
 	r.u.modify_qp.state = VRDMA_MQ_RTR;
 	memcpy(r.u.modify_qp.dest_gid, gid, 16);
 	r.u.modify_qp.dest_qpn = ub.qpn;
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
 	ck_assert_int_eq(bg(5)->qps[a.qp & 0xffff].state, VBE_QPS_CONNECTING);
-	/* A new Q_Key in RTS; ERR flushes. */
+	r = mkwr(&a, VRDMA_OP_SEND, VRDMA_WR_F_SIGNALED, 3);
+	add_sge(&r, DATA_OFF, 8, a.key);
+	post(&a, &r);
+	expect_no_cqe(&a);
+	expect_no_cqe(&b);
+	vbe_node_tick(node, vplat_now_ms() + 11000);
+	expect_cqe(&a, 3, VRDMA_WS_RETRY_EXC_ERR);
+	ck_assert_int_eq(bg(5)->qps[a.qp & 0xffff].state, VBE_QPS_ERR);
+	expect_no_cqe(&b);
+	ck_assert_int_eq(bg(6)->qps[ub.qp & 0xffff].state, VBE_QPS_RTS);
+	/* A new Q_Key in RTS: the receive still waiting takes the datagram;
+	 * ERR flushes. */
 	ck_assert_int_eq(ud_rts(&b, ub.qp, QKEY + 7), VRDMA_CS_OK);
-	ud_recv(&b, &ub, 9, DATA_OFF + 4096, 256);
 	ud_send(&a, &ua, 2, 8, gid, ub.qpn, QKEY + 7);
 	expect_cqe(&a, 2, VRDMA_WS_SUCCESS);
 	expect_cqe(&b, 9, VRDMA_WS_SUCCESS);
