@@ -264,6 +264,14 @@ START_TEST(ud_rc_mixups)
 	r = mkreq(VRDMA_CMD_CONNECT, ua.qp);
 	strcpy(r.u.connect.service, "svc");
 	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	/* A controlled Q_Key (high bit set) is not a guest's to take: the
+	 * QP keeps its own, a datagram for that still lands. */
+	ck_assert_int_eq(ud_rts(&b, ub.qp, VRDMA_QKEY_OWN | QKEY), VRDMA_CS_ACCESS);
+	ck_assert_uint_eq(bg(6)->qps[ub.qp & 0xffff].qkey, QKEY);
+	ud_recv(&b, &ub, 8, DATA_OFF + 4096, 256);
+	ud_send(&a, &ua, 4, 8, gid, ub.qpn, QKEY);
+	expect_cqe(&a, 4, VRDMA_WS_SUCCESS);
+	expect_cqe(&b, 8, VRDMA_WS_SUCCESS);
 	/* UD_RTS on an RC QP; a Q_Key with another state; a bad type. */
 	ck_assert_int_eq(ud_rts(&a, a.qp, QKEY), VRDMA_CS_INVAL);
 	r = mkreq(VRDMA_CMD_MODIFY_QP, ua.qp);

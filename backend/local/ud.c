@@ -217,7 +217,9 @@ const struct vbe_target vbe_target_ud = {
 };
 
 /* MODIFY_QP UD_RTS (the body checked by the caller but for state's own
- * fields): the QP's Q_Key; from RESET, or again from RTS. */
+ * fields): the QP's Q_Key; from RESET, or again from RTS.  A controlled
+ * Q_Key (high bit set) is for privileged consumers (the kernel's verbs
+ * want CAP_NET_RAW), which no guest is: ACCESS. */
 int vbe_ud_modify(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_cmd_modify_qp *m)
 {
 	static const uint8_t zero[16];
@@ -225,6 +227,8 @@ int vbe_ud_modify(struct vbe_guest *g, struct vbe_qp *qp, const struct vrdma_cmd
 	if (!qp->ud || m->dest_qpn || memcmp(m->dest_gid, zero, sizeof(zero)) ||
 	    (qp->state != VBE_QPS_RESET && qp->state != VBE_QPS_RTS))
 		return VRDMA_CS_INVAL;
+	if (m->qkey & VRDMA_QKEY_OWN)
+		return VRDMA_CS_ACCESS;
 	qp->qkey = m->qkey;
 	if (qp->state == VBE_QPS_RTS)
 		return VRDMA_CS_OK;

@@ -326,6 +326,7 @@ struct vrdma_cmd_accept {
  *       connected peer gets QP_ERROR, as when the QP is destroyed.
  *  UD_RTS: a UD QP (RESET, or UD_RTS already: a new Q_Key) takes datagrams
  *       for its Q_Key and may send; dest_qpn and dest_gid are zero.
+ *       A qkey with the high bit set (a controlled Q_Key) is ACCESS.
  *       libvrdma sends it at the verbs state RTR (a UD QP receives from
  *       there on) and posts sends only from RTS. */
 enum { VRDMA_MQ_RTR = 1, VRDMA_MQ_ERR = 2, VRDMA_MQ_UD_RTS = 3 };
