@@ -20,10 +20,26 @@ static void vcm_to_ai(struct addrinfo *ai, const struct rdma_addrinfo *h)
 		ai->ai_flags |= AI_NUMERICHOST;
 	if (h->ai_family != AF_IB)
 		ai->ai_family = h->ai_family;
-	if (h->ai_qp_type == IBV_QPT_RC || h->ai_port_space == RDMA_PS_TCP)
+	/* the QP type is the socket type, the port space the protocol */
+	if (h->ai_qp_type == IBV_QPT_RC)
 		ai->ai_socktype = SOCK_STREAM;
+	else if (h->ai_qp_type == IBV_QPT_UD)
+		ai->ai_socktype = SOCK_DGRAM;
 	if (h->ai_port_space == RDMA_PS_TCP)
 		ai->ai_protocol = IPPROTO_TCP;
+	else if (h->ai_port_space == RDMA_PS_UDP)
+		ai->ai_protocol = IPPROTO_UDP;
+	else if (h->ai_port_space == RDMA_PS_IB && ai->ai_socktype)
+		ai->ai_protocol = ai->ai_socktype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP;
+}
+
+/* What the hints leave open, the answer says: as librdmacm. */
+static void vcm_types_from_ai(struct rdma_addrinfo *rai, const struct addrinfo *ai)
+{
+	if (!rai->ai_qp_type)
+		rai->ai_qp_type = ai->ai_socktype == SOCK_DGRAM ? IBV_QPT_UD : IBV_QPT_RC;
+	if (!rai->ai_port_space)
+		rai->ai_port_space = ai->ai_protocol == IPPROTO_UDP ? RDMA_PS_UDP : RDMA_PS_TCP;
 }
 
 static int vcm_copy_addr(struct sockaddr **dst, socklen_t *dst_len,
@@ -56,8 +72,8 @@ int rdma_getaddrinfo(const char *node, const char *service,
 		return vcm_fail(ENOMEM);
 	rai->ai_flags = hints->ai_flags & RAI_PASSIVE;
 	rai->ai_family = hints->ai_family;
-	rai->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-	rai->ai_port_space = hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+	rai->ai_qp_type = hints->ai_qp_type;
+	rai->ai_port_space = hints->ai_port_space;
 
 	if (node || service) {
 		vcm_to_ai(&aih, hints);
@@ -67,6 +83,7 @@ int rdma_getaddrinfo(const char *node, const char *service,
 			return rc;		/* EAI_*, for gai_strerror */
 		}
 		rai->ai_family = ai->ai_family;
+		vcm_types_from_ai(rai, ai);
 		if (hints->ai_flags & RAI_PASSIVE)
 			rc = vcm_copy_addr(&rai->ai_src_addr, &rai->ai_src_len,
 					   ai->ai_addr, ai->ai_addrlen);

@@ -265,16 +265,12 @@ static void vcm_conn_response(struct vcm_event *e)
  * free: a count is consumed only with its event, under the lock.  So the
  * wait is a poll, and the read afterwards never blocks.
  */
-int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+static int vcm_event_wait(struct vcm_channel *c, struct vcm_event **ep)
 {
 	struct pollfd pfd;
-	struct vcm_channel *c;
 	struct vcm_event *e;
 	int fl;
 
-	if (!channel || !event)
-		return vcm_fail(EINVAL);
-	c = vcm_channel_of(channel);
 	for (;;) {
 		pthread_mutex_lock(&vcm.lock);
 		e = c->head;
@@ -286,17 +282,42 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			e->owner->delivered++;
 		}
 		pthread_mutex_unlock(&vcm.lock);
-		if (e)
-			break;
+		if (e) {
+			*ep = e;
+			return 0;
+		}
 		fl = fcntl(c->ch.fd, F_GETFL);
 		if (fl < 0)
-			return -1;
+			return errno;
 		if (fl & O_NONBLOCK)
-			return vcm_fail(EAGAIN);
+			return EAGAIN;
 		pfd.fd = c->ch.fd;
 		pfd.events = POLLIN;
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
+			return errno;
+	}
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct vcm_event *e = NULL;
+	int rc;
+
+	if (!channel || !event)
+		return vcm_fail(EINVAL);
+	for (;;) {
+		rc = vcm_event_wait(vcm_channel_of(channel), &e);
+		if (rc)
+			return vcm_fail(rc);
+		/* A synchronous listener's request: the new id is synchronous
+		 * too; without a channel for it, it is refused and the next
+		 * event taken, as librdmacm does. */
+		if (e->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST || !e->owner->sync ||
+		    !vcm_sync_request(e))
+			break;
+		rdma_reject(e->ev.id, NULL, 0);
+		rdma_destroy_id(e->ev.id);
+		rdma_ack_cm_event(&e->ev);
 	}
 	if (e->ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE)
 		vcm_conn_response(e);

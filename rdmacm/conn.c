@@ -3,7 +3,9 @@
  * Connections: rdma_connect sends a REQ over TCP, rdma_accept moves the
  * QP to RTS and answers REP, rdma_reject answers REJ, rdma_disconnect
  * moves the QP to ERR (posted WRs flush) and sends DREQ.  The engine
- * (engine.c) takes it from there and queues the events.
+ * (engine.c) takes it from there and queues the events.  UD ids send
+ * SIDR_REQ and answer SIDR_REP instead (ud.c).  On a synchronous id each
+ * call returns once its event is in (sync.c).
  */
 #include <endian.h>
 #include <errno.h>
@@ -100,8 +102,9 @@ void vcm_connect_failed_locked(struct vcm_id *v, int err)
 		v->deadline = now + VCM_RETRY_MS;
 		return;
 	}
-	vcm_fail_connect_locked(v, err == ECONNREFUSED ? RDMA_CM_EVENT_REJECTED :
-				RDMA_CM_EVENT_UNREACHABLE, -err);
+	/* nobody answers a SIDR_REQ either: the kernel's is UNREACHABLE */
+	vcm_fail_connect_locked(v, err == ECONNREFUSED && !vcm_is_ud(v) ?
+				RDMA_CM_EVENT_REJECTED : RDMA_CM_EVENT_UNREACHABLE, -err);
 }
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
@@ -112,18 +115,27 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id)
 		return vcm_fail(EINVAL);
 	v = vcm_id_of(id);
+	rc = vcm_is_ud(v) ? vcm_ud_fence(v) : 0;
+	if (rc)
+		return vcm_fail(rc);
 	pthread_mutex_lock(&vcm.lock);
 	if (v->state != VCM_ROUTE_RESOLVED) {
 		rc = EINVAL;
 		goto out;
 	}
-	rc = vcm_local_param(v, conn_param, VCM_REQ_PDATA);
-	if (rc)
-		goto out;
-	if (!conn_param)
-		v->responder_resources = v->initiator_depth = vcm.max_rd_atom;
-	vcm_msg_init(&v->out, VCM_MSG_REQ);
-	vcm_msg_fill(&v->out, v, conn_param);
+	if (vcm_is_ud(v)) {
+		rc = vcm_ud_connect_locked(v, conn_param);
+		if (rc)
+			goto out;
+	} else {
+		rc = vcm_local_param(v, conn_param, VCM_REQ_PDATA);
+		if (rc)
+			goto out;
+		if (!conn_param)
+			v->responder_resources = v->initiator_depth = vcm.max_rd_atom;
+		vcm_msg_init(&v->out, VCM_MSG_REQ);
+		vcm_msg_fill(&v->out, v, conn_param);
+	}
 
 	v->connect_until = vcm_now() + VCM_CONNECT_MS;
 	v->refused_until = vcm_now() + VCM_REFUSED_MS;
@@ -139,6 +151,8 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	vcm_engine_wake_locked();
 out:
 	pthread_mutex_unlock(&vcm.lock);
+	if (!rc)
+		rc = vcm_complete(v);
 	return rc ? vcm_fail(rc) : 0;
 }
 
@@ -155,6 +169,10 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id)
 		return vcm_fail(EINVAL);
 	v = vcm_id_of(id);
+	if (vcm_is_ud(v)) {
+		rc = vcm_ud_accept(v, conn_param);
+		return rc ? vcm_fail(rc) : 0;
+	}
 	pthread_mutex_lock(&vcm.lock);
 	if (v->state != VCM_REQ_RCVD) {
 		rc = v->state == VCM_CLOSED ? ECONNRESET : EINVAL;
@@ -195,6 +213,8 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	vcm_engine_wake_locked();
 out:
 	pthread_mutex_unlock(&vcm.lock);
+	if (!rc)
+		rc = vcm_complete(v);		/* ESTABLISHED: the RTU */
 	return rc ? vcm_fail(rc) : 0;
 }
 
@@ -208,11 +228,13 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 
 	if (!id || (private_data_len && !private_data))
 		return vcm_fail(EINVAL);
-	if (private_data_len > VCM_REJ_PDATA)
-		return vcm_fail(EINVAL);
 	v = vcm_id_of(id);
+	if (private_data_len > (vcm_is_ud(v) ? VCM_SIDR_REP_PDATA : VCM_REJ_PDATA))
+		return vcm_fail(EINVAL);
 	pthread_mutex_lock(&vcm.lock);
-	if (v->state == VCM_REQ_RCVD) {
+	if (v->state == VCM_REQ_RCVD && vcm_is_ud(v)) {
+		vcm_ud_refuse_locked(v, private_data, private_data_len);
+	} else if (v->state == VCM_REQ_RCVD) {
 		vcm_msg_init(&m, VCM_MSG_REJ);
 		m.status = (int32_t)htobe32(VCM_REJ_CONSUMER);
 		m.pdata_len = private_data_len;
@@ -271,11 +293,13 @@ int rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct vcm_msg m;
 	struct vcm_id *v;
-	int rc = 0;
+	int rc = 0, wait;
 
 	if (!id)
 		return vcm_fail(EINVAL);
 	v = vcm_id_of(id);
+	if (vcm_is_ud(v))
+		return vcm_fail(EINVAL);	/* no connection: as the IB CM's SIDR */
 	pthread_mutex_lock(&vcm.lock);
 	switch (v->state) {
 	case VCM_CONNECTED:
@@ -313,8 +337,13 @@ int rdma_disconnect(struct rdma_cm_id *id)
 			vcm_engine_wake_locked();
 		}
 	}
+	/* A synchronous id waits for its DISCONNECTED, unless it took it
+	 * already (the peer's disconnect came first). */
+	wait = v->state == VCM_DISCONNECTING || (v->id.channel &&
+		vcm_container_of(v->id.channel, struct vcm_channel, ch)->head);
 	pthread_mutex_unlock(&vcm.lock);
-	return 0;
+	rc = wait ? vcm_complete(v) : 0;
+	return rc ? vcm_fail(rc) : 0;
 }
 
 /* IBV_EVENT_COMM_EST and friends: nothing to learn here. */

@@ -78,7 +78,8 @@ int vcm_dev_get(struct vcm_id *v)
 	vcm.dev_refs++;
 	v->has_dev = 1;
 	v->id.verbs = vcm.verbs;
-	v->id.pd = vcm.pd;
+	if (!v->id.pd)
+		v->id.pd = vcm.pd;		/* else rdma_create_ep's, the program's */
 	v->id.port_num = VCM_PORT;
 	memcpy(&v->id.route.addr.addr.ibaddr.sgid, &vcm.gid, sizeof(vcm.gid));
 	v->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);

@@ -78,7 +78,7 @@ static void vcm_on_listen(struct vcm_id *l)
 		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;			/* EAGAIN, or the program's limits */
-		c = vcm_id_alloc(NULL, NULL, l->id.ps);
+		c = vcm_id_alloc(NULL, NULL, l->id.ps, l->id.qp_type);
 		if (!c) {
 			close(fd);
 			continue;
@@ -105,14 +105,20 @@ static void vcm_reject_locked(struct vcm_id *v, int status)
 	vcm_msg_send(v->fd, &m);
 }
 
-/* A child's REQ: it becomes a CONNECT_REQUEST on its listener's channel. */
+/*
+ * A child's REQ (SIDR_REQ to a UD listener): it becomes a CONNECT_REQUEST
+ * on its listener's channel.  As the kernel's rdma_cm, a listener takes
+ * requests of its own QP type only.
+ */
 static void vcm_on_req(struct vcm_id *c, const struct vcm_msg *m)
 {
 	struct vcm_id *l = vcm_find_locked(c->listen_serial);
+	int ud = vcm_is_ud(c);
 	struct vcm_event *e;
 
-	if (m->type != VCM_MSG_REQ || !l || l->state != VCM_LISTEN ||
-	    m->pdata_len > VCM_REQ_PDATA) {
+	if (m->type != (ud ? VCM_MSG_SIDR_REQ : VCM_MSG_REQ) || !l ||
+	    l->state != VCM_LISTEN ||
+	    m->pdata_len > (ud ? VCM_SIDR_REQ_PDATA : VCM_REQ_PDATA)) {
 		vcm_reject_locked(c, -ECONNREFUSED);
 		vcm_id_reap_locked(c);
 		return;
@@ -124,11 +130,10 @@ static void vcm_on_req(struct vcm_id *c, const struct vcm_msg *m)
 		return;
 	}
 	vcm_peer_from_msg(&c->peer, m);
-	c->peer_known = 1;
+	c->peer_known = !ud;		/* a SIDR_REQ names no QP */
 	memcpy(c->id.route.addr.addr.ibaddr.dgid.raw, c->peer.gid, 16);
 	c->id.channel = l->id.channel;
 	c->id.context = l->id.context;
-	c->id.qp_type = l->id.qp_type;
 	c->state = VCM_REQ_RCVD;
 	c->deadline = 0;
 	e = vcm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
@@ -139,7 +144,10 @@ static void vcm_on_req(struct vcm_id *c, const struct vcm_msg *m)
 	}
 	e->owner = l;
 	e->ev.listen_id = &l->id;
-	vcm_conn_param(c, e);
+	if (ud)
+		vcm_ud_request(c, e);
+	else
+		vcm_conn_param(c, e);
 	vcm_event_queue_locked(e);
 }
 
@@ -202,7 +210,9 @@ static void vcm_on_msg(struct vcm_id *v, int rc)
 		vcm_close_locked(v, VCM_CLOSED);	/* the connector gave up */
 		return;
 	case VCM_REQ_SENT:
-		if (rc == EPROTO)
+		if (vcm_is_ud(v))
+			vcm_ud_on_reply(v, m, rc);
+		else if (rc == EPROTO)
 			vcm_fail_connect_locked(v, RDMA_CM_EVENT_CONNECT_ERROR, -EPROTO);
 		else if (rc)
 			vcm_fail_connect_locked(v, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED);

@@ -17,7 +17,7 @@
 #include "vcm.h"
 
 struct vcm_id *vcm_id_alloc(struct vcm_channel *ch, void *context,
-			    enum rdma_port_space ps)
+			    enum rdma_port_space ps, enum ibv_qp_type qpt)
 {
 	struct vcm_id *v = calloc(1, sizeof(*v));
 
@@ -26,7 +26,7 @@ struct vcm_id *vcm_id_alloc(struct vcm_channel *ch, void *context,
 	v->id.channel = ch ? &ch->ch : NULL;
 	v->id.context = context;
 	v->id.ps = ps;
-	v->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+	v->id.qp_type = qpt;
 	v->fd = -1;
 	v->afonly = -1;
 	v->state = VCM_IDLE;
@@ -66,26 +66,54 @@ void vcm_id_reap_locked(struct vcm_id *v)
 	free(v);
 }
 
-int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
-		   void *context, enum rdma_port_space ps)
+/*
+ * The kernel's rule: TCP ids are RC, UDP ids UD, IB ids what the caller
+ * asks (rdma_create_ep's ai_qp_type); IPoIB's Q_Key and multicast have
+ * no meaning on vrdma.  No channel: a synchronous id with its own.
+ */
+int vcm_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id,
+		  void *context, enum rdma_port_space ps, enum ibv_qp_type qpt)
 {
+	struct rdma_event_channel *own = NULL;
 	struct vcm_id *v;
 
 	if (!id)
-		return vcm_fail(EINVAL);
-	/* Synchronous ids (no channel) are not provided: docs/rdmacm.md. */
-	if (!channel)
-		return vcm_fail(EOPNOTSUPP);
-	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)
-		return vcm_fail(EOPNOTSUPP);	/* UD: vrdma has RC QPs only */
-	v = vcm_id_alloc(vcm_container_of(channel, struct vcm_channel, ch), context, ps);
-	if (!v)
-		return vcm_fail(ENOMEM);
+		return EINVAL;
+	if (ps == RDMA_PS_TCP)
+		qpt = IBV_QPT_RC;
+	else if (ps == RDMA_PS_UDP)
+		qpt = IBV_QPT_UD;
+	else if (ps == RDMA_PS_IB)
+		qpt = qpt == IBV_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC;
+	else
+		return EOPNOTSUPP;
+	if (!ch) {
+		own = rdma_create_event_channel();
+		if (!own)
+			return errno;
+		ch = own;
+	}
+	v = vcm_id_alloc(vcm_container_of(ch, struct vcm_channel, ch), context, ps, qpt);
+	if (!v) {
+		if (own)
+			rdma_destroy_event_channel(own);
+		return ENOMEM;
+	}
+	v->sync = own != NULL;
 	pthread_mutex_lock(&vcm.lock);
 	vcm_id_link_locked(v);
 	pthread_mutex_unlock(&vcm.lock);
 	*id = &v->id;
 	return 0;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
+		   void *context, enum rdma_port_space ps)
+{
+	int rc = vcm_create_id(channel, id, context, ps,
+			       ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC);
+
+	return rc ? vcm_fail(rc) : 0;
 }
 
 /*
@@ -96,15 +124,19 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
  */
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
+	struct rdma_event_channel *own;
 	struct vcm_id *v;
 	struct vcm_msg m;
 
 	if (!id)
 		return vcm_fail(EINVAL);
 	v = vcm_id_of(id);
+	vcm_sync_ack(v);
 	pthread_mutex_lock(&vcm.lock);
 	vcm_event_drop_locked(v);
-	if (v->state == VCM_REQ_RCVD) {
+	if (v->state == VCM_REQ_RCVD && vcm_is_ud(v)) {
+		vcm_ud_refuse_locked(v, NULL, 0);
+	} else if (v->state == VCM_REQ_RCVD) {
 		vcm_msg_init(&m, VCM_MSG_REJ);
 		m.status = (int32_t)htobe32(VCM_REJ_CONSUMER);
 		vcm_msg_send(v->fd, &m);
@@ -112,11 +144,14 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	vcm_close_locked(v, VCM_CLOSED);
 	vcm_id_unlink_locked(v);
 	vcm_wait_acks_locked(v);
+	own = v->sync ? v->id.channel : NULL;
 	pthread_mutex_unlock(&vcm.lock);
 
 	vcm_dev_put(v);
 	free(v->id.route.path_rec);
 	v->id.route.path_rec = NULL;
+	free(v->ep_attr);
+	v->ep_attr = NULL;
 
 	pthread_mutex_lock(&vcm.lock);
 	if (v->acked == v->delivered)
@@ -124,23 +159,43 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	else
 		v->zombie = 1;			/* rdma_ack_cm_event frees it */
 	pthread_mutex_unlock(&vcm.lock);
+	/* its own channel goes last: the engine may stop with it */
+	if (own)
+		rdma_destroy_event_channel(own);
 	return 0;
 }
 
+/*
+ * To @channel, or to a channel of its own (NULL: the id becomes
+ * synchronous), as librdmacm; a synchronous id's event is acked and its
+ * own channel goes.
+ */
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
+	struct rdma_event_channel *own = NULL, *old;
 	struct vcm_id *v;
 
 	if (!id)
 		return vcm_fail(EINVAL);
-	if (!channel)
-		return vcm_fail(EOPNOTSUPP);	/* no synchronous ids */
 	v = vcm_id_of(id);
+	if (!channel && v->sync)
+		return vcm_fail(EINVAL);
+	if (!channel) {
+		own = rdma_create_event_channel();
+		if (!own)
+			return -1;
+		channel = own;
+	}
+	vcm_sync_ack(v);
 	pthread_mutex_lock(&vcm.lock);
+	old = v->sync ? v->id.channel : NULL;
 	vcm_event_move_locked(v, vcm_container_of(channel, struct vcm_channel, ch));
+	v->sync = own != NULL;
 	/* events given out on the old channel are finished there first */
 	vcm_wait_acks_locked(v);
 	pthread_mutex_unlock(&vcm.lock);
+	if (old)
+		rdma_destroy_event_channel(old);
 	return 0;
 }
 
@@ -314,7 +369,8 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	}
 	vcm_event_queue_locked(e);
 	pthread_mutex_unlock(&vcm.lock);
-	return 0;
+	rc = vcm_complete(v);
+	return rc ? vcm_fail(rc) : 0;
 }
 
 /* One path record, as librdmacm gives RoCE ids; the peer's GID comes
@@ -324,6 +380,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	struct ibv_sa_path_rec *p = NULL;
 	struct vcm_event *e;
 	struct vcm_id *v;
+	int rc;
 
 	(void)timeout_ms;
 	if (!id)
@@ -357,7 +414,8 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	v->state = VCM_ROUTE_RESOLVED;
 	vcm_event_queue_locked(e);
 	pthread_mutex_unlock(&vcm.lock);
-	return 0;
+	rc = vcm_complete(v);
+	return rc ? vcm_fail(rc) : 0;
 }
 
 static __be16 vcm_port(const struct sockaddr *sa)

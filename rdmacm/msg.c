@@ -74,7 +74,7 @@ int vcm_msg_check(const struct vcm_msg *m)
 {
 	if (be32toh(m->magic) != VCM_MAGIC || m->version != VCM_VERSION)
 		return EPROTO;
-	if (m->type < VCM_MSG_REQ || m->type > VCM_MSG_DREP)
+	if (m->type < VCM_MSG_REQ || m->type > VCM_MSG_SIDR_REP)
 		return EPROTO;
 	if (m->pdata_len > VCM_MAX_PDATA)
 		return EPROTO;
@@ -86,6 +86,7 @@ void vcm_peer_from_msg(struct vcm_peer *p, const struct vcm_msg *m)
 	memcpy(p->gid, m->gid, sizeof(p->gid));
 	p->qpn = be32toh(m->qpn) & 0xffffff;
 	p->psn = be32toh(m->psn) & 0xffffff;
+	p->qkey = be32toh(m->qkey);
 	p->responder_resources = m->responder_resources;
 	p->initiator_depth = m->initiator_depth;
 	p->flow_control = m->flow_control;

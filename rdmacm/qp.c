@@ -5,6 +5,7 @@
  * at connect / accept, to ERR at disconnect.  A QP made on an id allows
  * remote write, read and atomics (rdma_cm grants read and atomics once
  * responder resources are asked for; vrdma has no use for the limit).
+ * A UD id's QP is UD and goes to RTS at once (ud.c), as librdmacm's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ static int vcm_qp_attr(struct vcm_id *v, struct ibv_qp_attr *a, int *mask)
 
 	memset(a, 0, sizeof(*a));
 	a->qp_state = s;
+	if (vcm_is_ud(v))
+		return vcm_ud_qp_attr(a, mask);
 	switch (s) {
 	case IBV_QPS_INIT:
 		a->pkey_index = 0;
@@ -93,7 +96,7 @@ static int vcm_qp_to(struct vcm_id *v, enum ibv_qp_state s)
 	return ibv_modify_qp(v->id.qp, &a, mask);
 }
 
-/* INIT -> RTR -> RTS with the peer from the handshake. */
+/* INIT -> RTR -> RTS with the peer from the handshake (UD: no peer). */
 int vcm_qp_connect(struct vcm_id *v)
 {
 	int rc;
@@ -167,8 +170,10 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	}
 	if (!a.pd || a.pd->context != id->verbs)
 		return vcm_fail(EINVAL);
-	if (a.qp_type != IBV_QPT_RC)
-		return vcm_fail(EOPNOTSUPP);	/* vrdma has RC QPs only */
+	if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UD)
+		return vcm_fail(EOPNOTSUPP);	/* vrdma has RC and UD QPs */
+	if (a.qp_type != id->qp_type)
+		return vcm_fail(EINVAL);	/* the port space's type */
 	if (!a.send_cq || !a.recv_cq) {
 		if (!a.recv_cq) {
 			rc = vcm_create_cq(id, &id->recv_cq_channel, &id->recv_cq,
@@ -193,6 +198,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	}
 	id->qp = qp;
 	rc = vcm_qp_to(v, IBV_QPS_INIT);
+	if (!rc && vcm_is_ud(v))
+		rc = vcm_qp_connect(v);
 	if (rc)
 		goto err_qp;
 	attr->cap = a.cap;

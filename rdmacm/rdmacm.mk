@@ -6,7 +6,7 @@
 # layouts are the distribution's; exports Debian's RDMACM_1.0 ... 1.3.
 RDMACM_SRCS := $(wildcard rdmacm/*.c)
 RDMACM_SO   := $(B)/lib/vrdma/librdmacm.so.1
-RDMACM_TEST := $(B)/tests/rdmacm_test
+RDMACM_TEST := $(B)/tests/rdmacm_test $(B)/tests/rdmacm_sync_test
 
 all: $(RDMACM_SO)
 
@@ -19,14 +19,16 @@ $(RDMACM_SO): $(call obj,$(RDMACM_SRCS)) rdmacm/librdmacm.map $(VERBS_SO)
 		-Wl,--version-script=rdmacm/librdmacm.map $(ALLLDFLAGS) -o $@ \
 		$(filter %.o,$^) $(VERBS_SO) -Wl,-rpath,'$$ORIGIN' -pthread
 
-# Malformed uses through the library (tests/rdmacm_test.c).
-$(RDMACM_TEST): $(B)/obj/tests/rdmacm_test.o $(RDMACM_SO) $(VERBS_SO)
+# Malformed uses through the library (tests/rdmacm_test.c), synchronous
+# and UD ids (tests/rdmacm_sync_test.c).
+$(RDMACM_TEST): $(B)/tests/%: $(B)/obj/tests/%.o $(RDMACM_SO) $(VERBS_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $< $(RDMACM_SO) $(VERBS_SO) \
 		-Wl,-rpath,'$$ORIGIN/../lib/vrdma' -pthread
 
-# Debian's rping, ucmatose and perftest -R through vrdma-run (tests/rdmacm.sh).
+# Debian's rping, ucmatose, udaddy, rdma_server / rdma_client and perftest
+# -R through vrdma-run (tests/rdmacm.sh).
 .PHONY: check-rdmacm
 check-rdmacm: all $(RDMACM_TEST)
 	$(Q)tests/rdmacm.sh $(B)

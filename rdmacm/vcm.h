@@ -9,6 +9,12 @@
  * One engine thread per process (engine.c) polls every id's socket,
  * runs the handshake and queues events; it runs while a channel exists.
  *
+ * A synchronous id (rdma_create_id with no channel, rdma_create_ep) has
+ * a channel of its own (sync.c): each call that starts an operation
+ * waits there for its event and leaves it in id->event, acked by the
+ * next such call or rdma_destroy_id, as librdmacm does.  UD ids (ud.c)
+ * learn the peer's QP number and Q_Key through a SIDR exchange.
+ *
  * Locks: vcm.lock guards every id's state, socket and event counts, the
  * channels' queues and the engine's flags; vcm.cond is signalled on acks
  * and engine exit.  It is never held across a QP modify or a device open
@@ -71,6 +77,7 @@ struct vcm_peer {
 	uint8_t gid[16];
 	uint32_t qpn;
 	uint32_t psn;
+	uint32_t qkey;			/* SIDR_REP */
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	uint8_t flow_control;
@@ -91,6 +98,8 @@ struct vcm_id {
 	int has_dev;			/* holds a device reference */
 	int afonly;			/* RDMA_OPTION_ID_AFONLY, -1 unset */
 	int bound;			/* route.addr.src is the program's */
+	int sync;			/* owns its channel: sync.c */
+	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep's, for rdma_get_request */
 	uint64_t connect_until;		/* rdma_connect's TCP limit */
 	uint64_t refused_until;		/* retry refused connects until */
 	int disc_queued;		/* its DISCONNECTED is queued */
@@ -197,7 +206,9 @@ void vcm_conn_param(struct vcm_id *v, struct vcm_event *e);
 
 /* id.c */
 struct vcm_id *vcm_id_alloc(struct vcm_channel *ch, void *context,
-			    enum rdma_port_space ps);
+			    enum rdma_port_space ps, enum ibv_qp_type qpt);
+int vcm_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id,
+		  void *context, enum rdma_port_space ps, enum ibv_qp_type qpt);
 void vcm_id_link_locked(struct vcm_id *v);
 void vcm_id_unlink_locked(struct vcm_id *v);
 void vcm_id_reap_locked(struct vcm_id *v);
@@ -215,5 +226,23 @@ void vcm_connect_failed_locked(struct vcm_id *v, int err);
 
 /* engine.c: the handshake's reactions, vcm.lock held */
 void vcm_fail_connect_locked(struct vcm_id *v, enum rdma_cm_event_type type, int status);
+
+/* sync.c: synchronous ids; vcm.lock not held */
+int vcm_complete(struct vcm_id *v);
+void vcm_sync_ack(struct vcm_id *v);
+int vcm_sync_request(struct vcm_event *e);
+
+/* ud.c: UD ids, SIDR (vcm.lock held where named "_locked") */
+static inline int vcm_is_ud(const struct vcm_id *v)
+{
+	return v->id.qp_type == IBV_QPT_UD;
+}
+int vcm_ud_qp_attr(struct ibv_qp_attr *a, int *mask);
+int vcm_ud_fence(struct vcm_id *v);
+int vcm_ud_connect_locked(struct vcm_id *v, const struct rdma_conn_param *p);
+int vcm_ud_accept(struct vcm_id *v, const struct rdma_conn_param *p);
+void vcm_ud_refuse_locked(struct vcm_id *v, const void *pdata, uint8_t len);
+void vcm_ud_request(struct vcm_id *c, struct vcm_event *e);
+void vcm_ud_on_reply(struct vcm_id *v, const struct vcm_msg *m, int rc);
 
 #endif /* VCM_H */

@@ -14,6 +14,13 @@
  *   DREQ ---------------------------> (DISCONNECTED) DREP back, close
  *   (DISCONNECTED) <----------------  DREP          or EOF: DISCONNECTED
  *
+ * UD ids (RDMA_PS_UDP, RDMA_PS_IB with a UD QP) run the IB CM's SIDR
+ * exchange instead, one question and one answer, then both sides close:
+ *
+ *   SIDR_REQ {gid, pdata<=180} ------>               (CONNECT_REQUEST)
+ *   (ESTABLISHED, param.ud) <---------  SIDR_REP {gid, qpn, qkey, status,
+ *                                                 pdata<=136}
+ *
  * Every message is one struct vcm_msg, 256 bytes, integers big-endian.
  * A message with a bad magic or version, or an unknown type, ends the
  * connection (CONNECT_ERROR, status -EPROTO).
@@ -27,11 +34,18 @@
 #define VCM_MAGIC		0x56434d31u	/* "VCM1" */
 #define VCM_VERSION		1
 
-/* Private data limits of the IB CM messages, less rdma_cm's header. */
+/* Private data limits of the IB CM messages, less rdma_cm's header
+ * (a SIDR REP carries none). */
 #define VCM_REQ_PDATA		56
 #define VCM_REP_PDATA		196
 #define VCM_REJ_PDATA		148
+#define VCM_SIDR_REQ_PDATA	180
+#define VCM_SIDR_REP_PDATA	136
 #define VCM_MAX_PDATA		196
+
+/* SIDR_REP status: IB_SIDR_SUCCESS, IB_SIDR_REJECT (rdma_reject). */
+#define VCM_SIDR_SUCCESS	0
+#define VCM_SIDR_REJECT		2
 
 enum vcm_msg_type {
 	VCM_MSG_REQ	= 1,
@@ -40,6 +54,8 @@ enum vcm_msg_type {
 	VCM_MSG_REJ	= 4,
 	VCM_MSG_DREQ	= 5,
 	VCM_MSG_DREP	= 6,
+	VCM_MSG_SIDR_REQ = 7,
+	VCM_MSG_SIDR_REP = 8,
 };
 
 struct vcm_msg {
@@ -56,10 +72,12 @@ struct vcm_msg {
 	uint8_t reserved0[3];		/* 0 */
 	uint32_t qpn;			/* 24 bits: the sender's QP */
 	uint32_t psn;			/* 24 bits: its first send PSN */
-	int32_t status;			/* REJ: the reason (event status) */
+	int32_t status;			/* REJ: the reason (event status);
+					 * SIDR_REP: VCM_SIDR_* */
 	uint8_t gid[16];		/* the sender's device GID */
 	uint8_t pdata[VCM_MAX_PDATA];
-	uint8_t reserved1[16];		/* 0 */
+	uint32_t qkey;			/* SIDR_REP: the QP's Q_Key */
+	uint8_t reserved1[12];		/* 0 */
 };
 
 static_assert(sizeof(struct vcm_msg) == 256, "vcm_msg is 256 bytes");

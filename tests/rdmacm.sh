@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Debian's own, unmodified rdma_cm programs (rdmacm-utils' rping and
-# ucmatose, perftest with -R) on vrdma's librdmacm through
-# build/bin/vrdma-run, against a private vrdmad; then the malformed uses
-# (tests/rdmacm_test.c) and a leak check.  One case per run:
+# Debian's own, unmodified rdma_cm programs (rdmacm-utils' rping,
+# ucmatose, udaddy on UD ids, rdma_server / rdma_client on synchronous
+# ids, perftest with -R) on vrdma's librdmacm through build/bin/vrdma-run,
+# against a private vrdmad; then the malformed uses (tests/rdmacm_test.c,
+# tests/rdmacm_sync_test.c) and a leak check.  One case per run:
 # VRDMA-TEST rdmacm-<name> PASS|FAIL, then "N passed, N failed".
-# Ports 19401+ (tests/verbs.sh has 19101+).
+# Ports 19401+ (tests/verbs.sh has 19101+); udaddy has no port option and
+# takes rdma_cm's 7174.
 # Usage: tests/rdmacm.sh BUILD_DIR [CASE...]
 set -u
 . "$(dirname "$0")/vprog-lib.sh"
-vp_init rdmacm "${1:-build}" librdmacm.so.1 rping ucmatose ib_write_bw
+vp_init rdmacm "${1:-build}" librdmacm.so.1 rping ucmatose udaddy rdma_server rdma_client ib_write_bw
 shift || true
 ONLY="$*"
 T=60					# seconds any one program may take
@@ -33,13 +35,22 @@ PORT=19400
 # exit 0 and the client's output match PATTERN.
 pair() { vp_pair "$@"; }
 
-# own NAME: a case of tests/rdmacm_test.c on its own port.
+# own NAME [PROGRAM]: a case of tests/rdmacm_test.c (or PROGRAM's) on its
+# own ports (two: ud_mismatch takes the next one too).
 own() {
-	local name=$1 out=$RUN/$1.own ok=0
+	local name=$1 prog=${2:-rdmacm_test} out=$RUN/$1.own ok=0
 	want "$name" || return 0
-	PORT=$((PORT + 1))
-	timeout $T "$B/tests/rdmacm_test" "$name" $PORT >"$out" 2>&1 && ok=1
+	PORT=$((PORT + 2))
+	timeout $T "$B/tests/$prog" "$name" $PORT >"$out" 2>&1 && ok=1
 	report "$name" $ok "$out"
+}
+
+# udaddy listens on 7174 whatever it is told: vp_pair's next port is it.
+udaddy_pair() {
+	local port=$PORT
+	PORT=7173
+	vp_pair "$@"
+	PORT=$port
 }
 
 start_daemon || exit 1
@@ -57,6 +68,12 @@ pair rping_v6 "ping data: rdma-ping-9:" "rping -s -a ::1 -p @P@" "rping -c -a ::
 pair ucmatose "return status 0" "ucmatose -p @P@" "ucmatose -s 127.0.0.1 -p @P@"
 pair ucmatose_c4 "return status 0" "ucmatose -c 4 -C 20 -p @P@" "ucmatose -c 4 -C 20 -s 127.0.0.1 -p @P@"
 pair ucmatose_migrate "return status 0" "ucmatose -m -p @P@" "ucmatose -m -s 127.0.0.1 -p @P@"
+# UD ids (SIDR): ten datagrams each way, then 4 ids with 50 of 4096 bytes
+udaddy_pair udaddy "return status 0" "udaddy" "udaddy -s 127.0.0.1"
+udaddy_pair udaddy_c4 "return status 0" "udaddy -c 4 -C 50 -S 4096" \
+	"udaddy -c 4 -C 50 -S 4096 -s 127.0.0.1"
+# synchronous ids: rdma_create_ep, rdma_get_request, rdma_post_send ...
+pair rdma_server "rdma_client: end 0" "rdma_server -p @P@" "rdma_client -s 127.0.0.1 -p @P@"
 pair write_bw "$BW" "ib_write_bw $PT" "ib_write_bw $PT 127.0.0.1"
 pair read_bw "$BW" "ib_read_bw $PT" "ib_read_bw $PT 127.0.0.1"
 pair send_bw "$BW" "ib_send_bw $PT" "ib_send_bw $PT 127.0.0.1"
@@ -74,6 +91,10 @@ own pdata
 own nonblock
 own cleanup
 own vanish
+own sync rdmacm_sync_test
+own sync_pair rdmacm_sync_test
+own ud rdmacm_sync_test
+own ud_mismatch rdmacm_sync_test
 
 # every guest gone from vrdmad once the programs exited
 vp_leaks
