@@ -10,6 +10,7 @@
  *                   channel, per-guest PD + MRs + key table, CQ polling
  *   target_verbs.c  a guest QP whose peer is on another node
  *   verbs_srq.c     a guest SRQ's device twin
+ *   verbs_ud.c      datagrams between nodes (verbs_ud.h)
  *   cm/cm_rdmacm.c  connection setup between nodes with librdmacm
  *
  * One device context per node.  Each guest gets one ibv_pd; its MRs are
@@ -295,6 +296,7 @@ struct vbe_vx {
 	struct vbe_vqreq qreq[VBE_MAX_CONNS];
 	int max_sge;
 	struct vbe_reaper *reap;	/* teardown threads (verbs_reap.c) */
+	struct vbe_vud *ud;		/* datagrams between nodes (verbs_ud.c) */
 	struct vlog_lim req_lim;	/* remote requests refused, not by policy */
 	struct vlog_lim hello_lim;	/* ... whose hello did not parse (any host) */
 	struct vlog_lim rej_lim;	/* our connects the other node rejected */

@@ -23,6 +23,7 @@
 
 #include "log.h"
 #include "verbs.h"
+#include "verbs_ud.h"
 #include "../target.h"
 
 static int vbe_vx_nonblock(int fd)
@@ -85,6 +86,8 @@ static void vbe_vx_fds(struct vbe_node *n, struct vbe_vx *vx, int add)
 	n->fd_cb(n->fd_arg, vx->ctx->async_fd, add);
 	if (vx->reap)
 		n->fd_cb(n->fd_arg, vbe_reap_fd(vx), add);
+	if (vbe_vud_fd(vx) >= 0)
+		n->fd_cb(n->fd_arg, vbe_vud_fd(vx), add);
 }
 
 int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
@@ -158,6 +161,10 @@ int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
 	if (err)
 		goto err_cch;
 	memcpy(&vx->addr, &sin, sizeof(sin));
+	/* Datagrams between nodes are an extra: without them, RC still runs. */
+	err = vbe_vud_open(vx);
+	if (err)
+		vlog_warn("rdma: no datagrams between nodes: %s", strerror(-err));
 	n->vx = vx;
 	vbe_vx_fds(n, vx, 1);
 	vlog_info("rdma: %s listening on %s:%u", ibv_get_device_name(vx->ctx->device),
@@ -197,6 +204,7 @@ void vbe_vx_close(struct vbe_node *n)
 		vbe_vx_guest_free(vx, vx->guests);
 	vbe_vx_fds(n, vx, 0);	/* the reaper's eventfd too, before it closes */
 	vbe_reap_stop(vx);	/* every CQ gone before the channel */
+	vbe_vud_close(vx);
 	ibv_destroy_comp_channel(vx->cch);
 	rdma_destroy_id(vx->lis);
 	rdma_destroy_event_channel(vx->ech);
@@ -618,13 +626,15 @@ void vbe_vx_fd_ready(struct vbe_node *n, int fd)
 
 			if (vq && vq->cq == cq)
 				vq->cq_events++;
-			else
+			else if (!vbe_vud_cq_event(vx, cq))
 				ibv_ack_cq_events(cq, 1);
 		}
 	} else if (fd == vx->ctx->async_fd) {
 		vbe_vx_async(vx);
 	} else if (fd == vbe_reap_fd(vx)) {
 		vbe_reap_poll(vx);	/* reads it; held answers go at the poll */
+	} else if (fd == vbe_vud_fd(vx)) {
+		vbe_vud_events(vx);
 	}
 }
 
@@ -657,6 +667,8 @@ int vbe_vx_poll(struct vbe_node *n)
 	for (i = 0; i < VBE_VX_MAX_QPS && done < VBE_VX_POLL_CQES; i++)
 		if (vx->qps[i].s.used && vx->qps[i].cq)
 			done += vbe_vx_poll_cq(vx, &vx->qps[i], VBE_VX_POLL_CQES - done);
+	if (done < VBE_VX_POLL_CQES)
+		done += vbe_vud_poll(vx, VBE_VX_POLL_CQES - done);
 	vbe_vx_guests_reap(vx);
 	return done;
 }
@@ -679,6 +691,8 @@ int vbe_vx_arm(struct vbe_node *n)
 		if (vbe_vx_poll_cq(vx, vq, VBE_VX_POLL_CQES))
 			more = 1;
 	}
+	if (vbe_vud_arm(vx))
+		more = 1;
 	return more;
 }
 
@@ -691,6 +705,7 @@ void vbe_vx_tick(struct vbe_node *n, int64_t now_ms)
 		return;
 	vbe_reap_poll(vx);
 	vbe_rcm_tick(vx, now_ms);
+	vbe_vud_tick(vx, now_ms);
 	/* Device QPs whose guest QP is gone without telling us. */
 	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
 		struct vbe_vqp *vq = &vx->qps[i];

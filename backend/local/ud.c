@@ -15,8 +15,9 @@
  * payload is past VRDMA_UD_MTU (LOC_LEN_ERR, as UD hardware) or its
  * opcode is no datagram (LOC_QP_OP_ERR); none of them stops the QP.
  *
- * A datagram to another node's GID is dropped and counted too (success
- * for the sender): UD through the RDMA device is not done yet.
+ * A datagram to another node's GID goes through the RDMA device
+ * (device/verbs_ud.c); one from another node's guest comes back in
+ * through vbe_ud_from_node, to the same checks.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "../vbe.h"
 #include "../target.h"
 #include "local.h"
+#include "../device/verbs_ud.h"
 
 /* IB GRH: IP version 6, traffic class 0, flow label 0; next header 0x1b
  * (IBA transport), as a real HCA writes it into a UD receive. */
@@ -95,61 +97,116 @@ static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
 }
 
 /*
- * Deliver the datagram of w (payload pieces pc, total bytes) into the
- * destination's next receive: GRH, then payload.  The receive's own bad
- * SGEs fail it (and its QP) as on RC; no receive or a small one: dropped.
+ * Into pqp's next receive (of guest pg): the GRH (sgid -> dgid), then the
+ * payload pieces pc (total bytes).  The receive's own bad SGEs fail it
+ * (and its QP) as on RC; no receive or a small one: dropped.  NULL when
+ * delivered, else why not (pg's ud_rx_drop counted).
  */
-static void vbe_ud_deliver(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
-			   const struct vbe_piece *pc, unsigned np, uint64_t total)
+static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const uint8_t *sgid,
+			      const uint8_t *dgid, uint32_t src_qpn, uint32_t imm, bool has_imm,
+			      const struct vbe_piece *pc, unsigned np, uint64_t total)
 {
 	struct vbe_piece dst[VRDMA_MAX_SGE], src[VRDMA_MAX_SGE + 1];
-	struct vbe_guest *pg;
-	struct vbe_qp *pqp = vbe_ud_dest(g, qp, w, &pg);
 	struct vbe_wqe *rw;
 	struct vbe_grh grh;
 	uint64_t cap;
 	unsigned nd;
 	int st;
 
-	if (!pqp)
-		return;
 	rw = vbe_qp_rq_head(pg, pqp);
 	if (!rw) {
-		vbe_ud_drop(g, pg, "no receive posted", pqp->qpn);
-		return;
+		pg->ctr.ud_rx_drop++;
+		return "no receive posted";
 	}
 	st = vbe_sges(pg, pqp->srq ? pg->srqs[pqp->srq - 1].pd : pqp->pd, rw, true,
 		      dst, &nd, &cap);
 	if (st) {
-		vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, (uint8_t)st, 0, 0, false, qp->qpn);
+		vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, (uint8_t)st, 0, 0, false, src_qpn);
 		vbe_qp_error(pg, pqp);
-		vbe_ud_drop(g, pg, "bad receive", pqp->qpn);
-		return;
+		pg->ctr.ud_rx_drop++;
+		return "bad receive";
 	}
 	if (cap < VRDMA_GRH_LEN + total) {
-		vbe_ud_drop(g, pg, "receive too small", pqp->qpn);
-		return;
+		pg->ctr.ud_rx_drop++;
+		return "receive too small";
 	}
 	memset(&grh, 0, sizeof(grh));
 	grh.vtf = htonl(VBE_GRH_VTF);
 	grh.paylen = htons((uint16_t)total);
 	grh.next_hdr = VBE_GRH_NXT;
 	grh.hop_limit = VBE_GRH_HOPS;
-	memcpy(grh.sgid, g->node->gid, sizeof(grh.sgid));
-	memcpy(grh.dgid, w->wr.ud.dgid, sizeof(grh.dgid));
+	memcpy(grh.sgid, sgid, sizeof(grh.sgid));
+	memcpy(grh.dgid, dgid, sizeof(grh.dgid));
 	src[0].p = (uint8_t *)&grh;
 	src[0].len = sizeof(grh);
 	memcpy(src + 1, pc, np * sizeof(*pc));
 	vbe_copy(dst, nd, src, np + 1, 0, VRDMA_GRH_LEN + total);
 	vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, VRDMA_WS_SUCCESS,
-			(uint32_t)(VRDMA_GRH_LEN + total), w->wr.imm_data,
-			w->opcode == VRDMA_OP_SEND_IMM, qp->qpn);
-	g->ctr.ud_tx++;
-	g->ctr.tx_bytes += total;
-	g->ctr.tx_ops++;
+			(uint32_t)(VRDMA_GRH_LEN + total), imm, has_imm, src_qpn);
 	pg->ctr.ud_rx++;
 	pg->ctr.rx_bytes += total;
 	pg->ctr.rx_ops++;
+	return NULL;
+}
+
+/* Deliver the datagram of w (payload pieces pc, total bytes): to a guest
+ * of this node, or through the device to another node's. */
+static void vbe_ud_deliver(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *w,
+			   const struct vbe_piece *pc, unsigned np, uint64_t total)
+{
+	struct vbe_guest *pg;
+	struct vbe_qp *pqp;
+	const char *why;
+
+	if (memcmp(w->wr.ud.dgid, g->node->gid, sizeof(g->node->gid))) {
+		vbe_vud_send(g, qp, w, pc, np, total);	/* device/verbs_ud.c */
+		return;
+	}
+	pqp = vbe_ud_dest(g, qp, w, &pg);
+	if (!pqp)
+		return;
+	why = vbe_ud_put(pg, pqp, g->node->gid, w->wr.ud.dgid, qp->qpn, w->wr.imm_data,
+			 w->opcode == VRDMA_OP_SEND_IMM, pc, np, total);
+	if (why) {
+		vbe_ud_drop(g, NULL, why, pqp->qpn);
+		return;
+	}
+	g->ctr.ud_tx++;
+	g->ctr.tx_bytes += total;
+	g->ctr.tx_ops++;
+}
+
+/*
+ * A datagram from a guest of another node (device/verbs_ud.c checked its
+ * header): the checks a datagram of this node gets, the sender's tenant
+ * group known by its hash, as on a connection from another node (the
+ * policy in the direction sender -> receiver).  NULL when delivered, else
+ * why not.
+ */
+const char *vbe_ud_from_node(struct vbe_node *n, const struct vbe_vud_hdr *h,
+			     const uint8_t *payload)
+{
+	struct vbe_piece pc = { (uint8_t *)payload, h->len };
+	struct vbe_party from, to;
+	struct vbe_guest *pg;
+	struct vbe_qp *pqp;
+
+	pqp = vbe_qpn_find(n, h->dqpn, &pg);
+	if (!pqp || !pqp->ud || pqp->state != VBE_QPS_RTS)
+		return "no UD QP in RTS by that number";
+	from = vbe_policy_remote(h->group);
+	to = vbe_policy_local(n, pg->tenant);
+	if (!vbe_policy_allow(n, &from, &to)) {
+		vbe_policy_refused(n, "guest %u (tenant %s): datagram from another node's "
+				   "group refused by policy", pg->domid, pg->tenant);
+		return "policy";
+	}
+	if (h->qkey != pqp->qkey) {
+		pg->ctr.ud_rx_drop++;
+		return "Q_Key mismatch";
+	}
+	return vbe_ud_put(pg, pqp, h->sgid, n->gid, h->sqpn, h->imm, h->has_imm, &pc, 1,
+			  h->len);
 }
 
 /* One send WR of a UD QP: its completion status, *len its payload. */
