@@ -13,7 +13,7 @@ FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(FUZZ_SAN) -fsanitize=fuzzer-no-
 	      -O1 -g -Iinclude -Icommon -Iplatform -Ibackend -Itests -MMD -MP
 fzobj = $(patsubst %.c,$(FZ)/obj/%.o,$(1))
 
-FUZZ_NAMES := ring xsvalue hostmsg hello
+FUZZ_NAMES := ring xsvalue hostmsg hello udhdr
 FUZZ_BINS  := $(addprefix $(FZ)/fuzz_,$(FUZZ_NAMES))
 
 $(FZ)/obj/%.o: %.c
@@ -32,6 +32,7 @@ $(FZ)/fuzz_hostmsg: $(call fzobj,tests/fuzz/fuzz_hostmsg.c platform/vplat.c \
 		$(wildcard platform/host_*dom0.c) platform/host_chan_common.c \
 		platform/keystore_dom0.c common/log.c)
 $(FZ)/fuzz_hello: $(call fzobj,tests/fuzz/fuzz_hello.c backend/device/verbs_map.c)
+$(FZ)/fuzz_udhdr: $(call fzobj,tests/fuzz/fuzz_udhdr.c backend/device/verbs_udhdr.c)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)

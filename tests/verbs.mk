@@ -14,3 +14,9 @@ CHECK_BINS += $(B)/tests/test_reap
 $(B)/tests/test_reap: $(call obj,tests/test_reap.c backend/device/verbs_reap.c common/log.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) -lpthread
+
+# The header of datagrams between nodes (backend/device/verbs_udhdr.c).
+CHECK_BINS += $(B)/tests/test_verbs_ud
+$(B)/tests/test_verbs_ud: $(call obj,tests/test_verbs_ud.c backend/device/verbs_udhdr.c)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)

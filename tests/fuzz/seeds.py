@@ -248,8 +248,23 @@ def xsvalue_seeds():
     write(os.path.join(d, "seed-bad"), xs(0, 5, b"99") + xs(5, 0, b"XXXX") + xs(1, 7, b""))
 
 
+# ---- fuzz_udhdr: a datagram between vrdmads as the device delivers it ----
+def udhdr_seeds():
+    d = os.path.join(HERE, "corpus", "udhdr")
+    # RoCE v2 / IPv4: 20 zero bytes, an IPv4 header from 10.0.0.2
+    ip4 = bytes(20) + bytes([0x45]) + bytes(11) + bytes([10, 0, 0, 2]) + bytes(4)
+    # IB GRH: IP version 6, source GID at 8
+    grh = bytes([0x60]) + bytes(7) + bytes([0xfe, 0x80]) + bytes(14) + bytes(16)
+    payload = b"ping" * 4
+    hdr = struct.pack("<BBHIIIIIII", 0xd7, 1, 0, 0x123, 7, 0x11111111, 0xab, 0x5555,
+                      len(payload), 0)
+    write(os.path.join(d, "seed-ipv4"), ip4 + hdr + payload)
+    write(os.path.join(d, "seed-grh"), grh + hdr[:1] + b"\0" + hdr[2:] + payload)
+
+
 if __name__ == "__main__":
     ring_seeds()
     xsvalue_seeds()
     hostmsg_seeds()
     hello_seeds()
+    udhdr_seeds()
