@@ -325,9 +325,9 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 							vlib_cqe_recv(q, e);
 	if (rc)
 		return rc;
-	/* As RC verbs: QP to error.  A UD send's error leaves its QP as
-	 * dom0 does (a datagram too big, a bad SGE). */
-	if (e->status != VRDMA_WS_SUCCESS && !(q->ud && is_send))
+	/* As verbs: QP to error, where dom0 put it (a UD QP's send error
+	 * too: ERR for IB's SQE, backend/local/ud.c). */
+	if (e->status != VRDMA_WS_SUCCESS)
 		vlib_qp_to_err(q);
 	wc->vendor_err = e->vendor_err;
 	wc->byte_len = e->byte_len;

@@ -203,34 +203,57 @@ START_TEST(ud_drops)
 }
 END_TEST
 
-/* Past the MTU: the send fails LOC_LEN_ERR; a bad lkey LOC_PROT_ERR. */
+static enum vbe_qp_state ud_state(uint32_t domid, const struct ud *u)
+{
+	return bg(domid)->qps[u->qp & 0xffff].state;
+}
+
+/*
+ * Past the MTU the send fails LOC_LEN_ERR, with a bad lkey LOC_PROT_ERR,
+ * and either moves the QP to ERR (IB: SQE): its receives and the sends
+ * behind it are flushed.  A full MTU lands.
+ */
 START_TEST(ud_send_errors)
 {
 	uint8_t gid[16];
 	struct vrdma_req r;
 	struct tg a, b;
-	struct ud ua, ub;
+	struct ud ua, ub, ua2;
 
 	ud_full(&a, 5, &ua);
 	ud_full(&b, 6, &ub);
 	node_gid(&a, gid);
 	ud_recv(&b, &ub, 9, DATA_OFF + 4096, 8192);
+	ud_recv(&a, &ua, 20, DATA_OFF + 4096, 256);
 	ud_send(&a, &ua, 1, VRDMA_UD_MTU + 1, gid, ub.qpn, QKEY);
 	expect_cqe(&a, 1, VRDMA_WS_LOC_LEN_ERR);
-	r = mkreq(VRDMA_OP_SEND, ua.qp);
-	r.id = 2;
+	expect_cqe(&a, 20, VRDMA_WS_WR_FLUSH_ERR);
+	ck_assert_int_eq(ud_state(5, &ua), VBE_QPS_ERR);
+	ud_send(&a, &ua, 2, 64, gid, ub.qpn, QKEY);
+	expect_cqe(&a, 2, VRDMA_WS_WR_FLUSH_ERR);
+	expect_no_cqe(&b);
+	/* Another UD QP of a: its own bad SGE. */
+	ck_assert_int_eq(ud_create(&a, &ua2), VRDMA_CS_OK);
+	ck_assert_int_eq(ud_rts(&a, ua2.qp, QKEY), VRDMA_CS_OK);
+	r = mkreq(VRDMA_OP_SEND, ua2.qp);
+	r.flags = VRDMA_WR_F_SIGNALED;
+	r.id = 3;
 	memcpy(r.u.wr.ud.dgid, gid, 16);
 	r.u.wr.ud.remote_qpn = ub.qpn;
 	r.u.wr.ud.remote_qkey = QKEY;
 	add_sge(&r, DATA_OFF, 64, a.key ^ 0x100);
 	post(&a, &r);
-	expect_cqe(&a, 2, VRDMA_WS_LOC_PROT_ERR);
+	expect_cqe(&a, 3, VRDMA_WS_LOC_PROT_ERR);
+	ck_assert_int_eq(ud_state(5, &ua2), VBE_QPS_ERR);
 	expect_no_cqe(&b);
-	/* The QP goes on: a full MTU lands. */
-	ud_send(&a, &ua, 3, VRDMA_UD_MTU, gid, ub.qpn, QKEY);
-	expect_cqe(&a, 3, VRDMA_WS_SUCCESS);
+	/* b, which did nothing wrong, takes a full MTU from a new QP. */
+	ck_assert_int_eq(ud_create(&a, &ua2), VRDMA_CS_OK);
+	ck_assert_int_eq(ud_rts(&a, ua2.qp, QKEY), VRDMA_CS_OK);
+	ud_send(&a, &ua2, 4, VRDMA_UD_MTU, gid, ub.qpn, QKEY);
+	expect_cqe(&a, 4, VRDMA_WS_SUCCESS);
 	ck_assert_uint_eq(expect_cqe(&b, 9, VRDMA_WS_SUCCESS).byte_len,
 			  VRDMA_GRH_LEN + VRDMA_UD_MTU);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
 	tg_stop(&a);
 	tg_stop(&b);
 }
@@ -247,14 +270,6 @@ START_TEST(ud_rc_mixups)
 	ud_full(&a, 5, &ua);
 	ud_full(&b, 6, &ub);
 	node_gid(&a, gid);
-	r = mkreq(VRDMA_OP_WRITE, ua.qp);
-	r.flags = VRDMA_WR_F_SIGNALED;
-	r.id = 1;
-	add_sge(&r, DATA_OFF, 8, a.key);
-	r.u.wr.remote_addr = IOVA + DATA_OFF;
-	r.u.wr.rkey = b.key;
-	post(&a, &r);
-	expect_cqe(&a, 1, VRDMA_WS_LOC_QP_OP_ERR);
 	/* A UD QP binds to nobody and connects to nobody. */
 	r = mkreq(VRDMA_CMD_MODIFY_QP, ua.qp);
 	r.u.modify_qp.state = VRDMA_MQ_RTR;
@@ -319,6 +334,16 @@ START_TEST(ud_rc_mixups)
 	r.u.modify_qp.state = VRDMA_MQ_ERR;
 	ck_assert_int_eq(tg_cmd(&b, &r, NULL), VRDMA_CS_OK);
 	expect_cqe(&b, 10, VRDMA_WS_WR_FLUSH_ERR);
+	/* An RDMA WRITE on a UD QP: LOC_QP_OP_ERR, the QP to ERR. */
+	r = mkreq(VRDMA_OP_WRITE, ua.qp);
+	r.flags = VRDMA_WR_F_SIGNALED;
+	r.id = 1;
+	add_sge(&r, DATA_OFF, 8, a.key);
+	r.u.wr.remote_addr = IOVA + DATA_OFF;
+	r.u.wr.rkey = b.key;
+	post(&a, &r);
+	expect_cqe(&a, 1, VRDMA_WS_LOC_QP_OP_ERR);
+	ck_assert_int_eq(ud_state(5, &ua), VBE_QPS_ERR);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
 	ck_assert_int_eq(back_state(&b), VRDMA_XB_CONNECTED);
 	tg_stop(&a);

@@ -216,13 +216,19 @@ START_TEST(t_ud_exchange)
 	recv_at(&a, 7, 4096, 128);
 	datagram(&b, ah_a, &a, 8, 7, 4, VRDMA_WR_SEND, &wc);
 	ck_assert_mem_eq(a.buf + 4096 + VRDMA_GRH_LEN, "pong", 4);
-	/* Past the MTU: LOC_LEN_ERR, and the QP goes on. */
+	/* Past the MTU: LOC_LEN_ERR, and the QP goes to ERR (IB: SQE, which
+	 * vrdma does not have); the next send is flushed. */
 	ck_assert_int_eq(send_to(&a, ah_b, b.qp->qp_num, 9, VRDMA_UD_MTU + 1,
 				 VRDMA_WR_SEND), 0);
 	ck_assert_int_eq(wait_one_ms(a.cq, &wc, 5000), 1);
 	ck_assert_int_eq(wc.status, VRDMA_WC_LOC_LEN_ERR);
-	recv_at(&b, 10, 8192, 256);
-	datagram(&a, ah_b, &b, 11, 10, 16, VRDMA_WR_SEND, &wc);
+	ck_assert_int_eq(vrdma_query_qp(a.qp, &qa), 0);
+	ck_assert_int_eq(qa.qp_state, VRDMA_QPS_ERR);
+	ck_assert_int_eq(send_to(&a, ah_b, b.qp->qp_num, 11, 16, VRDMA_WR_SEND), 0);
+	ck_assert_int_eq(wait_one_ms(a.cq, &wc, 5000), 1);
+	ck_assert_uint_eq(wc.wr_id, 11);
+	ck_assert_int_eq(wc.status, VRDMA_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(wait_one_ms(b.cq, &wc, 0), 0);
 	ck_assert_int_eq(vrdma_dealloc_pd(a.pd), EBUSY);	/* the AH, the QP */
 	ck_assert_int_eq(vrdma_destroy_ah(ah_b), 0);
 	ck_assert_int_eq(vrdma_destroy_ah(ah_a), 0);

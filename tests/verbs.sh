@@ -323,7 +323,8 @@ fi
 
 # UD through vrdma's verbs, what ibv_ud_pingpong does not try: a QP in
 # RTR receives, a controlled Q_Key is EPERM, ibv_init_ah_from_wc answers
-# the sender and refuses a GRH whose DGID is not a GID of the port.
+# the sender and refuses a GRH whose DGID is not a GID of the port, a
+# send error (past the MTU) leaves the QP in ERR.
 if want ud_verbs; then
 	cat >"$RUN/ud_verbs.c" <<'EOF_C'
 #include <errno.h>
@@ -369,6 +370,7 @@ int main(void)
 	static char buf[8192];
 	struct ibv_ah_attr aa = { .port_num = 1 };
 	struct ibv_qp_attr qk = { .qkey = 0x80000000u | QKEY };
+	struct ibv_qp_init_attr ia;
 	struct ibv_sge rs = { 0 }, ss = { 0 };
 	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *br;
 	struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1,
@@ -430,6 +432,15 @@ int main(void)
 	if (ibv_create_ah_from_wc(v.pd, &got, &grh, 1) || errno != EINVAL)
 		FAIL("create_ah_from_wc, a DGID not ours");
 	printf("init_ah_from_wc: DGID not ours EINVAL\n");
+	/* Past the MTU: IBV_WC_LOC_LEN_ERR, the QP in ERR (IB: SQE). */
+	ss = (struct ibv_sge){ (uintptr_t)buf, 4097, mr->lkey };
+	sw.wr_id = 3;
+	if (ibv_post_send(qa, &sw, &bs) || wait_wc(v.cq, &wc) || wc.wr_id != 3 ||
+	    wc.status != IBV_WC_LOC_LEN_ERR)
+		FAIL("a datagram past the MTU");
+	if (ibv_query_qp(qa, &qk, IBV_QP_STATE, &ia) || qk.qp_state != IBV_QPS_ERR)
+		FAIL("QP after a send error: state %d", qk.qp_state);
+	printf("send error: QP in ERR\n");
 	ibv_destroy_ah(ah);
 	ibv_destroy_qp(qa);
 	ibv_destroy_qp(qb);

@@ -13,7 +13,11 @@
  * destination guest when its QP is at fault).  The sender's WR always
  * completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
  * payload is past VRDMA_UD_MTU (LOC_LEN_ERR, as UD hardware) or its
- * opcode is no datagram (LOC_QP_OP_ERR); none of them stops the QP.
+ * opcode is no datagram (LOC_QP_OP_ERR).  Each of those moves the QP to
+ * ERR, the WRs behind it flushed: IB's UD QP goes to SQE (sends flushed,
+ * receives going on, SQE -> RTS by a modify), which vrdma does not have;
+ * ERR is what rxe does, and a program that checks its completions stops
+ * at the first error either way.
  *
  * A datagram to another node's GID goes through the RDMA device
  * (device/verbs_ud.c); one from another node's guest comes back in
@@ -249,6 +253,10 @@ static void vbe_ud_sq_run(struct vbe_guest *g, struct vbe_qp *qp)
 		vbe_sched_start_wr(g, w);
 		vbe_budget_charge(g, VRDMA_GRH_LEN + len);
 		vbe_sq_complete(g, qp, VRDMA_WC_SEND, (uint8_t)st, st ? 0 : (uint32_t)len);
+		if (st) {
+			vbe_qp_error(g, qp);	/* ERR for IB's SQE: the head comment */
+			return;
+		}
 	}
 }
 

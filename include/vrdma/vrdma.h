@@ -509,7 +509,7 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
  * of at most VRDMA_UD_MTU bytes (more completes VRDMA_WC_LOC_LEN_ERR)
  * naming wr.ud.ah (a live AH of the QP's PD), remote_qpn and remote_qkey;
  * the send completes with success whether the datagram was delivered or
- * dropped.  Returns 0, or EINVAL (NULL argument, QP not
+ * dropped; a send error moves the QP to VRDMA_QPS_ERR (where IB has SQE).  Returns 0, or EINVAL (NULL argument, QP not
  * connected, bad opcode, flags, sge list or AH), ENOMEM (send queue full),
  * EAGAIN (dom0 did not drain the request ring for 2 s), EIO (device
  * broken).  On error *bad_wr names the first WR not posted; the WRs before
