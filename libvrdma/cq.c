@@ -326,8 +326,10 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	if (rc)
 		return rc;
 	/* As verbs: QP to error, where dom0 put it (a UD QP's send error
-	 * too: ERR for IB's SQE, backend/local/ud.c). */
-	if (e->status != VRDMA_WS_SUCCESS)
+	 * too: ERR for IB's SQE, backend/local/ud.c), but for a UD receive
+	 * too small for its datagram, which fails alone. */
+	if (e->status != VRDMA_WS_SUCCESS &&
+	    !(q->ud && !is_send && e->status == VRDMA_WS_LOC_LEN_ERR))
 		vlib_qp_to_err(q);
 	wc->vendor_err = e->vendor_err;
 	wc->byte_len = e->byte_len;

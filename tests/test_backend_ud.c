@@ -2,10 +2,11 @@
 /*
  * UD QPs on the stub platform (backend/local/ud.c): a datagram lands
  * in the destination's receive behind a 40-byte GRH, with src_qpn and
- * VRDMA_CQE_F_GRH; a wrong Q_Key, no receive, a small receive, an
- * unknown QPN, another node's GID and a tenant the policy keeps away
- * drop it and count it; a payload past the MTU fails the send; RC
- * operations on a UD QP and UD commands on an RC QP are refused.
+ * VRDMA_CQE_F_GRH; a wrong Q_Key, no receive, a small receive (which
+ * completes LOC_LEN_ERR, of the QP's own queue or of an SRQ), an unknown
+ * QPN, another node's GID and a tenant the policy keeps away drop it and
+ * count it; a payload past the MTU fails the send; RC operations on a
+ * UD QP and UD commands on an RC QP are refused.
  */
 #include <check.h>
 #include <string.h>
@@ -82,6 +83,11 @@ static void ud_send(struct tg *a, const struct ud *u, uint64_t id, uint32_t len,
 static struct vbe_guest *bg(uint32_t domid)
 {
 	return vbe_node_guest(node, domid, 0);
+}
+
+static enum vbe_qp_state ud_state(uint32_t domid, const struct ud *u)
+{
+	return bg(domid)->qps[u->qp & 0xffff].state;
 }
 
 START_TEST(ud_feature_published)
@@ -176,10 +182,19 @@ START_TEST(ud_drops)
 	ud_send(&a, &ua, 2, 64, gid, ub.qpn, QKEY + 1);
 	expect_cqe(&a, 2, VRDMA_WS_SUCCESS);
 	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 2);
-	/* Too small: the receive holds the payload but not the GRH too. */
+	/* Too small: the receive holds the payload but not the GRH too.
+	 * It completes LOC_LEN_ERR (no GRH), the QP goes on. */
 	ud_send(&a, &ua, 3, 2048 - 39, gid, ub.qpn, QKEY);
 	expect_cqe(&a, 3, VRDMA_WS_SUCCESS);
+	{
+		struct vrdma_cqe c = expect_cqe(&b, 9, VRDMA_WS_LOC_LEN_ERR);
+
+		ck_assert_uint_eq(c.flags, 0);
+		ck_assert_uint_eq(c.byte_len, 0);
+	}
 	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 3);
+	ck_assert_int_eq(bg(6)->qps[ub.qp & 0xffff].state, VBE_QPS_RTS);
+	ud_recv(&b, &ub, 10, DATA_OFF + 4096, 2048);
 	/* Unknown QPN, an RC QP's number, another node's GID. */
 	ud_send(&a, &ua, 4, 64, gid, 0xfffff0, QKEY);
 	expect_cqe(&a, 4, VRDMA_WS_SUCCESS);
@@ -192,21 +207,77 @@ START_TEST(ud_drops)
 	ck_assert_uint_eq(bg(5)->ctr.ud_tx_drop, 6);
 	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 3);
 	ck_assert_uint_eq(bg(5)->ctr.ud_tx, 0);
-	/* The receive is still there: the next good one lands in it. */
+	/* The next receive is still there: the next good one lands in it. */
 	expect_no_cqe(&b);
 	ud_send(&a, &ua, 7, 2048 - 40, gid, ub.qpn, QKEY);
 	expect_cqe(&a, 7, VRDMA_WS_SUCCESS);
-	ck_assert_uint_eq(expect_cqe(&b, 9, VRDMA_WS_SUCCESS).byte_len, 2048);
+	ck_assert_uint_eq(expect_cqe(&b, 10, VRDMA_WS_SUCCESS).byte_len, 2048);
 	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
 	tg_stop(&a);
 	tg_stop(&b);
 }
 END_TEST
 
-static enum vbe_qp_state ud_state(uint32_t domid, const struct ud *u)
+/*
+ * A UD QP of b on an SRQ of depth 4: a receive too small for the
+ * datagram completes LOC_LEN_ERR (naming the SRQ), and the QP goes on to
+ * the SRQ's next receive; held by the QP instead, it would take every
+ * later datagram to it down with it.
+ */
+START_TEST(ud_srq_small)
 {
-	return bg(domid)->qps[u->qp & 0xffff].state;
+	struct vrdma_req r;
+	struct vrdma_cqe c;
+	uint8_t gid[16];
+	uint32_t out[4], srq;
+	struct tg a, b;
+	struct ud ua, ub;
+
+	ud_full(&a, 5, &ua);
+	tg_full(&b, 6);
+	node_gid(&a, gid);
+	r = mkreq(VRDMA_CMD_CREATE_SRQ, 0);
+	r.u.create_srq.pd = b.pd;
+	r.u.create_srq.max_wr = 4;
+	r.u.create_srq.max_sge = 2;
+	ck_assert_int_eq(tg_cmd(&b, &r, out), VRDMA_CS_OK);
+	srq = out[0];
+	r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	r.u.create_qp.pd = b.pd;
+	r.u.create_qp.send_cq = r.u.create_qp.recv_cq = b.cq;
+	r.u.create_qp.max_send_wr = DEPTH;
+	r.u.create_qp.max_sge = 2;
+	r.u.create_qp.srq = srq;
+	r.u.create_qp.type = VRDMA_QP_TYPE_UD;
+	ck_assert_int_eq(tg_cmd(&b, &r, out), VRDMA_CS_OK);
+	ub.qp = out[0];
+	ub.qpn = out[1];
+	ck_assert_int_eq(ud_rts(&b, ub.qp, QKEY), VRDMA_CS_OK);
+	r = mkwr(&b, VRDMA_OP_SRQ_RECV, 0, 30);
+	r.handle = srq;
+	add_sge(&r, DATA_OFF + 4096, 64, b.key);
+	post(&b, &r);
+	r = mkwr(&b, VRDMA_OP_SRQ_RECV, 0, 31);
+	r.handle = srq;
+	add_sge(&r, DATA_OFF + 8192, 1024, b.key);
+	post(&b, &r);
+	ud_send(&a, &ua, 1, 200, gid, ub.qpn, QKEY);
+	expect_cqe(&a, 1, VRDMA_WS_SUCCESS);
+	c = expect_cqe(&b, 30, VRDMA_WS_LOC_LEN_ERR);
+	ck_assert_uint_eq(c.srq, srq);
+	ck_assert_uint_eq(c.qp, ub.qp);
+	ck_assert_int_eq(ud_state(6, &ub), VBE_QPS_RTS);
+	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 1);
+	ud_send(&a, &ua, 2, 200, gid, ub.qpn, QKEY);
+	expect_cqe(&a, 2, VRDMA_WS_SUCCESS);
+	c = expect_cqe(&b, 31, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(c.byte_len, VRDMA_GRH_LEN + 200);
+	ck_assert_uint_eq(c.flags, VRDMA_CQE_F_GRH);
+	ck_assert_int_eq(back_state(&b), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+	tg_stop(&b);
 }
+END_TEST
 
 /*
  * Past the MTU the send fails LOC_LEN_ERR, with a bad lkey LOC_PROT_ERR,
@@ -404,6 +475,7 @@ TCase *backend_ud_tcase(void)
 	tcase_add_test(t, ud_feature_published);
 	tcase_add_test(t, ud_deliver_grh);
 	tcase_add_test(t, ud_drops);
+	tcase_add_test(t, ud_srq_small);
 	tcase_add_test(t, ud_send_errors);
 	tcase_add_test(t, ud_rc_mixups);
 	tcase_add_test(t, ud_policy);

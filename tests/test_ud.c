@@ -171,6 +171,29 @@ static void datagram(struct side *s, struct vrdma_ah *ah, struct side *r, uint64
 	done(r, rid, wc);
 }
 
+/* A receive of r too small for a's datagram: the receive completes
+ * VRDMA_WC_LOC_LEN_ERR, r's QP stays in RTS and its next receive takes
+ * the next datagram. */
+static void too_small(struct side *a, struct vrdma_ah *ah, struct side *r, uint64_t rid)
+{
+	struct vrdma_qp_attr qa;
+	struct vrdma_wc wc;
+
+	recv_at(r, rid, 4096, VRDMA_GRH_LEN + 63);
+	recv_at(r, rid + 1, 8192, 1024);
+	fence(r);
+	ck_assert_int_eq(send_to(a, ah, r->qp->qp_num, 50, 64, VRDMA_WR_SEND), 0);
+	done(a, 50, &wc);
+	ck_assert_int_eq(wait_one_ms(r->cq, &wc, 5000), 1);
+	ck_assert_uint_eq(wc.wr_id, rid);
+	ck_assert_int_eq(wc.status, VRDMA_WC_LOC_LEN_ERR);
+	ck_assert_uint_eq(wc.qp_num, r->qp->qp_num);
+	ck_assert_int_eq(vrdma_query_qp(r->qp, &qa), 0);
+	ck_assert_int_eq(qa.qp_state, VRDMA_QPS_RTS);
+	datagram(a, ah, r, 51, rid + 1, 64, VRDMA_WR_SEND, &wc);
+	ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + 64);
+}
+
 START_TEST(t_ud_exchange)
 {
 	struct vrdma_qp_attr qa;
@@ -211,6 +234,8 @@ START_TEST(t_ud_exchange)
 		ck_assert_mem_eq(b.buf + 8192 + 8, a.gid, VRDMA_GID_LEN);	/* SGID */
 		ck_assert_mem_eq(b.buf + 8192 + VRDMA_GRH_LEN, a.buf, len);
 	}
+	/* A receive too small: it fails alone. */
+	too_small(&a, ah_b, &b, 20);
 	/* And back: b answers a. */
 	memcpy(b.buf, "pong", 4);
 	recv_at(&a, 7, 4096, 128);
@@ -299,7 +324,7 @@ START_TEST(t_ud_many_sge)
 END_TEST
 
 /* b's UD QP takes its receives from an SRQ: each datagram lands in the
- * next one, named by b's QP. */
+ * next one, named by b's QP; one too small fails alone. */
 START_TEST(t_ud_srq)
 {
 	struct vrdma_ah *ah;
@@ -322,6 +347,7 @@ START_TEST(t_ud_srq)
 		ck_assert_uint_eq(wc.byte_len, VRDMA_GRH_LEN + 64);
 		ck_assert_mem_eq(b.buf + 8192 + 1024 * i + VRDMA_GRH_LEN, a.buf, 64);
 	}
+	too_small(&a, ah, &b, 20);
 	ck_assert_int_eq(vrdma_destroy_ah(ah), 0);
 	ck_assert_int_eq(vrdma_close(a.dev), 0);
 	ck_assert_int_eq(vrdma_close(b.dev), 0);

@@ -103,8 +103,8 @@ static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
 /*
  * Into pqp's next receive (of guest pg): the GRH (sgid -> dgid), then the
  * payload pieces pc (total bytes).  The receive's own bad SGEs fail it
- * (and its QP) as on RC; no receive or a small one: dropped.  NULL when
- * delivered, else why not (pg's ud_rx_drop counted).
+ * (and its QP) as on RC; a small one completes LOC_LEN_ERR; no receive:
+ * dropped.  NULL when delivered, else why not (pg's ud_rx_drop counted).
  */
 static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const uint8_t *sgid,
 			      const uint8_t *dgid, uint32_t src_qpn, uint32_t imm, bool has_imm,
@@ -131,6 +131,14 @@ static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const ui
 		return "bad receive";
 	}
 	if (cap < VRDMA_GRH_LEN + total) {
+		/* The receive completes LOC_LEN_ERR (verbs' status for a
+		 * receive the message does not fit) and the QP goes on.  Left
+		 * posted, an SRQ's receive, held by this QP, would sink every
+		 * later datagram to it, and the QP's own would sink every one
+		 * bigger with nobody told.  rxe completes an SRQ's with
+		 * REM_INV_REQ_ERR and keeps a QP's own posted. */
+		vbe_rq_complete(pg, pqp, VRDMA_WC_RECV, VRDMA_WS_LOC_LEN_ERR, 0, 0, false,
+				src_qpn);
 		pg->ctr.ud_rx_drop++;
 		return "receive too small";
 	}
