@@ -897,6 +897,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_sge_tcase());
 	suite_add_tcase(s, backend_buf_tcase());
 	suite_add_tcase(s, backend_ud_tcase());
+	suite_add_tcase(s, backend_udnode_tcase());
 	return s;
 }
 
