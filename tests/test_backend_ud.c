@@ -432,37 +432,81 @@ static void mk_tenant(struct tg *g, uint32_t domid, const char *tenant, struct u
 	ud_full(g, domid, u);
 }
 
-static int pol(const char *l1, const char *l2)
+static int pol(const char *line)
 {
-	char *argv[3] = { (char *)l1, (char *)l2, NULL }, sink[512];
-	int rc = vbe_node_policy(node, l2 ? 2 : 1, argv, tg_out(false));
+	char buf[256], *argv[8], *save = NULL, *tok, sink[512];
+	int argc = 0, rc;
 
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (tok = strtok_r(buf, " ", &save); tok && argc < 8; tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	rc = vbe_node_policy(node, argc, argv, tg_out(false));
 	tg_out_end(sink, sizeof(sink));
 	return rc;
 }
 
-/* The tenant connect policy keeps datagrams out as it keeps connections. */
+/*
+ * A datagram from s (guest sd) to d's QP (guest dd): delivered into a
+ * receive of d, or (want false) dropped by the policy: no receive is
+ * posted then, so a drop the policy did not make would count on d too.
+ */
+static void dgram(struct tg *s, uint32_t sd, const struct ud *us, struct tg *d, uint32_t dd,
+		  const struct ud *ud, uint64_t id, bool want)
+{
+	uint64_t tx_drop = bg(sd)->ctr.ud_tx_drop, rx_drop = bg(dd)->ctr.ud_rx_drop;
+	uint8_t gid[16];
+
+	node_gid(s, gid);
+	if (want)
+		ud_recv(d, ud, 100 + id, DATA_OFF + 4096, 256);
+	ud_send(s, us, id, 8, gid, ud->qpn, QKEY);
+	expect_cqe(s, id, VRDMA_WS_SUCCESS);
+	if (want) {
+		expect_cqe(d, 100 + id, VRDMA_WS_SUCCESS);
+		ck_assert_uint_eq(bg(sd)->ctr.ud_tx_drop, tx_drop);
+	} else {
+		expect_no_cqe(d);
+		ck_assert_uint_eq(bg(sd)->ctr.ud_tx_drop, tx_drop + 1);
+		ck_assert_uint_eq(bg(dd)->ctr.ud_rx_drop, rx_drop);
+	}
+}
+
+/*
+ * The tenant connect policy keeps datagrams out as it keeps connections,
+ * and as a binding by QP number, a datagram has no direction: a rule
+ * either way admits it, so the answer to a datagram the policy let
+ * through goes back.  Two guests of one tenant reach each other.
+ */
 START_TEST(ud_policy)
 {
 	uint8_t gid[16];
-	struct tg a, m;
-	struct ud ua, um;
+	struct tg a, a2, m;
+	struct ud ua, ua2, um;
 
 	mk_tenant(&a, 5, "alice", &ua);
+	mk_tenant(&a2, 6, "alice", &ua2);
 	mk_tenant(&m, 7, "mallory", &um);
-	ck_assert_int_eq(pol("default", "tenant"), 0);
+	ck_assert_int_eq(pol("default tenant"), 0);
+	dgram(&m, 7, &um, &a, 5, &ua, 1, false);
+	dgram(&a, 5, &ua, &m, 7, &um, 2, false);
+	/* Two guests of alice: either way. */
+	dgram(&a, 5, &ua, &a2, 6, &ua2, 3, true);
+	dgram(&a2, 6, &ua2, &a, 5, &ua, 4, true);
+	/* A guest's datagrams to itself are its own business. */
 	node_gid(&a, gid);
 	ud_recv(&a, &ua, 9, DATA_OFF + 4096, 256);
-	ud_send(&m, &um, 1, 8, gid, ua.qpn, QKEY);
-	expect_cqe(&m, 1, VRDMA_WS_SUCCESS);
-	expect_no_cqe(&a);
-	ck_assert_uint_eq(bg(7)->ctr.ud_tx_drop, 1);
-	ck_assert_uint_eq(bg(5)->ctr.ud_rx_drop, 0);
-	/* A guest's datagrams to itself are its own business. */
-	ud_send(&a, &ua, 2, 8, gid, ua.qpn, QKEY);
+	ud_send(&a, &ua, 5, 8, gid, ua.qpn, QKEY);
 	expect_cqe(&a, 9, VRDMA_WS_SUCCESS);
-	expect_cqe(&a, 2, VRDMA_WS_SUCCESS);
+	expect_cqe(&a, 5, VRDMA_WS_SUCCESS);
+	/* alice may reach mallory: mallory's answer comes back. */
+	ck_assert_int_eq(pol("allow alice mallory"), 0);
+	dgram(&a, 5, &ua, &m, 7, &um, 6, true);
+	dgram(&m, 7, &um, &a, 5, &ua, 7, true);
+	dgram(&m, 7, &um, &a2, 6, &ua2, 8, true);
+	ck_assert_int_eq(pol("remove allow alice mallory"), 0);
+	dgram(&m, 7, &um, &a, 5, &ua, 10, false);
 	tg_stop(&m);
+	tg_stop(&a2);
 	tg_stop(&a);
 }
 END_TEST

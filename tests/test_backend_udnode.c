@@ -166,8 +166,9 @@ static int pol(const char *line)
 	return rc;
 }
 
-/* Another node's group reaches a tenant only as the policy lets it, in
- * the direction sender -> receiver, as a connection from there. */
+/* Another node's group reaches a tenant only as the policy lets it,
+ * either way as a binding from there: a rule toward the sender admits
+ * the answer. */
 START_TEST(udnode_policy)
 {
 	static const uint8_t pay[8];
@@ -194,6 +195,13 @@ START_TEST(udnode_policy)
 	h.group = vbe_policy_hash("mallory");
 	ck_assert_ptr_null(from(&h, pay));
 	expect_cqe(&b, 10, VRDMA_WS_SUCCESS);
+	/* A rule from alice to mallory: mallory's answer passes too. */
+	ck_assert_int_eq(pol("remove allow mallory alice"), 0);
+	ck_assert_str_eq(from(&h, pay), "policy");
+	ck_assert_int_eq(pol("allow alice mallory"), 0);
+	recv_on(&b, qp, 11, 256);
+	ck_assert_ptr_null(from(&h, pay));
+	expect_cqe(&b, 11, VRDMA_WS_SUCCESS);
 	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 0);	/* the policy is no QP's fault */
 	tg_stop(&b);
 }

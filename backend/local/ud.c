@@ -4,7 +4,8 @@
  * delivered at once, or dropped: dom0 never queues a datagram.  The
  * destination is named by (GID, QPN) in the WR (wire.h, struct vrdma_wr
  * ud); it must be this node's GID and a UD QP in RTS of any guest whose
- * tenant group the connect policy lets the sender's reach, with the
+ * tenant group the connect policy lets the sender's reach or be reached
+ * by (a datagram has no direction, as a binding by QP number), with the
  * Q_Key the WR names (VRDMA_QKEY_OWN: the sender's), a receive posted
  * that holds the GRH and the payload.  The receive gets the 40-byte IB
  * GRH first, then the payload, and completes with byte_len = 40 +
@@ -78,11 +79,13 @@ static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
 		vbe_ud_drop(g, NULL, "no UD QP in RTS by that number", qpn);
 		return NULL;
 	}
-	/* The tenant connect policy holds for datagrams as for connections. */
+	/* The tenant connect policy holds for datagrams as for bindings by
+	 * QP number (cm_qpn.c): either direction will do, so the answer to
+	 * a datagram the policy let through goes back. */
 	if (pg != g) {
 		from = vbe_policy_local(n, g->tenant);
 		to = vbe_policy_local(n, pg->tenant);
-		if (!vbe_policy_allow(n, &from, &to)) {
+		if (!vbe_policy_allow_either(n, &from, &to)) {
 			vbe_policy_refused(n, "guest %u (tenant %s): datagram to QP %u of tenant "
 					   "%s refused by policy", g->domid, g->tenant, qpn,
 					   pg->tenant);
@@ -191,9 +194,9 @@ static void vbe_ud_deliver(struct vbe_guest *g, struct vbe_qp *qp, const struct 
 /*
  * A datagram from a guest of another node (device/verbs_ud.c checked its
  * header): the checks a datagram of this node gets, the sender's tenant
- * group known by its hash, as on a connection from another node (the
- * policy in the direction sender -> receiver).  NULL when delivered, else
- * why not.
+ * group known by its hash, as on a binding from another node (the
+ * policy either way, as in vbe_ud_dest).  NULL when delivered, else why
+ * not.
  */
 const char *vbe_ud_from_node(struct vbe_node *n, const struct vbe_vud_hdr *h,
 			     const uint8_t *payload)
@@ -208,7 +211,7 @@ const char *vbe_ud_from_node(struct vbe_node *n, const struct vbe_vud_hdr *h,
 		return "no UD QP in RTS by that number";
 	from = vbe_policy_remote(h->group);
 	to = vbe_policy_local(n, pg->tenant);
-	if (!vbe_policy_allow(n, &from, &to)) {
+	if (!vbe_policy_allow_either(n, &from, &to)) {
 		vbe_policy_refused(n, "guest %u (tenant %s): datagram from another node's "
 				   "group refused by policy", pg->domid, pg->tenant);
 		return "policy";
