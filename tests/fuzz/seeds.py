@@ -141,7 +141,8 @@ def ring_seeds():
                wr("WRITE", H1, 143, [(d, 8, 0)] * 4)[2:], POLL | PATCH)  # entries missing
     # UD (feature-ud): a UD QP each (QPNs 3 and 4, handles H1 + 1), Q_Key 7;
     # B posts a receive, A sends to it (its empty GID patched to the
-    # node's), with the QP's own Q_Key, to a wrong Q_Key, and a WRITE.
+    # node's), with the QP's own Q_Key, to a wrong Q_Key, into a receive
+    # too small (LOC_LEN_ERR), past the MTU (A's QP to ERR), and a WRITE.
     ud = rec(0, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 1),
                        rid=20))
     ud += rec(1, 0, req("CREATE_QP", 0, struct.pack("<8I", H1, H1, H1, 16, 16, 4, 0, 1),
@@ -160,6 +161,7 @@ def ring_seeds():
     ud += rec(0, 0, udwr("SEND", 151, 0x80000000, [(d, 64, 0)]), POLL | PATCH)
     ud += rec(0, 0, udwr("SEND_IMM", 152, 8, [(d, 64, 0)]), POLL | PATCH)
     ud += rec(1, 0, wr("RECV", H1 + 1, 153, [(d, 16, 1)]), POLL | PATCH)
+    ud += rec(0, 0, udwr("SEND", 156, 7, [(d, 64, 0)]), POLL | PATCH)
     ud += rec(0, 0, udwr("SEND", 154, 7, [(d, 4097, 0)]), POLL | PATCH)
     ud += rec(0, 0, wr("WRITE", H1 + 1, 155, [(d, 8, 0)], SIGNALED, IOVA + 12288, 1),
               POLL | PATCH)
