@@ -244,7 +244,7 @@ static void vfe_parse_gid(const char *s, uint8_t gid[16])
 
 static int vfe_negotiate(struct vfe_dev *d)
 {
-	uint32_t ver, max_req, max_evt, max_sge, max_buf;
+	uint32_t ver, max_req, max_evt, max_sge, max_buf, max_cq;
 	char path[VPLAT_KEY_MAX + 64];
 	char buf[VPLAT_VAL_MAX];
 	int rc;
@@ -260,6 +260,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 		rc = vfe_back_u32(d, "max-sge", VRDMA_WR_SGE, &max_sge);
 	if (!rc)
 		rc = vfe_back_u32(d, "max-buf-pages", VRDMA_BUF_MAX_PAGES, &max_buf);
+	if (!rc)
+		rc = vfe_back_u32(d, "max-cq-order", VRDMA_CQ_ORDER_OLD, &max_cq);
 	if (rc)
 		return rc;
 	d->req_order = VRDMA_REQ_RING_ORDER_DEF;
@@ -280,6 +282,7 @@ static int vfe_negotiate(struct vfe_dev *d)
 	/* Indirect list pages only if dom0 said it takes them. */
 	d->max_buf_pages = max_buf > VRDMA_BUF_MAX_PAGES ? VRDMA_BUF_MAX_PAGES_IND :
 			   VRDMA_BUF_MAX_PAGES;
+	d->max_cq_order = max_cq > VRDMA_CQ_ORDER_MAX ? VRDMA_CQ_ORDER_MAX : max_cq;
 
 	/* node-name is informational: absent or oversized means "". */
 	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&

@@ -66,6 +66,7 @@ struct vfe_dev {
 	bool feat_ud;			/* backend's feature-ud */
 	uint32_t max_sge;		/* SGEs per WR: backend's max-sge, bounded */
 	uint32_t max_buf_pages;		/* per buffer: backend's max-buf-pages, bounded */
+	uint32_t max_cq_order;		/* backend's max-cq-order, bounded */
 	uint32_t devid;			/* the device this process claimed */
 	char fdir[40];			/* "device/vrdma/<devid>", home-relative */
 	char owner[48];			/* our claim: "<pid> <start time>" */

@@ -17,7 +17,7 @@ struct vrdma_cq *vrdma_create_cq(struct vrdma_device *dev, int cqe, void *cq_con
 	uint32_t out[4];
 	int rc;
 
-	if (!dev || cqe < 1 || cqe > (1 << VRDMA_CQ_ORDER_MAX)) {
+	if (!dev || cqe < 1 || cqe > (1 << dev->fe.max_cq_order)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -244,7 +244,7 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	attr->max_qp_wr = VRDMA_MAX_WR;
 	attr->max_sge = dev->fe.max_sge;
 	attr->max_cq = 256;
-	attr->max_cqe = 1u << VRDMA_CQ_ORDER_MAX;
+	attr->max_cqe = 1u << dev->fe.max_cq_order;
 	attr->max_mr = 4096;	/* backend VBE_MAX_MRS (8192 key slots, half kept free) */
 	attr->max_pd = 256;
 	attr->max_qp_rd_atom = 16;

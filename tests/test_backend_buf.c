@@ -4,7 +4,8 @@
  * publishes max-buf-pages, takes indirect list pages (pages of the list
  * pages' refs) and maps every data page where the guest has it; bad
  * indirect bodies are refused as statuses; a guest attaches what its mem
- * quota lets it register, and 1 GiB more, no more.
+ * quota lets it register, and 1 GiB more, no more.  CQs of 2^18 CQEs
+ * (max-cq-order), not 2^19.
  */
 #include <check.h>
 #include <string.h>
@@ -140,6 +141,36 @@ START_TEST(buf_pages_follow_mem)
 }
 END_TEST
 
+START_TEST(buf_cq_order)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_CREATE_CQ, 0);
+	struct vplat_share *data;
+	struct vrdma_cq_hdr *h;
+	char path[256], v[16];
+	uint32_t buf, pages = vrdma_cq_pages(18);
+	struct tg a;
+
+	tg_full(&a, 5);
+	snprintf(path, sizeof(path), "%s/max-cq-order", a.bdir);
+	ck_assert_int_eq(vplat_key_read(a.p, path, v, sizeof(v)), 0);
+	ck_assert_str_eq(v, "18");
+	ck_assert_uint_eq(pages, 1 + 4096);
+	ck_assert_int_eq(attach_ind(&a, VRDMA_BUF_MAX_PAGES + 1, I_GOOD, &buf, &data),
+			 VRDMA_CS_OK);
+	h = vplat_share_addr(data);
+	h->magic = VRDMA_WIRE_MAGIC;
+	h->order = 19;
+	r.u.create_cq.buf = buf;
+	r.u.create_cq.order = 19;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_INVAL);
+	h->order = 18;
+	r.u.create_cq.order = 18;
+	ck_assert_int_eq(tg_cmd(&a, &r, NULL), VRDMA_CS_OK);
+	tg_stop(&a);
+	vplat_unshare(data);
+}
+END_TEST
+
 TCase *backend_buf_tcase(void)
 {
 	TCase *t = tcase_create("buf");
@@ -152,5 +183,6 @@ TCase *backend_buf_tcase(void)
 	tcase_add_test(t, buf_indirect_too_many);
 	tcase_add_test(t, buf_direct_limit);
 	tcase_add_test(t, buf_pages_follow_mem);
+	tcase_add_test(t, buf_cq_order);
 	return t;
 }

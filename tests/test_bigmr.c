@@ -5,6 +5,7 @@
  * (max-buf-pages), a guest may attach what its mem quota lets it
  * register (vrdmactl set VM mem=), and an RDMA WRITE and READ reach a
  * byte past 4 GiB of it.  Below the quota's pages it is refused ENOMEM.
+ * A CQ of 262144 CQEs (max-cq-order) too.
  * The memory is sparse: only the pages written are ever touched.
  */
 #include <check.h>
@@ -80,6 +81,14 @@ START_TEST(t_bigmr)
 	dev = open_dev();
 	ck_assert_int_eq(vrdma_query_device(dev, &da), 0);
 	ck_assert_uint_ge(da.max_mr_size, 64 * GIB);
+	/* CQs of 262144 (libfabric 1.17's ofi_rxm asks that many). */
+	ck_assert_uint_eq(da.max_cqe, 262144);
+	cq = vrdma_create_cq(dev, 262144, NULL);
+	ck_assert_msg(cq != NULL, "create_cq 262144: %s", strerror(errno));
+	ck_assert_int_eq(vrdma_destroy_cq(cq), 0);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_create_cq(dev, 262145, NULL));
+	ck_assert_int_eq(errno, EINVAL);
 	pd = vrdma_alloc_pd(dev);
 	cq = vrdma_create_cq(dev, 16, NULL);
 	ck_assert_ptr_nonnull(pd);

@@ -434,7 +434,8 @@ int vrdma_dereg_mr(struct vrdma_mr *mr);
 
 /*
  * vrdma_create_cq - a completion queue for at least @cqe completions
- * (1..16384), rounded up to a power of two (the cqe field says how many).
+ * (1..the device's max_cqe: 262144, or 16384 under a vrdmad older than
+ * 1.1.0), rounded up to a power of two (the cqe field says how many).
  * As in verbs, the QPs using a CQ may together have more work outstanding
  * than it holds: size it for what the program leaves unpolled.  A
  * completion that finds it full overruns it: that one and every later one

@@ -41,7 +41,8 @@
 #define VRDMA_REQ_RING_ORDER_MAX	10
 #define VRDMA_EVT_RING_ORDER_DEF	6	/* 64 x 64 B = 1 page */
 #define VRDMA_EVT_RING_ORDER_MAX	8
-#define VRDMA_CQ_ORDER_MAX		14	/* 16384 CQEs */
+#define VRDMA_CQ_ORDER_MAX		18	/* 262144 CQEs (16 MiB); max-cq-order */
+#define VRDMA_CQ_ORDER_OLD		14	/* a backend without max-cq-order */
 /* SGEs: a WR entry carries VRDMA_WR_SGE; a WR with more is followed in
  * the request ring by VRDMA_SGE_EXT_ENTRIES(num_sge) entries of struct
  * vrdma_sge_ext, published with it (struct vrdma_sge_ext).  A backend
@@ -69,7 +70,8 @@
  *   backend writes:  protocol-version, max-req-ring-order,
  *                    max-evt-ring-order, max-sge (absent = VRDMA_WR_SGE;
  *                    at most VRDMA_MAX_SGE), max-buf-pages (absent =
- *                    VRDMA_BUF_MAX_PAGES), feature-* (feature-ud: UD
+ *                    VRDMA_BUF_MAX_PAGES), max-cq-order (absent =
+ *                    VRDMA_CQ_ORDER_OLD), feature-* (feature-ud: UD
  *                    QPs, see VRDMA_QP_TYPE_UD), node-name,
  *                    node-gid (32 hex digits: the GID QPs of this node
  *                    are named by, see VRDMA_CMD_MODIFY_QP)
