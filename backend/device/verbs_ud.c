@@ -9,9 +9,7 @@
  * Sending: the guest's payload is copied into a free send buffer behind
  * the header and posted to the destination node's vrdmad QP.  Which QP,
  * and the device address handle to it, the peer table says; a node not
- * in it is resolved as rdma_cm resolves a UD service (RDMA_PS_UDP at the
- * vrdmads' rdma port: address, route, SIDR), the node GID being the
- * IPv4-mapped RDMA address vrdmad listens on (vbe_vx_gid).  While that
+ * in it is resolved (verbs_udcm.c).  While that
  * runs, up to VBE_VUD_HOLD datagrams wait for it in their send buffers;
  * all of it is non-blocking and bounded by VBE_VX_RESOLVE_MS.  No free
  * buffer, a full hold, a node that does not resolve, a device that
@@ -27,54 +25,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
 #include "log.h"
-#include "verbs.h"
-#include "verbs_ud.h"
+#include "verbs_udi.h"
 #include "../local/local.h"
-
-#define VBE_VUD_RECVS		64
-#define VBE_VUD_SENDS		64
-#define VBE_VUD_PEERS		16	/* nodes whose address handle we keep */
-#define VBE_VUD_HOLD		8	/* datagrams waiting for one node's resolution */
-#define VBE_VUD_RETRY_MS	1000	/* a node that did not resolve: asked again after */
-#define VBE_VUD_QKEY		0x01234567u	/* the kernel's RDMA_UDP_QKEY (SIDR) */
-
-enum { VBE_VUD_WR_RECV = 1, VBE_VUD_WR_SEND = 2 };
-
-enum vbe_vud_state { VBE_VUD_FREE, VBE_VUD_RESOLVING, VBE_VUD_UP, VBE_VUD_FAILED };
-
-struct vbe_vud_peer {
-	uint8_t gid[16];
-	enum vbe_vud_state state;
-	struct rdma_cm_id *id;		/* RESOLVING */
-	struct ibv_ah *ah;		/* UP */
-	uint32_t qpn, qkey;
-	int64_t deadline;		/* RESOLVING: give up; FAILED: forget */
-	int64_t used;			/* the least used UP one makes room */
-	uint16_t held[VBE_VUD_HOLD];	/* send buffers waiting for UP */
-	unsigned nheld;
-};
-
-struct vbe_vud {
-	struct rdma_event_channel *ech;
-	struct rdma_cm_id *lis;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	uint8_t *buf;			/* receives, then sends */
-	struct ibv_mr *mr;
-	uint32_t len[VBE_VUD_SENDS];	/* header + payload of each send buffer */
-	uint16_t free[VBE_VUD_SENDS];	/* free send buffers */
-	unsigned nfree;
-	uint32_t max_payload;		/* the device's MTU less the header */
-	uint8_t port;
-	struct vbe_vud_peer peer[VBE_VUD_PEERS];
-	struct { uint64_t tx, rx, tx_drop, rx_bad, rx_drop; } ctr;
-	struct vlog_lim lim;		/* a peer's bad datagrams */
-	struct vlog_lim res_lim;	/* nodes that did not resolve */
-};
 
 static uint8_t *vbe_vud_rbuf(struct vbe_vud *u, uint32_t i)
 {
@@ -254,15 +208,16 @@ bool vbe_vud_cq_event(struct vbe_vx *vx, struct ibv_cq *cq)
 
 /* ---- sending ---- */
 
-static void vbe_vud_give(struct vbe_vud *u, uint16_t i)
+void vbe_vud_give(struct vbe_vud *u, uint16_t i)
 {
 	u->free[u->nfree++] = i;
 }
 
-static void vbe_vud_post(struct vbe_vud *u, struct vbe_vud_peer *p, uint16_t i)
+void vbe_vud_post(struct vbe_vud *u, struct vbe_vud_peer *p, uint16_t i)
 {
 	struct ibv_sge sg = {
-		.addr = (uintptr_t)vbe_vud_sbuf(u, i), .length = u->len[i], .lkey = u->mr->lkey,
+		.addr = (uintptr_t)(vbe_vud_sbuf(u, i) + VRDMA_GRH_LEN), .length = u->len[i],
+		.lkey = u->mr->lkey,
 	};
 	struct ibv_send_wr wr = { .wr_id = (uint64_t)VBE_VUD_WR_SEND << 32 | i,
 				  .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
@@ -277,96 +232,6 @@ static void vbe_vud_post(struct vbe_vud *u, struct vbe_vud_peer *p, uint16_t i)
 		return;
 	}
 	u->ctr.tx++;
-}
-
-/* The peer entry's datagrams held for it: sent (UP) or dropped. */
-static void vbe_vud_flush(struct vbe_vud *u, struct vbe_vud_peer *p)
-{
-	unsigned k;
-
-	for (k = 0; k < p->nheld; k++) {
-		if (p->state == VBE_VUD_UP) {
-			vbe_vud_post(u, p, p->held[k]);
-		} else {
-			u->ctr.tx_drop++;
-			vbe_vud_give(u, p->held[k]);
-		}
-	}
-	p->nheld = 0;
-}
-
-static void vbe_vud_fail(struct vbe_vx *vx, struct vbe_vud_peer *p, const char *why)
-{
-	struct vbe_vud *u = vx->ud;
-	char a[INET_ADDRSTRLEN];
-
-	vlog_limited(&u->res_lim, VLOG_INFO, "rdma: datagrams to node %s: %s; %u dropped",
-		     inet_ntop(AF_INET, p->gid + 12, a, sizeof(a)) ? a : "?", why, p->nheld);
-	if (p->id)
-		vbe_reap_qp(vx, p->id, false, NULL, 0);	/* no QP: the id alone */
-	p->id = NULL;
-	p->state = VBE_VUD_FAILED;
-	p->deadline = vx->node->now_ms + VBE_VUD_RETRY_MS;
-	vbe_vud_flush(u, p);
-}
-
-/* Start resolving gid (IPv4-mapped: the node's RDMA address) into p. */
-static int vbe_vud_resolve(struct vbe_vx *vx, struct vbe_vud_peer *p, const uint8_t *gid)
-{
-	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
-	struct sockaddr_in src, dst;
-
-	if (memcmp(gid, v4, sizeof(v4)) || vx->addr.ss_family != AF_INET)
-		return -EAFNOSUPPORT;
-	memcpy(&src, &vx->addr, sizeof(src));
-	src.sin_port = 0;
-	memset(&dst, 0, sizeof(dst));
-	dst.sin_family = AF_INET;
-	dst.sin_port = htons(vx->port);
-	memcpy(&dst.sin_addr, gid + 12, 4);
-	memset(p, 0, sizeof(*p));
-	memcpy(p->gid, gid, sizeof(p->gid));
-	if (rdma_create_id(vx->ud->ech, &p->id, p, RDMA_PS_UDP))
-		return -errno;
-	if (rdma_resolve_addr(p->id, (struct sockaddr *)&src, (struct sockaddr *)&dst,
-			      VBE_VX_RESOLVE_MS)) {
-		vbe_reap_qp(vx, p->id, false, NULL, 0);
-		p->id = NULL;
-		return -errno;
-	}
-	p->state = VBE_VUD_RESOLVING;
-	p->deadline = vx->node->now_ms + 3 * VBE_VX_RESOLVE_MS;
-	return 0;
-}
-
-/* gid's entry, made (and its resolution started) if need be; NULL: no room. */
-static struct vbe_vud_peer *vbe_vud_peer(struct vbe_vx *vx, const uint8_t *gid)
-{
-	struct vbe_vud *u = vx->ud;
-	struct vbe_vud_peer *p, *room = NULL;
-	unsigned i;
-
-	for (i = 0; i < VBE_VUD_PEERS; i++) {
-		p = &u->peer[i];
-		if (p->state != VBE_VUD_FREE && !memcmp(p->gid, gid, sizeof(p->gid)))
-			return p;
-		if (p->state == VBE_VUD_FREE)
-			room = p;
-		else if (p->state == VBE_VUD_UP && (!room || (room->state == VBE_VUD_UP &&
-							    p->used < room->used)))
-			room = p;
-	}
-	if (!room)
-		return NULL;
-	if (room->ah)
-		ibv_destroy_ah(room->ah);
-	room->ah = NULL;
-	room->state = VBE_VUD_FREE;
-	if (vbe_vud_resolve(vx, room, gid)) {
-		memset(room, 0, sizeof(*room));
-		return NULL;
-	}
-	return room;
 }
 
 static void vbe_vud_drop(struct vbe_guest *g, const char *why, uint32_t qpn)
@@ -435,128 +300,6 @@ void vbe_vud_send(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *
 	}
 	p->used = vx->node->now_ms;
 	vbe_vud_post(u, p, i);
-}
-
-/* ---- rdma_cm: resolving nodes, answering their resolutions ---- */
-
-static struct vbe_vud_peer *vbe_vud_of_id(struct vbe_vud *u, struct rdma_cm_id *id)
-{
-	struct vbe_vud_peer *p = id->context;
-
-	if (p < u->peer || p >= u->peer + VBE_VUD_PEERS || p->id != id)
-		return NULL;
-	return p;
-}
-
-/* Another node's vrdmad asks for our QP number (SIDR REQ). */
-static void vbe_vud_request(struct vbe_vx *vx, struct rdma_cm_id *id)
-{
-	struct rdma_conn_param cp;
-
-	memset(&cp, 0, sizeof(cp));
-	cp.qp_num = vx->ud->qp->qp_num;
-	if (id->verbs != vx->ctx || rdma_accept(id, &cp))
-		rdma_reject(id, NULL, 0);
-}
-
-static void vbe_vud_event(struct vbe_vx *vx, struct rdma_cm_event *ev, bool *done)
-{
-	struct vbe_vud *u = vx->ud;
-	struct vbe_vud_peer *p;
-
-	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		vbe_vud_request(vx, ev->id);
-		*done = true;	/* the id is ours to destroy, once acked */
-		return;
-	}
-	p = ev->id == u->lis ? NULL : vbe_vud_of_id(u, ev->id);
-	if (!p)
-		return;
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (rdma_resolve_route(p->id, VBE_VX_RESOLVE_MS))
-			vbe_vud_fail(vx, p, "no route");
-		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		struct rdma_conn_param cp;
-
-		memset(&cp, 0, sizeof(cp));
-		if (p->id->verbs != vx->ctx)
-			vbe_vud_fail(vx, p, "routed to another device");
-		else if (rdma_connect(p->id, &cp))
-			vbe_vud_fail(vx, p, "no service request");
-		break;
-	}
-	case RDMA_CM_EVENT_ESTABLISHED:
-		p->ah = ibv_create_ah(u->pd, &ev->param.ud.ah_attr);
-		if (!p->ah || !ev->param.ud.qp_num || ev->param.ud.qp_num >= 1u << 24) {
-			vbe_vud_fail(vx, p, p->ah ? "bad QP number" : "no address handle");
-			break;
-		}
-		p->qpn = ev->param.ud.qp_num;
-		p->qkey = ev->param.ud.qkey;
-		p->state = VBE_VUD_UP;
-		p->used = vx->node->now_ms;
-		*done = true;	/* the id's work is done: p->id goes after the ack */
-		vbe_vud_flush(u, p);
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		/* vbe_vud_fail hands the id to the reaper: after the ack. */
-		*done = true;
-		break;
-	default:
-		break;
-	}
-}
-
-void vbe_vud_events(struct vbe_vx *vx)
-{
-	struct rdma_cm_event *ev;
-	struct rdma_cm_id *id;
-	struct vbe_vud_peer *p;
-	bool done;
-	int type;
-
-	if (!vx->ud)
-		return;
-	while (!rdma_get_cm_event(vx->ud->ech, &ev)) {
-		done = false;
-		id = ev->id;
-		type = ev->event;
-		vbe_vud_event(vx, ev, &done);
-		rdma_ack_cm_event(ev);
-		if (!done)
-			continue;
-		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			vbe_reap_qp(vx, id, false, NULL, 0);
-			continue;
-		}
-		p = vbe_vud_of_id(vx->ud, id);
-		if (p && p->state == VBE_VUD_UP) {
-			vbe_reap_qp(vx, id, false, NULL, 0);
-			p->id = NULL;
-		} else if (p) {
-			vbe_vud_fail(vx, p, rdma_event_str(type));
-		}
-	}
-}
-
-void vbe_vud_tick(struct vbe_vx *vx, int64_t now_ms)
-{
-	unsigned i;
-
-	for (i = 0; vx->ud && i < VBE_VUD_PEERS; i++) {
-		struct vbe_vud_peer *p = &vx->ud->peer[i];
-
-		if (p->state == VBE_VUD_RESOLVING && now_ms > p->deadline)
-			vbe_vud_fail(vx, p, "timed out");
-		else if (p->state == VBE_VUD_FAILED && now_ms > p->deadline)
-			memset(p, 0, sizeof(*p));
-	}
 }
 
 /* ---- receiving ---- */

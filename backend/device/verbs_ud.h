@@ -8,7 +8,9 @@
  * which applies every check a datagram of its own node gets.
  *
  *   verbs_udhdr.c  the header: pack and parse (pure, unit tested, fuzzed)
- *   verbs_ud.c     the device UD QP, its buffer pools and the peer nodes
+ *   verbs_ud.c     the device UD QP, its buffer pool, sending, receiving
+ *   verbs_udcm.c   the peer nodes: resolving a node GID to its vrdmad's QP
+ *   verbs_udi.h    what the last two share
  *
  * A peer vrdmad is no more trusted than a guest: every field is checked,
  * and a datagram that fails a check is dropped and counted.
