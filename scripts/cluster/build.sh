@@ -26,7 +26,7 @@ ML=/usr/lib/x86_64-linux-gnu
 VRDMA_BINS="sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat tests/itest_guest"
 HOST_BINS="/usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_write_lat
 	/usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ibv_rc_pingpong /usr/bin/rping
-	/usr/bin/ibv_srq_pingpong
+	/usr/bin/ibv_srq_pingpong /usr/bin/ibv_ud_pingpong
 	/usr/bin/ibv_devinfo /usr/bin/rdma"
 for f in $VRDMA_BINS; do
 	[ -x "$B/$f" ] || cl_die "$B/$f missing (make B=$B all $B/tests/itest_guest first)"
@@ -81,6 +81,14 @@ for f in "$ML"/libibverbs/librxe-rdmav*.so; do
 	addbin "$f" "$f"
 done
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
+# UCX (ucx-utils), when the host has it: ucx_perftest between the nodes;
+# its transports are dlopen()ed modules, which ldd never names either.
+if [ -x /usr/bin/ucx_perftest ]; then
+	addbin /usr/bin/ucx_perftest /usr/bin/ucx_perftest
+	for f in "$ML"/ucx/*.so.0; do
+		addbin "$f" "$f"
+	done
+fi
 # glibc's pthread_cancel dlopen()s libgcc_s
 cp -L "$ML/libgcc_s.so.1" "$R/$ML/"
 

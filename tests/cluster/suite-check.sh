@@ -169,6 +169,37 @@ if need_remote verbs-remote-path-$NODE; then
 		"ibv_srq_pingpong -g 0 -n 100 -q 4 -p @P@ @A@"
 	cl_vpair write_bw_cm 19606 "ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@" \
 		"ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@ @A@"
+	# unreliable datagrams between guests of the two nodes: each node's
+	# vrdmad UD QP on the device (verbs_ud.c); -g 0 puts the other node's
+	# GID in the address handle; 512 bytes fit rxe's 1024-byte MTU.  Both
+	# sides send and receive 100: the totals count them, no drop.
+	_u0=$(ctl -j stats)
+	cl_vpair ud_pingpong 19608 "ibv_ud_pingpong -g 0 -n 100 -s 512 -p @P@" \
+		"ibv_ud_pingpong -g 0 -n 100 -s 512 -p @P@ @A@"
+	grep "iters in" $T/v-ud_pingpong.out
+	_u1=$(ctl -j stats)
+	for _f in ud_tx ud_rx ud_tx_drop ud_rx_drop; do
+		eval "_d_$_f=\$((\$(field $_f "\$_u1") - \$(field $_f "\$_u0")))"
+	done
+	echo "datagrams on $NODE: ud_tx +$_d_ud_tx ud_rx +$_d_ud_rx" \
+	     "ud_tx_drop +$_d_ud_tx_drop ud_rx_drop +$_d_ud_rx_drop"
+	_ok=0
+	[ "$_d_ud_tx" -ge 100 ] && [ "$_d_ud_rx" -ge 100 ] && [ "$_d_ud_tx_drop" = 0 ] &&
+		[ "$_d_ud_rx_drop" = 0 ] && _ok=1
+	vt_check verbs-ud-counters-$NODE [ $_ok = 1 ]
+	# UCP over vrdma's transports between the nodes: rc_verbs for the
+	# data, wired up through ud_verbs (datagrams between the nodes).
+	# UCX lists a device only with its /dev node (docs/verbs.md).
+	if [ -x /usr/bin/ucx_perftest ]; then
+		mkdir -p /dev/infiniband
+		[ -e /dev/infiniband/uverbs-vrdma0 ] ||
+			mknod -m 666 /dev/infiniband/uverbs-vrdma0 c 1 3
+		export UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=vrdma0:1
+		cl_vpair ucx_tag_lat 19609 "ucx_perftest -t tag_lat -n 1000 -w 100 -p @P@" \
+			"ucx_perftest -t tag_lat -n 1000 -w 100 -p @P@ @A@"
+		grep -E "^Final:" $T/v-ucx_tag_lat.out
+		unset UCX_TLS UCX_NET_DEVICES
+	fi
 	vt_check verbs-clean-$NODE leak_free
 fi
 
