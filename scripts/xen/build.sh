@@ -37,7 +37,7 @@ DOMU_BINS="bin/vrdma-bw bin/vrdma-lat bin/vrdma-xen-rawcopy tests/itest_guest te
 DOMU_VERBS="/usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw
 	/usr/bin/ib_atomic_bw /usr/bin/ib_write_lat /usr/bin/ib_send_lat
 	/usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong /usr/bin/ibv_srq_pingpong
-	/usr/bin/rping /usr/bin/ucmatose"
+	/usr/bin/ibv_ud_pingpong /usr/bin/rping /usr/bin/ucmatose"
 for f in $DOM0_BINS $DOMU_BINS lib/vrdma/libibverbs.so.1 lib/vrdma/librdmacm.so.1 bin/vrdma-run; do
 	[ -e "$B/$f" ] || xr_die "$B/$f missing (make B=$B all first)"
 done

@@ -134,6 +134,8 @@ verbs_suite() { # srv_dom cli_dom addr
 	vt_check verbs-devinfo gn_sh $c 60 "vrdma-run ibv_devinfo -v | grep -E 'hca_id|GID'; vrdma-run ibv_devinfo | grep -q vrdma0"
 	vpair rc_pingpong $((p + 1)) $s $c $a ibv_rc_pingpong -g 0 -n 100
 	vpair srq_pingpong $((p + 2)) $s $c $a ibv_srq_pingpong -g 0 -n 50 -q 4
+	# Datagrams: dom0 delivers between the two domUs of its node.
+	vpair ud_pingpong $((p + 22)) $s $c $a ibv_ud_pingpong -g 0 -n 100
 	vpair write_bw_old $((p + 3)) $s $c $a ib_write_bw -x 0 -n 200 -s 4096 --use_old_post_send
 	vt_perftests vpair $((p + 3)) $s $c $a
 	vcmds rping $((p + 20)) $s $c "rping -s -v -p @P@ -C 10" "rping -c -a $a -v -V -p @P@ -C 10"
