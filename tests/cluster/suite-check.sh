@@ -171,7 +171,8 @@ if need_remote verbs-remote-path-$NODE; then
 		"ib_write_bw -R -x 0 -n 200 -s 65536 -p @P@ @A@"
 	# unreliable datagrams between guests of the two nodes: each node's
 	# vrdmad UD QP on the device (verbs_ud.c); -g 0 puts the other node's
-	# GID in the address handle; 512 bytes fit rxe's 1024-byte MTU.  Both
+	# GID in the address handle; 512 bytes fit any RoCE MTU less vrdmad's
+	# 32-byte header (the rig's rxe takes 4064).  Both
 	# sides send and receive 100: the totals count them, no drop.
 	_u0=$(ctl -j stats)
 	cl_vpair ud_pingpong 19608 "ibv_ud_pingpong -g 0 -n 100 -s 512 -p @P@" \

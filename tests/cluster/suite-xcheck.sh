@@ -315,7 +315,7 @@ if need_remote xcheck-remote-path-$NODE; then
 		"ibv_srq_pingpong -g 0 -n 50 -q 4 -p @P@ @A@"
 	# datagrams between the nodes' domUs: each dom0's vrdmad UD QP on
 	# rxe0 (verbs_ud.c); -g 0: the other node's GID in the address
-	# handle; 512 bytes fit rxe's 1024-byte MTU less vrdmad's header
+	# handle; 512 bytes fit any RoCE MTU less vrdmad's 32-byte header
 	xc_vpair ud_pingpong 19705 "ibv_ud_pingpong -g 0 -n 50 -s 512 -p @P@" \
 		"ibv_ud_pingpong -g 0 -n 50 -s 512 -p @P@ @A@"
 	VT_PT_N=100	# (one lat iteration is a 30 ms round trip here)
