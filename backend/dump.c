@@ -76,15 +76,36 @@ void vbe_node_census(struct vbe_node *n, struct vbe_census *c)
 	X(refusals) X(qdelay_n) X(qdelay_sum_us) X(qdelay_max_us) X(throttled_us) \
 	X(cmd_waits) X(ud_tx) X(ud_rx) X(ud_tx_drop) X(ud_rx_drop)
 
-static void vbe_out_counters(const struct vbe_guest *g, struct vout *o)
+static void vbe_out_ctrs(const struct vbe_counters *c, const char *key, struct vout *o)
 {
-	vout_obj(o, "counters");
-	vout_text(o, "  counters:");
-#define X(f) vout_u64(o, #f, g->ctr.f, " " #f "=%llu", (unsigned long long)g->ctr.f);
+	vout_obj(o, key);
+	vout_text(o, "  %s:", key);
+#define X(f) vout_u64(o, #f, c->f, " " #f "=%llu", (unsigned long long)c->f);
 	VBE_CTRS(X)
 #undef X
 	vout_text(o, "\n");
 	vout_end(o);
+}
+
+static void vbe_out_counters(const struct vbe_guest *g, struct vout *o)
+{
+	vbe_out_ctrs(&g->ctr, "counters", o);
+}
+
+/* a += b, counter by counter; a maximum stays one */
+static void vbe_ctrs_add(struct vbe_counters *a, const struct vbe_counters *b)
+{
+	uint64_t max = a->qdelay_max_us > b->qdelay_max_us ? a->qdelay_max_us : b->qdelay_max_us;
+
+#define X(f) a->f += b->f;
+	VBE_CTRS(X)
+#undef X
+	a->qdelay_max_us = max;
+}
+
+void vbe_node_ctrs_keep(struct vbe_guest *g)
+{
+	vbe_ctrs_add(&g->node->ctr_gone, &g->ctr);
 }
 
 /* Scripts split `stats -j` at "domid": and take the counters as the
@@ -371,6 +392,14 @@ int vbe_node_stats(struct vbe_node *n, struct vout *o, const char *sort)
 	vout_ju64(o, "dev_full", n->dev_full);
 	vout_ju64(o, "dev_hold_expired", n->dev_hold_expired);
 	vout_jstr(o, "sort", vbe_sort_names[key]);
+	/* Before "guests": scripts that split at "domid" never see it. */
+	if (vout_json(o)) {
+		struct vbe_counters t = n->ctr_gone;
+
+		for (i = 0; i < count; i++)
+			vbe_ctrs_add(&t, &v[i]->ctr);
+		vbe_out_ctrs(&t, "totals", o);
+	}
 	/* 78 columns: fits a terminal of 80 (`top`). */
 	vout_text(o, "%-15s %-7s %-6s %4s %5s %5s %5s %5s %5s %5s %4s %s\n", "VM", "GUEST",
 		  "CLASS", "WT", "RATE", "TX/s", "RX/s", "QDLY", "QMAX", "THR", "REF", "F");

@@ -473,6 +473,7 @@ struct vbe_node {
 	bool reap;
 	unsigned nheld;			/* guests holding an answer (cmd.c) */
 	uint64_t disabled;
+	struct vbe_counters ctr_gone;	/* of the guests that left (stats' totals) */
 	uint64_t poll_bytes;		/* per-guest budgets (tests lower them) */
 	uint64_t dev_bytes;		/* send WR bytes on the RDMA device, all guests */
 	uint64_t dev_max;		/* ... at most (VBE_DEV_BYTES) */
@@ -592,6 +593,9 @@ struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t de
 uint32_t vbe_node_qpn(struct vbe_node *n);	/* 0: none left */
 void vbe_node_qpn_free(struct vbe_node *n, uint32_t qpn);
 void vbe_node_flush(struct vbe_node *n);	/* reap disabled guests, publish */
+
+/* dump.c: a leaving guest's counters go into the node's totals */
+void vbe_node_ctrs_keep(struct vbe_guest *g);
 
 /* xenbus.c */
 int  vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,

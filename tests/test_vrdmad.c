@@ -370,6 +370,7 @@ START_TEST(test_json_every_command)
 	char args[256], out[4096], err[512];
 	struct json_object *j;
 	pid_t pid, gpid;
+	int64_t cmds;
 	size_t i;
 	int n;
 
@@ -414,6 +415,9 @@ START_TEST(test_json_every_command)
 	ck_assert_str_eq(jstr(j, "guests.0.vm"), HOSTILE_VM);
 	ck_assert_str_eq(jstr(j, "guests.0.class"), "normal");
 	ck_assert_int_ge(jint(j, "guests.0.counters.commands"), 1);
+	/* totals: every guest's counters, those that left included */
+	cmds = jint(j, "guests.0.counters.commands");
+	ck_assert_int_ge(jint(j, "totals.commands"), cmds);
 	json_object_put(j);
 
 	/* A VM's name as the shell passes it: 'vm"x\y'. */
@@ -563,6 +567,17 @@ START_TEST(test_json_every_command)
 
 	kill(gpid, SIGTERM);
 	wait_exit(gpid);
+	for (i = 0, n = 1; i < WAIT_MS / 50 && n != 0; i++) {
+		j = ctl_json("census");
+		n = (int)jint(j, "guests");
+		json_object_put(j);
+		if (n != 0)
+			vdt_sleep_ms(50);
+	}
+	ck_assert_int_eq(n, 0);
+	j = ctl_json("stats");
+	ck_assert_int_ge(jint(j, "totals.commands"), cmds);
+	json_object_put(j);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(wait_exit(pid), 0);
 	/* Unreachable: 3, whatever the command. */

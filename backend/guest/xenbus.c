@@ -509,6 +509,7 @@ void vbe_xb_guest_free(struct vbe_guest *g)
 	/* Last: what its release left mapped for the device (late unmaps)
 	 * is charged to its tenant, which must still be its own then. */
 	vbe_tenant_fini(g);
+	vbe_node_ctrs_keep(g);
 	g->node->guest_epoch++;		/* cached peer pointers go stale */
 	free(g);
 }
