@@ -259,7 +259,7 @@ START_TEST(t_live_cq_qp)
 	ck_assert_ptr_null(vrdma_create_cq(dev, 0, NULL));
 	ck_assert_int_eq(errno, EINVAL);
 	errno = 0;
-	ck_assert_ptr_null(vrdma_create_cq(dev, (1 << 14) + 1, NULL));
+	ck_assert_ptr_null(vrdma_create_cq(dev, (1 << VRDMA_CQ_ORDER_MAX) + 1, NULL));
 	ck_assert_int_eq(errno, EINVAL);
 	cq = vrdma_create_cq(dev, 6, NULL);
 	ck_assert_msg(cq != NULL, "create_cq: %s", strerror(errno));
