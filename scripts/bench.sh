@@ -6,7 +6,9 @@
 # local guests (same size and count), vrdma-refbench memcpy and tcp; then
 # 8-byte vrdma-lat write beside ib_write_lat, refbench shmlat and shmrelay
 # (the split driver's shape: client -> relay -> server).  One table at the
-# end; then instructions per WR (bench-cost.sh).
+# end, then Open MPI ping-pong and Allreduce between two guests (pml ucx
+# over vrdma beside UCX's shm and tcp); then instructions per WR
+# (bench-cost.sh).
 # Usage: bench.sh BUILD_DIR [--csv|--json]
 set -u
 b=${1:?usage: bench.sh BUILD_DIR [--csv|--json]}
@@ -113,6 +115,52 @@ shm_p99=$(field shmlat "$VR_RUN/shm" 9)
 rel_typ=$(field shmrelay "$VR_RUN/relay" 6) rel_avg=$(field shmrelay "$VR_RUN/relay" 7)
 rel_p99=$(field shmrelay "$VR_RUN/relay" 9)
 
+# Open MPI between two plain-host guests: tests/mpi_check.c --bench (the
+# OSU benchmarks' columns) through vrdma-run with pml ucx on vrdma's
+# transports, beside the same program on UCX's own shared memory and
+# TCP (no vrdma-run).  Two ranks on this host, mpirun's default binding;
+# vrdma's data path is vrdmad, a third process on the same cores.
+# pml_ucx_tls and _devices any: pml ucx declines a transport list
+# without rc_verbs, ud_verbs or mlx5's (shm, tcp) unless told.
+# mpi_run TAG UCX_TLS [vrdma-run]: the program's output in $VR_RUN/mpi.TAG
+mpi_run() {
+	: >"$VR_RUN/mpi.$1"
+	[ -x "$VR_RUN/mpi_check" ] || return 0
+	echo "== Open MPI ping-pong, Allreduce: pml ucx, UCX_TLS=$2" >&2
+	timeout "$T" mpirun $mpi_root --oversubscribe -np 2 --mca pml ucx \
+		--mca pml_ucx_tls any --mca pml_ucx_devices any -x VRDMA_RUN_DIR \
+		-x UCX_TLS="$2" ${3:+-x UCX_NET_DEVICES=vrdma0:1} ${3:+"$3"} "$VR_RUN/mpi_check" --bench \
+		>"$VR_RUN/mpi.$1" 2>"$VR_RUN/mpi.$1.err" && return 0
+	echo "mpirun over $2 failed:" >&2
+	tail -n 5 "$VR_RUN/mpi.$1.err" >&2
+	: >"$VR_RUN/mpi.$1"
+	return 1
+}
+mpi_root=
+[ "$(id -u)" -eq 0 ] && mpi_root=--allow-run-as-root
+mpi_note=
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+	mpi_note="mpicc or mpirun missing (libopenmpi-dev, openmpi-bin): no MPI columns"
+elif ! mpicc -O2 -o "$VR_RUN/mpi_check" "$(dirname "$0")/../tests/mpi_check.c" 2>"$VR_RUN/mpicc.err"; then
+	mpi_note="mpicc failed: $(head -n 3 "$VR_RUN/mpicc.err")"
+	rc=1
+fi
+mpi_moved() {
+	m=$("$b/sbin/vrdmactl" -S "$VR_RUN" -j stats | sed -n 's/.*"totals":{[^}]*"tx_bytes": *\([0-9]*\).*/\1/p')
+	echo "${m:-0}"
+}
+if [ -e /dev/infiniband/uverbs-vrdma0 ]; then
+	m0=$(mpi_moved)
+	mpi_run vrdma rc_verbs,ud_verbs,self "$b/bin/vrdma-run" || rc=1
+	mpi_bytes=$(($(mpi_moved) - m0))
+else
+	: >"$VR_RUN/mpi.vrdma"
+	mpi_bytes=-
+	[ -n "$mpi_note" ] || mpi_note="no /dev/infiniband/uverbs-vrdma0 (docs/verbs.md): UCX cannot list vrdma0"
+fi
+mpi_run shm sm,self || rc=1
+mpi_run tcp tcp,self || rc=1
+
 awk -v fmt="$fmt" -v lt="$lat_typ" -v la="$lat_avg" -v lp="$lat_p99" \
     -v st="$shm_typ" -v sa="$shm_avg" -v sp="$shm_p99" \
     -v rt="$rel_typ" -v ra="$rel_avg" -v rp="$rel_p99" \
@@ -137,7 +185,7 @@ END {
 		printf "\"perftest_write_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", pt, pa, pp
 		printf "\"perftest_write_8B_vrdmad_rt\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", qt, qa, qp
 		printf "\"shm_pingpong_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},", st, sa, sp
-		printf "\"shm_relay_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},\"vrdma_over_relay_typical\":\"%s\"}}\n", rt, ra, rp, ratio(lt, rt)
+		printf "\"shm_relay_8B\":{\"typical_us\":\"%s\",\"avg_us\":\"%s\",\"p99_us\":\"%s\"},\"vrdma_over_relay_typical\":\"%s\"}", rt, ra, rp, ratio(lt, rt)
 	} else {
 		print "Bandwidth (MiB/s, average; MiB = 2^20; memcpy over the same footprint as vrdma-bw;"
 		print "perftest: Debian ib_write_bw through vrdma-run, same size and count)"
@@ -155,5 +203,47 @@ END {
 		printf "vrdma-lat / relay floor (typical): %s\n", ratio(lt, rt)
 	}
 }' "$VR_RUN/table"
+# The MPI tables: one row per size, a column per transport ("-": none).
+awk -v fmt="$fmt" -v note="$mpi_note" -v moved="$mpi_bytes" '
+FNR == 1 { t = (FILENAME ~ /vrdma$/) ? 1 : (FILENAME ~ /shm$/) ? 2 : 3; sec = "" }
+/^# ping-pong/ { sec = "pp"; next }
+/^# Allreduce/ { sec = "ar"; next }
+/^#/ || NF < 2 { next }
+sec == "pp" { if (!($1 in pl)) { pp[++npp] = $1; pl[$1] = 1 } lat[$1, t] = $2; bw[$1, t] = $3 }
+sec == "ar" { if (!($1 in al)) { ar[++nar] = $1; al[$1] = 1 } arl[$1, t] = $2 }
+function v(a, k, t) { return ((k, t) in a) ? a[k, t] : "-" }
+END {
+	if (fmt == "--csv") {
+		print "mpi_size,vrdma_lat_us,shm_lat_us,tcp_lat_us,vrdma_mbs,shm_mbs,tcp_mbs"
+		for (i = 1; i <= npp; i++)
+			printf "%s,%s,%s,%s,%s,%s,%s\n", pp[i], v(lat, pp[i], 1), v(lat, pp[i], 2), v(lat, pp[i], 3), v(bw, pp[i], 1), v(bw, pp[i], 2), v(bw, pp[i], 3)
+		print "mpi_allreduce_size,vrdma_us,shm_us,tcp_us"
+		for (i = 1; i <= nar; i++)
+			printf "%s,%s,%s,%s\n", ar[i], v(arl, ar[i], 1), v(arl, ar[i], 2), v(arl, ar[i], 3)
+	} else if (fmt == "--json") {
+		printf ",\"mpi\":{\"vrdma_bytes\":\"%s\",\"pingpong\":[", moved
+		for (i = 1; i <= npp; i++)
+			printf "%s{\"size\":%s,\"vrdma_lat_us\":\"%s\",\"shm_lat_us\":\"%s\",\"tcp_lat_us\":\"%s\",\"vrdma_mbs\":\"%s\",\"shm_mbs\":\"%s\",\"tcp_mbs\":\"%s\"}", (i > 1 ? "," : ""), pp[i], v(lat, pp[i], 1), v(lat, pp[i], 2), v(lat, pp[i], 3), v(bw, pp[i], 1), v(bw, pp[i], 2), v(bw, pp[i], 3)
+		printf "],\"allreduce\":["
+		for (i = 1; i <= nar; i++)
+			printf "%s{\"size\":%s,\"vrdma_us\":\"%s\",\"shm_us\":\"%s\",\"tcp_us\":\"%s\"}", (i > 1 ? "," : ""), ar[i], v(arl, ar[i], 1), v(arl, ar[i], 2), v(arl, ar[i], 3)
+		printf "]}}\n"
+	} else {
+		print ""
+		print "Open MPI 4.1, pml ucx, 2 ranks on this host (tests/mpi_check.c --bench, OSU columns):"
+		print "vrdma = vrdma-run, UCX_TLS=rc_verbs,ud_verbs,self on vrdma0:1; shm = UCX_TLS=sm,self;"
+		print "tcp = UCX_TLS=tcp,self (loopback).  Latency: half round trip; MB/s: 10^6 bytes/s,"
+		printf "windows of 64 sends.  Bytes through vrdma during its run: %s\n", moved
+		if (note != "") print "(" note ")"
+		printf "%10s | %9s | %9s | %9s | %10s | %10s | %10s\n", "size", "vrdma us", "shm us", "tcp us", "vrdma MB/s", "shm MB/s", "tcp MB/s"
+		for (i = 1; i <= npp; i++)
+			printf "%10s | %9s | %9s | %9s | %10s | %10s | %10s\n", pp[i], v(lat, pp[i], 1), v(lat, pp[i], 2), v(lat, pp[i], 3), v(bw, pp[i], 1), v(bw, pp[i], 2), v(bw, pp[i], 3)
+		print ""
+		print "MPI_Allreduce (int64 sum), 2 ranks, average us"
+		printf "%10s | %9s | %9s | %9s\n", "size", "vrdma", "shm", "tcp"
+		for (i = 1; i <= nar; i++)
+			printf "%10s | %9s | %9s | %9s\n", ar[i], v(arl, ar[i], 1), v(arl, ar[i], 2), v(arl, ar[i], 3)
+	}
+}' "$VR_RUN/mpi.vrdma" "$VR_RUN/mpi.shm" "$VR_RUN/mpi.tcp"
 [ $rc -eq 0 ] || echo "bench: some steps failed (see above)" >&2
 exit $rc
