@@ -19,7 +19,9 @@ set -eu
 # tests run on vrdma's libibverbs / librdmacm (make check-verbs, the rigs).
 # ucx-utils libucx0 libfabric-bin libfabric1 openmpi-bin libopenmpi3: the
 # middleware whose every symbol the private libdir must define (make
-# check-verbs-abi), and ucx_info / fi_info to try them.
+# check-verbs-abi), and what make check-middleware runs on vrdma
+# (ucx_info, ucx_perftest, fi_info, mpirun); libopenmpi-dev: mpicc for
+# its MPI program (tests/mpi_check.c) and make bench's.
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 # dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
 # systemd for systemd-analyze on the unit.
@@ -29,7 +31,7 @@ set -eu
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libinih-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils ucx-utils libucx0 libfabric-bin libfabric1
-	openmpi-bin libopenmpi3 clang libclang-rt-dev
+	openmpi-bin libopenmpi3 libopenmpi-dev clang libclang-rt-dev
 	dpkg-dev debhelper lintian systemd mmdebstrap e2fsprogs man-db groff-base"}
 
 as_root() {
