@@ -669,6 +669,9 @@ static inline struct vbe_wqe *vbe_wq_tail(struct vbe_wq *q)
 
 	return &q->e[i >= q->size ? i - q->size : i];
 }
+/* ring.c: SGEs of a queued WR adding up past 2^32 - 1 (a guest's lie). */
+bool vbe_wr_too_long(const struct vbe_wqe *w, unsigned n);
+
 /* A queue of size WRs of up to max_sge SGEs each: 0 or -ENOMEM. */
 int  vbe_wq_alloc(struct vbe_wq *q, uint32_t size, uint32_t max_sge);
 void vbe_wq_free(struct vbe_wq *q);

@@ -282,7 +282,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 	/* Indirect list pages only if dom0 said it takes them. */
 	d->max_buf_pages = max_buf > VRDMA_BUF_MAX_PAGES ? VRDMA_BUF_MAX_PAGES_IND :
 			   VRDMA_BUF_MAX_PAGES;
-	d->max_cq_order = max_cq > VRDMA_CQ_ORDER_MAX ? VRDMA_CQ_ORDER_MAX : max_cq;
+	d->max_cq_order = max_cq > VRDMA_CQ_ORDER_MAX ? VRDMA_CQ_ORDER_MAX :
+			  max_cq < VRDMA_CQ_ORDER_OLD ? VRDMA_CQ_ORDER_OLD : max_cq;
 
 	/* node-name is informational: absent or oversized means "". */
 	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&

@@ -142,8 +142,9 @@ void *vrdma_alloc_buf(struct vrdma_device *dev, size_t length)
 	}
 	if (vlib_broken(dev))
 		return NULL;
-	npages = (length + VRDMA_PAGE_SIZE - 1) / VRDMA_PAGE_SIZE;
-	if (length > (size_t)dev->fe.max_buf_pages * VRDMA_PAGE_SIZE) {
+	/* In pages: max_buf_pages * 4 KiB is past a 32-bit size_t. */
+	npages = length / VRDMA_PAGE_SIZE + (length % VRDMA_PAGE_SIZE != 0);
+	if (npages > dev->fe.max_buf_pages) {
 		errno = EINVAL;
 		return NULL;
 	}

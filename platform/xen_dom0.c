@@ -45,6 +45,22 @@ struct xd_map {
 	int writable;
 };
 
+/* Linux's gntdev maps at most `limit` grants a request (65536 unless its
+ * module parameter says otherwise): a bigger buffer is past dom0's room,
+ * not a bad ref.  0 if it cannot be read. */
+static uint32_t xd_gntdev_limit(void)
+{
+	FILE *f = fopen("/sys/module/xen_gntdev/parameters/limit", "re");
+	unsigned long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1 || v > UINT32_MAX)
+		v = 0;
+	fclose(f);
+	return (uint32_t)v;
+}
+
 static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_t n,
 		  int writable, struct vplat_map **out)
 {
@@ -68,7 +84,16 @@ static int xd_map(struct vplat *p, uint32_t domid, const uint32_t *refs, uint32_
 		free(m);
 		vlog_dbg("platform: map %u refs of domain %u: %s", n, domid, strerror(err));
 		/* Out of room in gntdev or our address space vs a bad ref. */
-		return err == ENOMEM || err == ENOSPC || err == E2BIG ? -ENOMEM : -EFAULT;
+		if (err == ENOMEM || err == ENOSPC || err == E2BIG)
+			return -ENOMEM;
+		if (err == EINVAL && n > 65536 && n > xd_gntdev_limit()) {
+			static struct vlog_lim lim;
+
+			vlog_limited(&lim, VLOG_WARN, "platform: a buffer of %u pages of domain %u is"
+				     " past gntdev's limit per map (xen_gntdev.limit)", n, domid);
+			return -ENOMEM;
+		}
+		return -EFAULT;
 	}
 	m->base.ops = &vplat_xen_dom0_ops;
 	m->base.addr = addr;

@@ -144,7 +144,7 @@ START_TEST(sge_send_recv_wrapped)
 }
 END_TEST
 
-enum sbad { S_UNPUBLISHED, S_HALF_PUBLISHED, S_17, S_OVER_QP, S_TOO_LONG };
+enum sbad { S_UNPUBLISHED, S_HALF_PUBLISHED, S_17, S_OVER_QP, S_TOO_LONG, S_SRQ_TOO_LONG };
 
 /* One guest misbehaves: it alone is disabled, the others go on. */
 static void sge_bad(enum sbad how)
@@ -178,6 +178,16 @@ static void sge_bad(enum sbad how)
 		s[0].length = s[1].length = 0x80000008u;
 		push_ext(&c, &r, s, 2, 0);
 		break;
+	case S_SRQ_TOO_LONG:
+		r = mkreq(VRDMA_CMD_CREATE_SRQ, 0);
+		r.u.create_srq.pd = c.pd;
+		r.u.create_srq.max_wr = DEPTH;
+		r.u.create_srq.max_sge = 2;
+		ck_assert_int_eq(tg_cmd(&c, &r, out), VRDMA_CS_OK);
+		r = mkreq(VRDMA_OP_SRQ_RECV, out[0]);
+		s[0].length = s[1].length = 0x80000008u;
+		push_ext(&c, &r, s, 2, 0);
+		break;
 	case S_OVER_QP:
 		r = mkreq(VRDMA_CMD_CREATE_QP, 0);
 		r.u.create_qp.pd = c.pd;
@@ -204,6 +214,8 @@ END_TEST
 START_TEST(sge_bad_17) { sge_bad(S_17); }
 END_TEST
 START_TEST(sge_bad_too_long) { sge_bad(S_TOO_LONG); }
+END_TEST
+START_TEST(sge_bad_srq_too_long) { sge_bad(S_SRQ_TOO_LONG); }
 END_TEST
 START_TEST(sge_bad_over_qp) { sge_bad(S_OVER_QP); }
 END_TEST
@@ -285,6 +297,7 @@ TCase *backend_sge_tcase(void)
 	tcase_add_test(t, sge_bad_half_published);
 	tcase_add_test(t, sge_bad_17);
 	tcase_add_test(t, sge_bad_too_long);
+	tcase_add_test(t, sge_bad_srq_too_long);
 	tcase_add_test(t, sge_slots_weighed);
 	tcase_add_test(t, sge_bad_over_qp);
 	tcase_add_test(t, sge_create_limits);

@@ -308,7 +308,8 @@ void vvb_port_attr(const struct vrdma_device_attr *d, struct ibv_port_attr *a)
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = IBV_MTU_4096;
 	a->gid_tbl_len = 1;
-	a->max_msg_sz = (uint32_t)(d->max_mr_size > UINT32_MAX ? UINT32_MAX : d->max_mr_size);
+	/* 2^31 at most, as InfiniBand's and rxe's ports say. */
+	a->max_msg_sz = (uint32_t)(d->max_mr_size > (1u << 31) ? 1u << 31 : d->max_mr_size);
 	a->pkey_tbl_len = 1;
 	a->max_vl_num = 1;
 	a->active_width = 2;			/* 4x */

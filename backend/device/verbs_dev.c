@@ -342,9 +342,12 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 					vbe_vx_va(m->key, vbe_vx_pgoff(addr)),
 					vbe_vx_access(m->access)) : NULL;
 		if (!vg->mr[i]) {
+			static struct vlog_lim reg_lim;	/* a guest can ask again */
+
 			/* WRs naming it fail LOC_PROT / REM_ACCESS: as a bad key. */
-			vlog_warn("rdma: guest %u: ibv_reg_mr %#x (%llu bytes): %s", g->domid,
-				  m->key, (unsigned long long)m->length, strerror(errno));
+			vlog_limited(&reg_lim, VLOG_WARN, "rdma: guest %u: ibv_reg_mr %#x (%llu bytes): %s",
+				     g->domid, m->key, (unsigned long long)m->length,
+				     strerror(errno));
 			continue;
 		}
 		/* Says once which memory path this dom0 runs (docs/rdma.md):

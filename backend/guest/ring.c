@@ -149,7 +149,7 @@ static int vbe_wr_check(struct vbe_guest *g, const struct vrdma_req *h,
 /* A message is at most 2^32 - 1 bytes, as the CQE's byte_len and the
  * device's budgets count it (libvrdma refuses more): more is a guest's
  * lie, whatever its SGEs name. */
-static __attribute__((noinline)) bool vbe_wr_too_long(const struct vbe_wqe *w, unsigned n)
+__attribute__((noinline)) bool vbe_wr_too_long(const struct vbe_wqe *w, unsigned n)
 {
 	uint64_t t = 0;
 	unsigned i;
@@ -349,6 +349,12 @@ int vbe_ring_poll(struct vbe_guest *g)
 		memcpy(&r.u, &e->u, sizeof(r.u));
 		__asm__ __volatile__("" ::: "memory");
 		vbe_req_handle(g, &r, xsge);
+		/* A buffer's pages are the command's work: a list page's
+		 * worth counts as a request of the poll's budget. */
+		if (r.opcode == VRDMA_CMD_ATTACH_BUF)
+			n += (int)((r.u.attach_buf.npages < VRDMA_BUF_MAX_PAGES_IND ?
+				    r.u.attach_buf.npages : VRDMA_BUF_MAX_PAGES_IND) /
+				   VRDMA_REFS_PER_PAGE);
 	}
 	if (run)
 		vbe_wr_run(g, &run);

@@ -99,6 +99,9 @@ int vbe_srq_recv(struct vbe_guest *g, const struct vrdma_req *r,
 	w->wr = r->u.wr;
 	if (r->num_sge > VRDMA_WR_SGE)
 		memcpy(w->xsge, xsge, (r->num_sge - VRDMA_WR_SGE) * sizeof(*xsge));
+	if (r->num_sge > 1 && vbe_wr_too_long(w, r->num_sge))
+		return vbe_guest_fatal(g, "SRQ receive of more than 4 GiB in %u SGEs",
+				       r->num_sge);
 	g->ctr.wrs++;
 	srq->rq.count++;
 	if (srq->dev)
