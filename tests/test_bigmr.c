@@ -31,23 +31,6 @@ static void vrdmactl(const char *args)
 	ck_assert_msg(system(cmd) == 0, "vrdmactl %s failed", args);
 }
 
-struct acc {
-	struct vrdma_listener *l;
-	struct vrdma_qp *qp;
-	int rc;
-};
-
-static void *acc_one(void *arg)
-{
-	struct acc *a = arg;
-	struct vrdma_conn_req req;
-
-	a->rc = vrdma_get_request(a->l, &req, T_CONN_MS);
-	if (!a->rc)
-		a->rc = vrdma_accept(a->l, a->qp, &req, NULL, 0);
-	return NULL;
-}
-
 static struct vrdma_qp *qp_of(struct vrdma_pd *pd, struct vrdma_cq *cq)
 {
 	struct vrdma_qp_init_attr a = { 0 };
@@ -66,14 +49,11 @@ START_TEST(t_bigmr)
 	struct vrdma_device_attr da;
 	struct vrdma_device *dev;
 	struct vrdma_qp *a, *b;
-	struct vrdma_listener *l;
 	struct vrdma_sge sge;
 	struct vrdma_mr *mr;
 	struct vrdma_pd *pd;
 	struct vrdma_cq *cq;
 	struct vrdma_wc wc;
-	struct acc ac = { 0 };
-	pthread_t th;
 	uint8_t *buf;
 
 	NEED_DAEMON();
@@ -107,14 +87,7 @@ START_TEST(t_bigmr)
 	/* Two QPs of the one guest, connected to each other. */
 	a = qp_of(pd, cq);
 	b = qp_of(pd, cq);
-	l = vrdma_listen(dev, "bigmr");
-	ck_assert_ptr_nonnull(l);
-	ac.l = l;
-	ac.qp = b;
-	ck_assert_int_eq(pthread_create(&th, NULL, acc_one, &ac), 0);
-	ck_assert_int_eq(vrdma_connect(a, "", "bigmr", NULL, 0, NULL, NULL, T_CONN_MS), 0);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(ac.rc, 0);
+	tlive_connect(dev, b, a, "bigmr", T_CONN_MS);
 
 	memcpy(buf, "past four GiB", 14);
 	sge = (struct vrdma_sge){ (uintptr_t)buf, 14, mr->lkey };
@@ -137,7 +110,6 @@ START_TEST(t_bigmr)
 	ck_assert_int_eq(wait_one_ms(cq, &wc, T_CONN_MS), 1);
 	ck_assert_int_eq(wc.status, VRDMA_WC_SUCCESS);
 	ck_assert_str_eq((char *)buf + 4096, "past four GiB");
-	ck_assert_int_eq(vrdma_close_listener(l), 0);
 	ck_assert_int_eq(vrdma_close(dev), 0);
 }
 END_TEST

@@ -32,23 +32,6 @@ struct side {
 	struct vrdma_mr *mr;
 };
 
-struct acceptor {
-	struct vrdma_listener *l;
-	struct vrdma_qp *qp;
-	int rc;
-};
-
-static void *accept_one(void *arg)
-{
-	struct acceptor *a = arg;
-	struct vrdma_conn_req req;
-
-	a->rc = vrdma_get_request(a->l, &req, T_CONN_MS);
-	if (!a->rc)
-		a->rc = vrdma_accept(a->l, a->qp, &req, NULL, 0);
-	return NULL;
-}
-
 static void side_init(struct side *s, uint32_t depth, bool srq)
 {
 	struct vrdma_qp_init_attr a = { 0 };
@@ -78,23 +61,9 @@ static void side_init(struct side *s, uint32_t depth, bool srq)
 
 static void pair(struct side *srv, struct side *cli, uint32_t depth, bool srq)
 {
-	struct acceptor a = { 0 };
-	struct vrdma_listener *l;
-	pthread_t th;
-	int rc;
-
 	side_init(srv, depth, srq);
 	side_init(cli, depth, false);
-	l = vrdma_listen(srv->dev, "sge-svc");
-	ck_assert_msg(l != NULL, "listen: %s", strerror(errno));
-	a.l = l;
-	a.qp = srv->qp;
-	ck_assert_int_eq(pthread_create(&th, NULL, accept_one, &a), 0);
-	rc = vrdma_connect(cli->qp, "", "sge-svc", NULL, 0, NULL, NULL, T_CONN_MS);
-	pthread_join(th, NULL);
-	ck_assert_msg(rc == 0, "connect: %s", strerror(rc));
-	ck_assert_msg(a.rc == 0, "accept: %s", strerror(a.rc));
-	ck_assert_int_eq(vrdma_close_listener(l), 0);
+	tlive_connect(srv->dev, srv->qp, cli->qp, "sge-svc", T_CONN_MS);
 }
 
 static void unpair(struct side *srv, struct side *cli)

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,4 +179,38 @@ int tlive_main(const char *name, Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+struct tlive_acc {
+	struct vrdma_listener *l;
+	struct vrdma_qp *qp;
+	int ms, rc;
+};
+
+static void *tlive_accept_one(void *arg)
+{
+	struct tlive_acc *a = arg;
+	struct vrdma_conn_req req;
+
+	a->rc = vrdma_get_request(a->l, &req, a->ms);
+	if (!a->rc)
+		a->rc = vrdma_accept(a->l, a->qp, &req, NULL, 0);
+	return NULL;
+}
+
+void tlive_connect(struct vrdma_device *sdev, struct vrdma_qp *sqp, struct vrdma_qp *cqp,
+		   const char *svc, int ms)
+{
+	struct tlive_acc a = { .qp = sqp, .ms = ms };
+	pthread_t th;
+	int rc;
+
+	a.l = vrdma_listen(sdev, svc);
+	ck_assert_msg(a.l != NULL, "listen: %s", strerror(errno));
+	ck_assert_int_eq(pthread_create(&th, NULL, tlive_accept_one, &a), 0);
+	rc = vrdma_connect(cqp, "", svc, NULL, 0, NULL, NULL, ms);
+	pthread_join(th, NULL);
+	ck_assert_msg(rc == 0, "connect: %s", strerror(rc));
+	ck_assert_msg(a.rc == 0, "accept: %s", strerror(a.rc));
+	ck_assert_int_eq(vrdma_close_listener(a.l), 0);
 }

@@ -31,6 +31,10 @@ struct vrdma_device *open_dev(void);	/* vrdma_open, retried while vrdmad starts 
 /* Poll @cq for one completion, sleeping on it between polls, at most
  * @ms: what vrdma_poll_cq returned last (0: none came). */
 int wait_one_ms(struct vrdma_cq *cq, struct vrdma_wc *wc, int ms);
+/* Connect @cqp to @sqp by vrdma_listen(@sdev, @svc) + vrdma_connect, the
+ * accept in a thread, no private data, @ms each; asserts both worked. */
+void tlive_connect(struct vrdma_device *sdev, struct vrdma_qp *sqp, struct vrdma_qp *cqp,
+		   const char *svc, int ms);
 /* The "live" test case: a per-suite root, a vrdmad per test, 60 s. */
 TCase *tlive_tcase(void);
 /* main() of a suite: run it, say when VRDMA_BUILD is missing. */
