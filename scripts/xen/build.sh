@@ -14,7 +14,9 @@
 #                  vrdma-xen-rawcopy, each with the libraries ldd names;
 #                  netfront; vrdma's libibverbs/librdmacm (/usr/lib/vrdma),
 #                  vrdma-run and Debian's unmodified verbs programs
-#                  (perftest, ibverbs-utils, rdmacm-utils) they run.
+#                  (perftest, ibverbs-utils, rdmacm-utils) they run;
+#                  Open MPI and UCX with tests/mpi_check.c and mpirun's
+#                  launcher between domUs (tests/xen/mpi-rsh.sh).
 # The images reuse the host's glibc: build on Debian 12.
 # Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/xen)
 set -euo pipefail
@@ -44,6 +46,13 @@ done
 for f in $DOMU_VERBS; do
 	[ -x "$f" ] || xr_die "$f missing (apt-get install perftest ibverbs-utils rdmacm-utils)"
 done
+# Open MPI 4.1 over UCX between domUs: what mpirun, orted and the ranks load.
+MPI_TREES="/usr/lib/x86_64-linux-gnu/openmpi/lib /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
+	/usr/lib/x86_64-linux-gnu/pmix2/share /usr/lib/x86_64-linux-gnu/ucx /usr/share/openmpi
+	/etc/openmpi"
+for f in /usr/bin/orterun /usr/bin/orted /usr/bin/mpicc /usr/bin/ucx_perftest $MPI_TREES; do
+	[ -e "$f" ] || xr_die "$f missing (apt-get install openmpi-bin libopenmpi-dev ucx-utils)"
+done
 mkdir -p "$OUT"
 
 # Kernel and hypervisor do not change between builds: unpack once into the cache.
@@ -68,9 +77,13 @@ cp "$R/boot/vmlinuz-$KVER" "$OUT/vmlinuz"
 # Copy an executable and the shared libraries it needs (the fetched Xen
 # libraries and the build's libvrdma first, then the host's).
 addbin() { # rootfs src dst
-	local rf=$1 src=$2 dst=$3 lib d
+	local rf=$1 src=$2 dst=$3
 	mkdir -p "$rf/$(dirname "$dst")"
 	cp -L "$src" "$rf/$dst"
+	addlibs "$rf" "$src"
+}
+addlibs() { # rootfs elf
+	local rf=$1 src=$2 lib d
 	LD_LIBRARY_PATH=$B/lib:$L ldd "$src" |
 		awk '/=> \//{ print $3 } /^\t\/lib64/{ print $1 }' |
 		while read -r lib; do
@@ -101,7 +114,7 @@ base_rootfs() { # rootfs
 	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$rf/usr/lib/x86_64-linux-gnu/"
 	echo 'root:x:0:0:root:/:/bin/sh' >"$rf/etc/passwd"
 	mkdir -p "$rf/vrdma"
-	cp "$TOP/tests/xen/rig-lib.sh" "$TOP/tests/xen/verbs-lib.sh" "$rf/vrdma/"
+	cp "$TOP/tests/xen/rig-lib.sh" "$TOP/tests/xen/verbs-lib.sh" "$TOP/tests/xen/mpi-lib.sh" "$rf/vrdma/"
 }
 # Network modules and their dependencies (xr_modules), listed in insmod
 # order in ROOTFS/vrdma/net-modules.list.
@@ -129,6 +142,21 @@ cp "$B/bin/vrdma-run" "$DU/usr/bin/vrdma-run"
 for f in $DOMU_VERBS; do
 	addbin "$DU" "$f" "$f"
 done
+# Open MPI over UCX as Debian installs them (openmpi-bin, libopenmpi3,
+# libucx0: components, help texts, MCA defaults), mpirun's launcher
+# between domUs (tests/xen/mpi-rsh.sh) and tests/mpi_check.c.
+for d in $MPI_TREES; do
+	mkdir -p "$DU$(dirname "$d")"
+	cp -a "$d" "$DU$d"
+done
+find $MPI_TREES -name '*.so*' -type f | while read -r f; do addlibs "$DU" "$f"; done
+addbin "$DU" /usr/bin/orterun /usr/bin/orterun
+addbin "$DU" /usr/bin/orted /usr/bin/orted
+addbin "$DU" /usr/bin/ucx_perftest /usr/bin/ucx_perftest
+ln -sf orterun "$DU/usr/bin/mpirun"
+mpicc -O2 -Wall -o "$W/mpi_check" "$TOP/tests/mpi_check.c" || xr_die "mpicc of tests/mpi_check.c failed"
+addbin "$DU" "$W/mpi_check" /usr/bin/mpi_check
+install -m 755 "$TOP/tests/xen/mpi-rsh.sh" "$DU/usr/bin/vrdma-rig-rsh"
 netmods "$DU" xen-netfront
 cp "$TOP/tests/xen/domu-init.sh" "$DU/init"
 chmod +x "$DU/init"

@@ -25,6 +25,9 @@
 #      clocksource for perftest's calibration; a pair that still failed
 #      only because perftest could not calibrate runs again, a third time
 #      is a SKIP; then nothing of them is left (verbs-clean)
+#   m. Debian's Open MPI over UCX (tests/xen/mpi-lib.sh): mpirun in domu1
+#      on a, rank 1 in domu1 on b, tests/mpi_check.c checking every byte;
+#      the two vrdmads together moved at least what crossed
 # Every wait has a limit.
 # shellcheck disable=SC2154  # _d is set by eval
 . /vrdma/cl-lib.sh
@@ -333,6 +336,34 @@ if need_remote xcheck-remote-path-$NODE; then
 	VT_PT_N=100	# (one lat iteration is a 30 ms round trip here)
 	vt_perftests xc_pt 19710
 	vt_check verbs-clean-$NODE xleak_free 2
+
+	# ---- m. Open MPI over UCX, rank 0 in domu1 on a, rank 1 in domu1 on b ----
+	# mpirun in a's domu1 starts b's orted over the guest network
+	# (vrdma-rig-rsh); the ranks' bytes cross rxe between the vrdmads.
+	# Each vrdmad counts what it moved; b hands its count to a, and the two
+	# together must be at least what mpi_check says crossed.
+	. /vrdma/mpi-lib.sh
+	m0=$(mpi_moved)
+	if [ "$NODE" = b ]; then
+		cl_tell mpi-ready 60
+		if cl_await mpi-done 330; then
+			cl_tell "mpi-counted $(($(mpi_moved) - m0))" 60
+		else
+			vt_fail mpi-ucx-2-peer-$NODE "node a never said its job ended"
+		fi
+	elif [ -n "$PB" ] && cl_await mpi-ready 120; then
+		mpi_job $D1 300 "$GA,$PB" 2 && vt_pass mpi-ucx-2-$NODE || vt_fail mpi-ucx-2-$NODE
+		cl_tell mpi-done 60
+		if cl_await mpi-counted 60 && [ -n "$MPI_BYTES" ]; then
+			md=$(($(mpi_moved) - m0))
+			mb=${CL_MSG#mpi-counted }
+			echo "mpi-ucx-2: vrdmad on a moved $md bytes, on b $mb; $MPI_BYTES crossed between the ranks"
+			vt_check mpi-ucx-2-through-vrdma [ $((md + mb)) -ge "$MPI_BYTES" ]
+		fi
+	else
+		vt_fail mpi-ucx-2-$NODE "no peer (PB '$PB')"
+	fi
+	vt_check mpi-clean-$NODE xleak_free 2
 
 	# ---- b. a domU destroyed mid-transfer: node a's client (domu2) ----
 	# (both meet once the survivor is done, then check what is left)

@@ -18,5 +18,16 @@ insmod /lib/modules/xen-gntalloc.ko limit=65536
 . /vrdma/rig-lib.sh
 t=$(cut -d' ' -f1 /proc/uptime)
 gip=$(gn_up)
+# Middleware lists a verbs device only where /dev/infiniband/<dev_name>
+# is a read-write character device (verbs/tmpfiles.conf, as vrdma-guest
+# installs it); MPI ranks on several domUs want distinct host names and
+# mpirun's launch port (tests/xen/mpi-rsh.sh).
+mkdir -p /dev/infiniband
+mknod -m 666 /dev/infiniband/uverbs-vrdma0 c 1 3
+if [ -n "$gip" ]; then
+	hostname "$(xenstore-read name)-$(echo "$gip" | tr . -)"
+	printf '127.0.0.1 localhost\n%s %s\n' "$gip" "$(hostname)" >/etc/hosts
+	[ -x /usr/bin/orted ] && nc -ll -p 2222 -e /bin/sh </dev/null >/dev/console 2>&1 &
+fi
 echo "VRDMA-DOMU-UP $(xenstore-read name) dom$(xenstore-read domid) ${gip:-no-net} (net from ${t}s, uptime $(cut -d' ' -f1 /proc/uptime)s)"
 ra_agent

@@ -13,6 +13,8 @@
 #   c. Debian's unmodified verbs programs (perftest, ibv_rc_pingpong,
 #      ibv_devinfo) between domu1 and domu2 through vrdma-run: the QP
 #      numbers go over the guest network, dom0 binds the QPs (intra-host)
+#  c2. Debian's Open MPI over UCX, rank 0 in domu1, rank 1 in domu2
+#      (tests/xen/mpi-lib.sh): mpi_check's bytes all counted by vrdmad
 #   d. two vrdma processes in one domU: domu1 gets a second device, a
 #      vrdma-bw server and its client both run in domu1, each claims one;
 #      d2. names and policy; d3. a listener flood from five devices of
@@ -204,6 +206,13 @@ if [ -n "$A1" ] && [ -n "$A2" ]; then
 	vt_check verbs-clean leak_free 3
 else
 	vt_fail verbs-network "no guest network: the programs exchange QP numbers over TCP"
+fi
+
+# ---- c2. Open MPI over UCX: rank 0 in domu1, rank 1 in domu2 ----
+if [ -n "$A1" ] && [ -n "$A2" ]; then
+	. /vrdma/mpi-lib.sh
+	mpi_pair $D1 "$A1,$A2"
+	vt_check mpi-clean leak_free 3
 fi
 
 # ---- d. two vrdma processes in one domU ----
