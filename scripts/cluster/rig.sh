@@ -21,6 +21,8 @@ xen|xcheck|xbench)
 	# The full variant: Xen machines, guests in PV domUs (xen: suite
 	# xcluster).
 	[ "$SUITE" = xen ] && SUITE=xcluster
+	# xbench: perftest, ucx_perftest and vrdma-bw both ways, 10-12 min
+	[ "$SUITE" = xbench ] && export TIMEOUT=${TIMEOUT:-1200}
 	# Speed and loss: the host UDP receive buffer is the wire (as below).
 	export RMEM=${RMEM-4194304}
 	"$HERE/xen-build.sh" "$B" "$B/xcluster"

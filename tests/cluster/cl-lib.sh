@@ -183,6 +183,34 @@ pv_pair() {
 	pt_run pv "vrdma-run @T@ -x 0 -F" "$@"
 }
 
+# ut_pair TEST ARGS... / uv_pair TEST ARGS...: Debian's ucx_perftest
+# (UCP tag matching: rc_verbs for the data, wired up through ud_verbs)
+# natively between the nodes' rxe0, and the same binary and flags through
+# vrdma between guest processes (suite xbench overrides uv_pair for
+# domUs).  TEST is ucx_perftest's -t.  PT_OUT is a's output.
+UCX_PORT=${UCX_PORT:-19850}
+# UCX's ud_verbs drops every datagram rxe hands it natively (RoCE v2 over
+# IPv4: its check of the destination GID in the GRH never matches, and
+# UD wire-up never completes, "UD endpoint ... unhandled timeout"), so
+# the check is off on both sides: same flags, and vrdma's GRHs pass it
+# either way.
+UCX_ENV="UCX_TLS=rc_verbs,ud_verbs,self UCX_UD_VERBS_ETH_DGID_CHECK=n UCX_WARN_UNUSED_ENV_VARS=n"
+ut_pair() {
+	[ "$CL_NATIVE" = 1 ] || { PT_OUT=; return 0; }
+	_ut=$1
+	shift
+	UCX_PORT=$((UCX_PORT + 1))
+	pt_run ut "env $UCX_ENV UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=$GIDX ucx_perftest -p $UCX_PORT" \
+		$_ut -t $_ut "$@"
+}
+uv_pair() {
+	_ut=$1
+	shift
+	UCX_PORT=$((UCX_PORT + 1))
+	pt_run uv "env $UCX_ENV UCX_NET_DEVICES=vrdma0:1 vrdma-run ucx_perftest -p $UCX_PORT" \
+		$_ut -t $_ut "$@"
+}
+
 # pt_row: the numbers row of PT_OUT (bytes iters ... first numeric line).
 pt_row() {
 	echo "$PT_OUT" | grep -E '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' | tail -n 1

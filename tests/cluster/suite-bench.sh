@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Suite "bench" (make bench-cluster-host; suite-xbench.sh runs it between
 # domUs for make bench-cluster): in one boot, Debian's ib_write_bw,
-# ib_read_bw and ib_send_lat natively between the nodes' rxe0, then the
-# same binaries with the same flags through vrdma (vrdma-run) between
-# guests on the two nodes, and vrdma-bw beside them.  Node a prints the
+# ib_read_bw and ib_send_lat, and ucx_perftest's tag_lat and tag_bw,
+# natively between the nodes' rxe0, then the same binaries with the same
+# flags through vrdma (vrdma-run) between guests on the two nodes, and
+# vrdma-bw beside them.  Node a prints the
 # table with the ratio per size.  Under TCG the absolute numbers mean
 # little; the ratios within one boot do.
 
@@ -64,6 +65,31 @@ for kind in native vrdma; do
 	bench_one $kind send_lat ${LAT_SPEC%:*} ${LAT_SPEC#*:} $pair
 done
 
+# Debian's ucx_perftest the same way (UCP tag_lat: its average one-way
+# latency; tag_bw: its average MB/s), when the image has it.
+UCX_SPECS=${UCX_SPECS:-"8:1000 4096:1000 65536:500 1048576:50"}
+ucx_one() { # KIND TEST SIZE ITERS PAIR
+	_v=-
+	if $5 $2 -s $3 -n $4 -w $(($4 / 10 + 1)); then
+		vt_pass bench-$1-ucx_$2-$3-$NODE
+		[ "$NODE" = a ] && _v=$(echo "$PT_OUT" | awk -v c=$([ $2 = tag_lat ] && echo 4 || echo 6) \
+			'$1 == "Final:" { print $c }')
+	else
+		vt_fail bench-$1-ucx_$2-$3-$NODE
+	fi
+	echo "ucx_$2 $3 $1 ${_v:--}" >>$res
+}
+if [ -x /usr/bin/ucx_perftest ]; then
+	for kind in native vrdma; do
+		[ $kind = vrdma ] && ! need_remote bench-remote-path-$NODE && break
+		[ $kind = native ] && pair=ut_pair || pair=uv_pair
+		for spec in $UCX_SPECS; do
+			ucx_one $kind tag_lat ${spec%:*} ${spec#*:} $pair
+			ucx_one $kind tag_bw ${spec%:*} ${spec#*:} $pair
+		done
+	done
+fi
+
 # vrdma-bw / vrdma-lat (libvrdma directly) beside them
 if need_remote bench-remote-path-$NODE; then
 	for spec in $BW_SPECS; do
@@ -100,8 +126,9 @@ if [ "$NODE" = a ]; then
 	echo "VRDMA-SHOW-BEGIN"
 	echo "== node a -> node b over Soft-RoCE (rxe0), QEMU TCG: compare within this boot, not absolutes"
 	echo "== native: ${BENCH_NATIVE:-node processes}; vrdma: ${BENCH_GUESTS:-guest processes -> vrdmad -> rxe0}"
-	echo "== the same Debian perftest binary and flags on both sides (vrdma: through vrdma-run)"
-	echo " test       #bytes    native perftest   vrdma perftest    vrdma/native      vrdma-bw/-lat"
+	echo "== the same Debian perftest / ucx_perftest binary and flags on both sides (vrdma: through vrdma-run)"
+	echo "== ucx_*: UCP over rc_verbs + ud_verbs; tag_lat is ucx_perftest's average one-way latency"
+	echo " test         #bytes    native            vrdma             vrdma/native      vrdma-bw/-lat"
 	awk '
 	{ v[$1 " " $2 " " $3] = $4; if (!seen[$1 " " $2]++) order[n++] = $1 " " $2 }
 	END {
@@ -109,12 +136,12 @@ if [ "$NODE" = a ]; then
 			split(order[i], k, " ")
 			nat = v[order[i] " native"]; vr = v[order[i] " vrdma"]; vb = v[order[i] " vrdmabw"]
 			if (nat == "") nat = "-"; if (vr == "") vr = "-"; if (vb == "") vb = "-"
-			lat = k[1] == "send_lat"
+			lat = k[1] ~ /_lat$/
 			r = "-"
 			if (nat != "-" && vr != "-" && nat + 0 > 0)
 				r = lat ? sprintf("%+.1f us (x%.2f)", vr - nat, vr / nat) : sprintf("%.2f", vr / nat)
 			u = lat ? "us" : "MB/s"
-			printf " %-9s  %-8s  %10s %-4s  %10s %-4s  %-16s  %s\n", k[1], k[2], nat, u, vr, u, r, vb
+			printf " %-11s  %-8s  %10s %-4s  %10s %-4s  %-16s  %s\n", k[1], k[2], nat, u, vr, u, r, vb
 		}
 	}' $res
 	echo "VRDMA-SHOW-END"

@@ -68,3 +68,34 @@ pv_pair() {
 	cl_await pv-$_t-served 170 || return 1
 	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
 }
+
+# uv_pair TEST ARGS... as cl-lib.sh's, ucx_perftest in domu1 ($D1): b's
+# serves on a port of its own and hands its address over.
+uv_pair() {
+	_t=$1
+	shift
+	UCX_PORT=$((UCX_PORT + 1))
+	. /vrdma/verbs-lib.sh
+	_uc="env $UCX_ENV UCX_NET_DEVICES=vrdma0:1 ucx_perftest -t $_t $* -p @P@"
+	if [ "$NODE" = b ]; then
+		_n=$(du_run $D1 "$(vt_wrap "$_uc" $UCX_PORT s)")
+		du_sh $D1 70 "$(vt_listen_cmd $UCX_PORT)" || echo "uv $_t: no listener"
+		cl_tell "uv-$_t-listening $(gn_addr $D1)" 60 || return 1
+		du_wait $D1 $_n 160
+		_rc=$DU_RC
+		cl_tell "uv-$_t-served $_rc" 60
+		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 6
+		[ "$_rc" = 0 ]
+		return
+	fi
+	cl_await uv-$_t-listening 120 || return 1
+	_a=${CL_MSG#uv-$_t-listening}
+	_a=${_a# }
+	_n=$(du_run $D1 "$(vt_wrap "$_uc $_a" $UCX_PORT c)")
+	du_wait $D1 $_n 170
+	_rc=$DU_RC
+	PT_OUT=$(du_out $D1 $_n)
+	echo "$PT_OUT" | grep '^Final:'
+	cl_await uv-$_t-served 170 || return 1
+	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+}
