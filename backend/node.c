@@ -211,6 +211,7 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 	n->poll_wrs = VBE_POLL_WRS;
 	n->poll_reqs = VBE_POLL_REQS;
 	n->max_sge = VRDMA_MAX_SGE;
+	n->max_ud_msg = VRDMA_UD_MTU;
 	if (cfg->tenant_defaults)
 		memcpy(n->tenant_def, cfg->tenant_defaults, sizeof(n->tenant_def));
 	else

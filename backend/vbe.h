@@ -484,6 +484,9 @@ struct vbe_node {
 	uint64_t dev_hold_expired;	/* holds ended by VBE_DEV_HOLD_MS */
 	unsigned poll_wrs, poll_reqs;
 	uint32_t max_sge;		/* published max-sge: wire's and device's */
+	/* published max-ud-msg: the largest datagram payload to any node,
+	 * VRDMA_UD_MTU or the device UD path's (device/verbs_ud.c) */
+	uint32_t max_ud_msg;
 	unsigned rr;			/* which guest goes first in the next poll */
 	uint8_t *qpn_map;		/* bitmap of live 24-bit QP numbers */
 	uint8_t gid[16];		/* names this node's QPs (cm_qpn.c) */

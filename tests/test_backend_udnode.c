@@ -6,10 +6,12 @@
  * node and src_qpn the sender's QP; every check of a datagram of this
  * node holds (no such QP, an RC QP, another Q_Key, no receive, a small
  * one, the policy by the sender's group hash): dropped, never written
- * (a small receive completes LOC_LEN_ERR).
+ * (a small receive completes LOC_LEN_ERR).  A datagram to another node
+ * past the node's max-ud-msg fails its send.
  */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_tg.h"
@@ -207,6 +209,82 @@ START_TEST(udnode_policy)
 }
 END_TEST
 
+/* A datagram of len bytes at DATA_OFF of g's qp to (gid, qpn). */
+static void send_to(struct tg *g, uint32_t qp, uint64_t id, uint32_t len,
+		    const uint8_t gid[16], uint32_t qpn)
+{
+	struct vrdma_req r = mkreq(VRDMA_OP_SEND, qp);
+
+	r.flags = VRDMA_WR_F_SIGNALED;
+	r.id = id;
+	memcpy(r.u.wr.ud.dgid, gid, 16);
+	r.u.wr.ud.remote_qpn = qpn;
+	r.u.wr.ud.remote_qkey = QKEY;
+	add_sge(&r, DATA_OFF, len, g->key);
+	post(g, &r);
+}
+
+/*
+ * A node whose device carries 992 bytes behind the header (rxe over
+ * 1500-byte Ethernet; the stub platform has no device, so the node is
+ * given the payload vbe_vud_open would set): its guests are told
+ * max-ud-msg 992, a datagram to another node's GID past it fails
+ * LOC_LEN_ERR (the QP to ERR) with nothing counted as sent or dropped,
+ * 992 bytes go (dropped here: no device), and a full VRDMA_UD_MTU still
+ * lands on this node.
+ */
+START_TEST(udnode_max_msg)
+{
+	uint8_t gid[16], other[16];
+	uint32_t qa, qa2, qb, qpna, qpnb;
+	char path[256], v[16];
+	struct tg a, b;
+
+	node->max_ud_msg = 992;
+	tg_full(&a, 5);
+	tg_full(&b, 6);
+	snprintf(path, sizeof(path), "%s/max-ud-msg", a.bdir);
+	ck_assert_int_eq(vplat_key_read(a.p, path, v, sizeof(v)), 0);
+	ck_assert_str_eq(v, "992");
+	qa = ud_qp(&a, &qpna);
+	qb = ud_qp(&b, &qpnb);
+	node_gid(&a, gid);
+	memcpy(other, gid, 16);
+	other[15] ^= 1;
+	send_to(&a, qa, 1, 993, other, 77);
+	expect_cqe(&a, 1, VRDMA_WS_LOC_LEN_ERR);
+	ck_assert_int_eq(bg(5)->qps[qa & 0xffff].state, VBE_QPS_ERR);
+	ck_assert_uint_eq(bg(5)->ctr.ud_tx, 0);
+	ck_assert_uint_eq(bg(5)->ctr.ud_tx_drop, 0);
+	ck_assert_uint_eq(bg(5)->ctr.tx_bytes, 0);
+	qa2 = ud_qp(&a, &qpna);
+	send_to(&a, qa2, 2, 992, other, 77);
+	expect_cqe(&a, 2, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(bg(5)->ctr.ud_tx_drop, 1);
+	recv_on(&b, qb, 9, VRDMA_GRH_LEN + VRDMA_UD_MTU);
+	send_to(&a, qa2, 3, VRDMA_UD_MTU, gid, qpnb);
+	expect_cqe(&a, 3, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(expect_cqe(&b, 9, VRDMA_WS_SUCCESS).byte_len,
+			  VRDMA_GRH_LEN + VRDMA_UD_MTU);
+	tg_stop(&a);
+	tg_stop(&b);
+}
+END_TEST
+
+/* No device for datagrams: every destination takes VRDMA_UD_MTU. */
+START_TEST(udnode_max_msg_plain)
+{
+	char path[256], v[16];
+	struct tg a;
+
+	tg_full(&a, 5);
+	snprintf(path, sizeof(path), "%s/max-ud-msg", a.bdir);
+	ck_assert_int_eq(vplat_key_read(a.p, path, v, sizeof(v)), 0);
+	ck_assert_int_eq(atoi(v), VRDMA_UD_MTU);
+	tg_stop(&a);
+}
+END_TEST
+
 TCase *backend_udnode_tcase(void)
 {
 	TCase *t = tcase_create("udnode");
@@ -215,5 +293,7 @@ TCase *backend_udnode_tcase(void)
 	tcase_add_test(t, udnode_deliver);
 	tcase_add_test(t, udnode_drops);
 	tcase_add_test(t, udnode_policy);
+	tcase_add_test(t, udnode_max_msg);
+	tcase_add_test(t, udnode_max_msg_plain);
 	return t;
 }

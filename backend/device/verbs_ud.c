@@ -144,6 +144,8 @@ int vbe_vud_open(struct vbe_vx *vx)
 		u->free[i] = (uint16_t)i;
 	u->nfree = VBE_VUD_SENDS;
 	vx->ud = u;
+	/* Before any guest: each is told it in max-ud-msg. */
+	vx->node->max_ud_msg = u->max_payload;
 	vlog_info("rdma: datagrams between nodes on UD QP %u (payload up to %u bytes)",
 		  u->qp->qp_num, u->max_payload);
 	return 0;
@@ -261,6 +263,8 @@ void vbe_vud_send(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_wqe *
 		vbe_vud_drop(g, "no such QP number", qpn);
 		return;
 	}
+	/* A defence: local/ud.c fails a send past max-ud-msg, which is
+	 * max_payload, with LOC_LEN_ERR before it comes here. */
 	if (total > u->max_payload) {
 		vbe_vud_drop(g, "larger than the device's MTU", qpn);
 		return;

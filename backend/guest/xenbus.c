@@ -473,6 +473,7 @@ int vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
 	    vbe_xb_publish(g, "max-sge", "%u", n->max_sge) ||
 	    vbe_xb_publish(g, "max-buf-pages", "%u", VRDMA_BUF_MAX_PAGES_IND) ||
 	    vbe_xb_publish(g, "max-cq-order", "%u", VRDMA_CQ_ORDER_MAX) ||
+	    vbe_xb_publish(g, "max-ud-msg", "%u", n->max_ud_msg) ||
 	    vbe_xb_publish(g, "node-name", "%s", n->name) ||
 	    vbe_xb_publish(g, "feature-modify-qp", "1") ||
 	    vbe_xb_publish(g, "feature-srq", "1") ||

@@ -13,7 +13,8 @@
  * datagram and counts it (ud_tx_drop on the sender; ud_rx_drop on the
  * destination guest when its QP is at fault).  The sender's WR always
  * completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
- * payload is past VRDMA_UD_MTU (LOC_LEN_ERR, as UD hardware) or its
+ * payload is past VRDMA_UD_MTU, or to another node past the node's
+ * max-ud-msg (LOC_LEN_ERR, as UD hardware past its MTU), or its
  * opcode is no datagram (LOC_QP_OP_ERR).  Each of those moves the QP to
  * ERR, the WRs behind it flushed: IB's UD QP goes to SQE (sends flushed,
  * receives going on, SQE -> RTS by a modify), which vrdma does not have;
@@ -239,6 +240,11 @@ static int vbe_ud_send(struct vbe_guest *g, struct vbe_qp *qp, const struct vbe_
 	if (st)
 		return st;
 	if (*len > VRDMA_UD_MTU)
+		return VRDMA_WS_LOC_LEN_ERR;
+	/* Through the device, the payload is what its MTU leaves behind
+	 * our header: what max-ud-msg told the guest. */
+	if (*len > g->node->max_ud_msg &&
+	    memcmp(w->wr.ud.dgid, g->node->gid, sizeof(g->node->gid)))
 		return VRDMA_WS_LOC_LEN_ERR;
 	vbe_ud_deliver(g, qp, w, pc, np, *len);
 	return VRDMA_WS_SUCCESS;

@@ -71,7 +71,11 @@
  *                    max-evt-ring-order, max-sge (absent = VRDMA_WR_SGE;
  *                    at most VRDMA_MAX_SGE), max-buf-pages (absent =
  *                    VRDMA_BUF_MAX_PAGES), max-cq-order (absent =
- *                    VRDMA_CQ_ORDER_OLD), feature-* (feature-ud: UD
+ *                    VRDMA_CQ_ORDER_OLD), max-ud-msg (the largest
+ *                    UD payload to any node: VRDMA_UD_MTU, or less
+ *                    through an RDMA device; absent = VRDMA_UD_MTU,
+ *                    a guest bounds it to 256..VRDMA_UD_MTU),
+ *                    feature-* (feature-ud: UD
  *                    QPs, see VRDMA_QP_TYPE_UD), node-name,
  *                    node-gid (32 hex digits: the GID QPs of this node
  *                    are named by, see VRDMA_CMD_MODIFY_QP)
