@@ -244,7 +244,7 @@ static void vfe_parse_gid(const char *s, uint8_t gid[16])
 
 static int vfe_negotiate(struct vfe_dev *d)
 {
-	uint32_t ver, max_req, max_evt, max_sge, max_buf, max_cq;
+	uint32_t ver, max_req, max_evt, max_sge, max_buf, max_cq, max_ud;
 	char path[VPLAT_KEY_MAX + 64];
 	char buf[VPLAT_VAL_MAX];
 	int rc;
@@ -262,6 +262,8 @@ static int vfe_negotiate(struct vfe_dev *d)
 		rc = vfe_back_u32(d, "max-buf-pages", VRDMA_BUF_MAX_PAGES, &max_buf);
 	if (!rc)
 		rc = vfe_back_u32(d, "max-cq-order", VRDMA_CQ_ORDER_OLD, &max_cq);
+	if (!rc)
+		rc = vfe_back_u32(d, "max-ud-msg", VRDMA_UD_MTU, &max_ud);
 	if (rc)
 		return rc;
 	d->req_order = VRDMA_REQ_RING_ORDER_DEF;
@@ -284,6 +286,7 @@ static int vfe_negotiate(struct vfe_dev *d)
 			   VRDMA_BUF_MAX_PAGES;
 	d->max_cq_order = max_cq > VRDMA_CQ_ORDER_MAX ? VRDMA_CQ_ORDER_MAX :
 			  max_cq < VRDMA_CQ_ORDER_OLD ? VRDMA_CQ_ORDER_OLD : max_cq;
+	d->max_ud_msg = vfe_ud_msg_bound(max_ud);
 
 	/* node-name is informational: absent or oversized means "". */
 	if (vfe_back_path(d, "node-name", path, sizeof(path)) == 0 &&

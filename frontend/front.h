@@ -38,6 +38,7 @@
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
 #define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
 #define VFE_SPIN_US		50	/* busy-poll before arming (latency) */
+#define VFE_UD_MSG_MIN		256	/* max-ud-msg at least: IBV_MTU_256 */
 #define VFE_SLICE_MS		10	/* first sleep of a waiter ... */
 #define VFE_SLICE_MAX_MS	250	/* ... doubling to this while idle */
 
@@ -67,6 +68,7 @@ struct vfe_dev {
 	uint32_t max_sge;		/* SGEs per WR: backend's max-sge, bounded */
 	uint32_t max_buf_pages;		/* per buffer: backend's max-buf-pages, bounded */
 	uint32_t max_cq_order;		/* backend's max-cq-order, bounded */
+	uint32_t max_ud_msg;		/* backend's max-ud-msg, vfe_ud_msg_bound */
 	uint32_t devid;			/* the device this process claimed */
 	char fdir[40];			/* "device/vrdma/<devid>", home-relative */
 	char owner[48];			/* our claim: "<pid> <start time>" */
@@ -119,6 +121,14 @@ struct vfe_dev {
 	void (*broken_cb)(void *arg);	/* once, when broken (any thread) */
 	void *broken_arg;
 };
+
+/* A UD payload of the backend's max-ud-msg v (VRDMA_UD_MTU when absent):
+ * dom0's word within what the wire carries, never below IB's smallest
+ * MTU, which any device leaves after vrdmad's header. */
+static inline uint32_t vfe_ud_msg_bound(uint32_t v)
+{
+	return v > VRDMA_UD_MTU ? VRDMA_UD_MTU : v < VFE_UD_MSG_MIN ? VFE_UD_MSG_MIN : v;
+}
 
 /* front.c: handshake */
 int  vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,

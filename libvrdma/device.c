@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Device open / close and the dispatch of asynchronous events. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -234,6 +235,12 @@ int vrdma_query_gid(struct vrdma_device *dev, uint8_t gid[VRDMA_GID_LEN])
 	return 0;
 }
 
+/* max_ud_msg came out of the reserved words: a 1.0 program's struct. */
+_Static_assert(sizeof(struct vrdma_device_attr) == 72 &&
+	       offsetof(struct vrdma_device_attr, max_ud_msg) == 40 &&
+	       offsetof(struct vrdma_device_attr, reserved) == 48,
+	       "vrdma_device_attr keeps the layout of libvrdma 1.0");
+
 int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 {
 	if (!dev || !attr)
@@ -249,5 +256,6 @@ int vrdma_query_device(struct vrdma_device *dev, struct vrdma_device_attr *attr)
 	attr->max_pd = 256;
 	attr->max_qp_rd_atom = 16;
 	attr->max_mr_size = (uint64_t)dev->fe.max_buf_pages * VRDMA_PAGE_SIZE;
+	attr->max_ud_msg = dev->fe.max_ud_msg;
 	return 0;
 }

@@ -456,6 +456,14 @@ START_TEST(t_ud_misuse)
 
 	NEED_DAEMON();
 	ud_init(&a);
+	/* vrdmad without a device for datagrams: 4096 to any node. */
+	{
+		struct vrdma_device_attr da;
+
+		ck_assert_int_eq(vrdma_query_device(a.dev, &da), 0);
+		ck_assert_uint_eq(da.max_ud_msg, VRDMA_UD_MTU);
+		ck_assert_uint_eq(da.reserved32, 0);
+	}
 	ck_assert_ptr_null(vrdma_create_ah(NULL, a.gid));
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_null(vrdma_create_ah(a.pd, NULL));

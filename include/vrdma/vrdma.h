@@ -235,7 +235,12 @@ struct vrdma_device_attr {
 	uint32_t max_pd;
 	uint32_t max_qp_rd_atom;	/* READs/atomics outstanding per QP */
 	uint64_t max_mr_size;
-	uint64_t reserved[4];
+	uint32_t max_ud_msg;		/* UD payload to any destination, at most
+					 * (256..VRDMA_UD_MTU): VRDMA_UD_MTU, or
+					 * less when datagrams to other nodes go
+					 * through an RDMA device of a smaller MTU */
+	uint32_t reserved32;
+	uint64_t reserved[3];
 };
 
 /* How a waiter spends its CPU before it sleeps (vrdma_set_wait_policy). */
@@ -507,7 +512,8 @@ int vrdma_destroy_qp(struct vrdma_qp *qp);
  * on success; their send-queue slots are freed by a later completion of
  * the same QP (so signal at least every max_send_wr-th WR).
  * Atomics need one 8-byte sge.  A UD QP's WRs are SEND or SEND_WITH_IMM
- * of at most VRDMA_UD_MTU bytes (more completes VRDMA_WC_LOC_LEN_ERR)
+ * of at most VRDMA_UD_MTU bytes, to another node at most the device's
+ * max_ud_msg (more completes VRDMA_WC_LOC_LEN_ERR)
  * naming wr.ud.ah (a live AH of the QP's PD), remote_qpn and remote_qkey;
  * the send completes with success whether the datagram was delivered or
  * dropped; a send error moves the QP to VRDMA_QPS_ERR (where IB has SQE).  Returns 0, or EINVAL (NULL argument, QP not
