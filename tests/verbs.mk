@@ -20,3 +20,9 @@ CHECK_BINS += $(B)/tests/test_verbs_ud
 $(B)/tests/test_verbs_ud: $(call obj,tests/test_verbs_ud.c backend/device/verbs_udhdr.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+
+# The port MTU of vrdma's libibverbs against the device's max_ud_msg (verbs/vvb.h).
+CHECK_BINS += $(B)/tests/test_vvb_mtu
+$(B)/tests/test_vvb_mtu: $(call obj,tests/test_vvb_mtu.c)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)

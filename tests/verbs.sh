@@ -379,6 +379,7 @@ int main(void)
 	struct ibv_qp *qa = NULL, *qb = NULL;
 	struct ibv_mr *mr = NULL;
 	struct ibv_ah *ah = NULL;
+	struct ibv_port_attr pa;
 	struct ibv_grh grh;
 	int rc, i;
 
@@ -391,6 +392,9 @@ int main(void)
 	if (!qb || ud_to(qa, IBV_QPS_INIT) || ud_to(qa, IBV_QPS_RTR) || ud_to(qa, IBV_QPS_RTS) ||
 	    ud_to(qb, IBV_QPS_INIT) || ud_to(qb, IBV_QPS_RTR))
 		FAIL("setup: %s", strerror(errno));
+	/* No RDMA device for vrdmad here: datagrams of 4096 bytes go anywhere. */
+	if (ibv_query_port(v.c, 1, &pa) || pa.active_mtu != IBV_MTU_4096)
+		FAIL("active_mtu %d, not IBV_MTU_4096", (int)pa.active_mtu);
 	/* A controlled Q_Key, as for a kernel verbs program without CAP_NET_RAW. */
 	rc = ibv_modify_qp(qa, &qk, IBV_QP_QKEY);
 	if (rc != EPERM)

@@ -306,7 +306,7 @@ void vvb_port_attr(const struct vrdma_device_attr *d, struct ibv_port_attr *a)
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
-	a->active_mtu = IBV_MTU_4096;
+	a->active_mtu = vvb_ud_mtu(d->max_ud_msg);
 	a->gid_tbl_len = 1;
 	/* 2^31 at most, as InfiniBand's and rxe's ports say. */
 	a->max_msg_sz = (uint32_t)(d->max_mr_size > (1u << 31) ? 1u << 31 : d->max_mr_size);

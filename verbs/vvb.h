@@ -188,6 +188,21 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 void vvb_device_attr(const struct vrdma_device_attr *d,
 		     const uint8_t gid[VRDMA_GID_LEN], struct ibv_device_attr *a);
 void vvb_port_attr(const struct vrdma_device_attr *d, struct ibv_port_attr *a);
+/*
+ * Port active_mtu: the largest IB MTU whose bytes a UD payload of
+ * max_ud_msg (vrdma_device_attr) holds, what programs size datagrams by
+ * (ibv_ud_pingpong, UCX, libfabric).  4096 between guests of a node;
+ * through rxe over 1500-byte Ethernet 992 after vrdmad's header: 512.
+ * 0 (a libvrdma before max_ud_msg): 4096.
+ */
+static inline enum ibv_mtu vvb_ud_mtu(uint32_t max_ud_msg)
+{
+	enum ibv_mtu m = IBV_MTU_4096;
+
+	while (max_ud_msg && m > IBV_MTU_256 && (128u << m) > max_ud_msg)
+		m--;
+	return m;
+}
 int vvb_query_device_ex(struct ibv_context *c,
 			const struct ibv_query_device_ex_input *input,
 			struct ibv_device_attr_ex *attr, size_t attr_size);
