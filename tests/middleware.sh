@@ -7,7 +7,8 @@
 # (verbs/tmpfiles.conf through systemd-tmpfiles; as root), then Debian's
 # unmodified UCX, libfabric and Open MPI through build/bin/vrdma-run
 # against a private vrdmad: ucx_perftest's UCT and UCP tests between two
-# guests, Open MPI jobs of 2 and 4 ranks (tests/mpi_check.c), each case
+# guests, Open MPI jobs of 2 and 4 ranks (tests/mpi_check.c) over pml ucx
+# and over pml cm with mtl ofi (libfabric's verbs;ofi_rxm), each case
 # that moves data proving it went through vrdma (vrdmactl stats' totals
 # rise by at least the bytes moved).  One case per check: VRDMA-TEST mw-<name>
 # PASS|FAIL|SKIP, then "N passed, N failed".  Cases in PENDING wait for a
@@ -361,6 +362,13 @@ fi
 # device check reads /sys/class/infiniband/<dev>/device/driver, a fixed
 # path, and finds vrdma0 "transports only": priority 19, below ob1's 20;
 # where it must win on priority, --mca pml_ucx_devices any: docs/verbs.md).
+# pml cm with mtl ofi: Debian's file has "mtl = ^ofi" too, so it is asked
+# for by name, and its provider with it: verbs;ofi_rxm, ofi_rxm's RDM
+# endpoints over libfabric's verbs provider (RC QPs connected through
+# vrdma's librdmacm; unnamed, the MTL took the same one here, its default
+# exclusions being shm, sockets, tcp, udp, rstream and usnic).  Its device
+# check is fi_getinfo: no sysfs, no /dev node.  The MTL sets no FI_UNIVERSE_SIZE, so each
+# rank's ofi_rxm CQ is the default 262144 CQEs (tests/fabric.sh).
 # ob1 with openib,self,vader: openib takes vrdma0 once the sysfs view is
 # there (ompi_device: it names vrdma0, used or refused); ompi_openib
 # wants the job's bytes through vrdma, not vader's shared memory.
@@ -392,7 +400,8 @@ ompi_run() {
 	MIN_BYTES[$name]=${min:-1}
 	report "$name" $ok "$out"
 }
-if want ompi_ucx_2 || want ompi_ucx_4 || want ompi_openib || want ompi_device; then
+if want ompi_ucx_2 || want ompi_ucx_4 || want ompi_ofi_2 || want ompi_ofi_4 ||
+	want ompi_openib || want ompi_device; then
 	if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
 		skipped ompi "mpicc or mpirun missing (libopenmpi-dev, openmpi-bin)"
 	elif ! LD_PRELOAD= mpicc -O2 -Wall -o "$RUN/mpi_check" "$TOP/tests/mpi_check.c" \
@@ -407,6 +416,11 @@ if want ompi_ucx_2 || want ompi_ucx_4 || want ompi_openib || want ompi_device; t
 			else
 				skipped ompi_ucx_$np "no $NODE"
 			fi
+		done
+		for np in 2 4; do
+			want ompi_ofi_$np || continue
+			ompi_run ompi_ofi_$np $np --mca pml cm --mca mtl ofi \
+				--mca mtl_ofi_provider_include "verbs;ofi_rxm"
 		done
 		if want ompi_openib || want ompi_device; then
 			ompi_run ompi_openib 2 --mca pml ob1 --mca btl openib,self,vader \
