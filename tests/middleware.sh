@@ -33,7 +33,6 @@ mkdir -m 700 "$TMPDIR"
 unset "${!UCX_@}" "${!OMPI_MCA_@}"
 
 declare -A PENDING=(
-	[ucx_dflt_alloc]="ibv_reg_mr of shared mappings: UCX's default UCX_ALLOC_PRIO (md:sysv first) gives ucx_perftest's buffers SysV (or POSIX) shared memory, which vrdma cannot move (EFAULT)"
 	[ompi_openib]="Debian's openib has one CPC, udcm, and udcm_component_query skips a port whose link layer is Ethernet; vrdma's is (GIDs name peers), InfiniBand's would need LID addressing (AVs without GRH)"
 )
 declare -A MIN_BYTES=()		# case -> bytes it must move through vrdma
@@ -324,9 +323,9 @@ unset UCX_TLS
 # list picks vrdma0 and not TCP; a rig of two nodes must.  (Here, without
 # UCX_NET_DEVICES, UCX 1.13 took rc_verbs over TCP on lo and eth0, but
 # how it weighs them depends on the NIC's speed: no case of this file.)
-# UCX_ALLOC_PRIO without md:sysv, md:posix and huge: UCX's default hands
-# ucx_perftest's buffers SysV shared memory, which vrdma cannot register
-# (ucx_dflt_alloc, PENDING).
+# UCX_ALLOC_PRIO is left to vrdma-run: UCX's own default hands
+# ucx_perftest's buffers SysV shared memory, which vrdma cannot register,
+# so vrdma-run asks for private memory unless the user chose.
 NS=
 if [ "$(id -u)" = 0 ] && unshare -i true 2>/dev/null; then NS="unshare -i"
 elif unshare -r -i true 2>/dev/null; then NS="unshare -r -i"; fi
@@ -334,13 +333,11 @@ dflt() {
 	if [ -z "$NS" ]; then skipped "$1" "no IPC namespace: unshare -i needs root or user namespaces"
 	else ucx "$@"; fi
 }
-export UCX_ALLOC_PRIO=thp,mmap,heap
+unset UCX_ALLOC_PRIO
 dflt ucx_dflt_tag_lat ucx_perf ucx_dflt_tag_lat $((2 * 1000 * 8)) "$NS" -t tag_lat -s 8
 dflt ucx_dflt_tag_bw ucx_perf ucx_dflt_tag_bw $KB64 "$NS" -t tag_bw -s 65536
 dflt ucx_dflt_ucp_put_bw ucx_perf ucx_dflt_ucp_put_bw $KB64 "$NS" -t ucp_put_bw -s 65536
 dflt ucx_dflt_ucp_get ucx_perf ucx_dflt_ucp_get $KB64 "$NS" -t ucp_get -s 65536
-unset UCX_ALLOC_PRIO
-dflt ucx_dflt_alloc ucx_perf ucx_dflt_alloc $KB64 "$NS" -t tag_bw -s 65536
 unset UCX_NET_DEVICES
 
 # libfabric's verbs provider (no sysfs: rdma_cm and verbs calls).
