@@ -21,8 +21,10 @@ xen|xcheck|xbench)
 	# The full variant: Xen machines, guests in PV domUs (xen: suite
 	# xcluster).
 	[ "$SUITE" = xen ] && SUITE=xcluster
-	# xbench: perftest, ucx_perftest and vrdma-bw both ways, 10-12 min
+	# xbench: perftest, ucx_perftest and vrdma-bw both ways, 10-12 min;
+	# xcheck: 5 min on a quiet 2-core machine, twice that beside other work
 	[ "$SUITE" = xbench ] && export TIMEOUT=${TIMEOUT:-1200}
+	[ "$SUITE" = xcheck ] && export TIMEOUT=${TIMEOUT:-900}
 	# Speed and loss: the host UDP receive buffer is the wire (as below).
 	export RMEM=${RMEM-4194304}
 	"$HERE/xen-build.sh" "$B" "$B/xcluster"

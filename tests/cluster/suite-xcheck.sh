@@ -27,7 +27,9 @@
 #      is a SKIP; then nothing of them is left (verbs-clean)
 #   m. Debian's Open MPI over UCX (tests/xen/mpi-lib.sh): mpirun in domu1
 #      on a, rank 1 in domu1 on b, tests/mpi_check.c checking every byte;
-#      the two vrdmads together moved at least what crossed
+#      the two vrdmads together moved at least what crossed; then
+#      ucx_perftest tag_bw with UCX's default transport list (netfront's
+#      tcp beside vrdma0): the two vrdmads moved what a's domU sent
 # Every wait has a limit.
 # shellcheck disable=SC2154  # _d is set by eval
 . /vrdma/cl-lib.sh
@@ -364,6 +366,26 @@ if need_remote xcheck-remote-path-$NODE; then
 		vt_fail mpi-ucx-2-$NODE "no peer (PB '$PB')"
 	fi
 	vt_check mpi-clean-$NODE xleak_free 2
+	# UCX's default transport list between the nodes' domUs: tcp over
+	# netfront is there beside rc_verbs and ud_verbs on vrdma0, and UCX
+	# must take vrdma0.  a's domU sends 100 x 64 KiB by rendezvous: b's
+	# domU READs them, so b's vrdmad counts most of it; b hands its count
+	# to a, which wants the two together.
+	m0=$(mpi_moved)
+	# (UCX_LOG_LEVEL=info: its ep_cfg line names the transport it took)
+	xc_vpair ucx_dflt_tag_bw 19706 "ucx_perftest -t tag_bw -s 65536 -n 100 -w 10 -p @P@" \
+		"env UCX_LOG_LEVEL=info ucx_perftest -t tag_bw -s 65536 -n 100 -w 10 -p @P@ @A@"
+	echo "$XV_OUT" | grep -a 'ep_cfg\|UCX  WARN\|UCX  ERROR'
+	if [ "$NODE" = b ]; then
+		cl_tell "ucx-counted $(($(mpi_moved) - m0))" 60
+	elif cl_await ucx-counted 60; then
+		md=$(($(mpi_moved) - m0))
+		mb=${CL_MSG#ucx-counted }
+		echo "ucx_perftest, UCX's default transports: vrdmad on a moved $md bytes, on b $mb; 6553600 sent"
+		vt_check ucx-dflt-through-vrdma [ $((md + mb)) -ge 6553600 ]
+	else
+		vt_fail ucx-dflt-through-vrdma "node b's count never came"
+	fi
 
 	# ---- b. a domU destroyed mid-transfer: node a's client (domu2) ----
 	# (both meet once the survivor is done, then check what is left)
