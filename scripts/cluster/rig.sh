@@ -39,7 +39,9 @@ esac
 # Speed (not correctness) needs a bigger host UDP receive buffer; run.sh
 # puts the old value back.  RMEM= (empty) leaves the host alone.
 case $SUITE in
-bench|demo) export RMEM=${RMEM-4194304} ;;
+demo) export RMEM=${RMEM-4194304} ;;
+# bench: perftest and ucx_perftest both ways, then vrdma-bw
+bench) export RMEM=${RMEM-4194304} TIMEOUT=${TIMEOUT:-600} ;;
 # prio (make bench-prio-cluster): flooders for two windows, then two
 # measured pairs solo and loaded: longer than one default boot limit
 prio) export RMEM=${RMEM-4194304} TIMEOUT=${TIMEOUT:-900} MEM=${MEM:-1024} ;;

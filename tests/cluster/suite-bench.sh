@@ -67,7 +67,7 @@ done
 
 # Debian's ucx_perftest the same way (UCP tag_lat: its average one-way
 # latency; tag_bw: its average MB/s), when the image has it.
-UCX_SPECS=${UCX_SPECS:-"8:1000 4096:1000 65536:500 1048576:50"}
+UCX_SPECS=${UCX_SPECS:-"8:1000 4096:1000 65536:200 1048576:10"}
 ucx_one() { # KIND TEST SIZE ITERS PAIR
 	_v=-
 	if $5 $2 -s $3 -n $4 -w $(($4 / 10 + 1)); then

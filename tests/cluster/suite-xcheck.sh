@@ -344,26 +344,37 @@ if need_remote xcheck-remote-path-$NODE; then
 	# (vrdma-rig-rsh); the ranks' bytes cross rxe between the vrdmads.
 	# Each vrdmad counts what it moved; b hands its count to a, and the two
 	# together must be at least what mpi_check says crossed.
+	# Both nodes take every step whatever fails (b: ready, done, counted;
+	# a: ready, done, counted), so the sections after stay in step.
 	. /vrdma/mpi-lib.sh
 	m0=$(mpi_moved)
 	if [ "$NODE" = b ]; then
 		cl_tell mpi-ready 60
-		if cl_await mpi-done 330; then
-			cl_tell "mpi-counted $(($(mpi_moved) - m0))" 60
+		mb=none
+		if cl_await mpi-done 400; then
+			mb=$(($(mpi_moved) - m0))
 		else
 			vt_fail mpi-ucx-2-peer-$NODE "node a never said its job ended"
 		fi
-	elif [ -n "$PB" ] && cl_await mpi-ready 120; then
-		mpi_job $D1 300 "$GA,$PB" 2 && vt_pass mpi-ucx-2-$NODE || vt_fail mpi-ucx-2-$NODE
-		cl_tell mpi-done 60
-		if cl_await mpi-counted 60 && [ -n "$MPI_BYTES" ]; then
-			md=$(($(mpi_moved) - m0))
-			mb=${CL_MSG#mpi-counted }
-			echo "mpi-ucx-2: vrdmad on a moved $md bytes, on b $mb; $MPI_BYTES crossed between the ranks"
-			vt_check mpi-ucx-2-through-vrdma [ $((md + mb)) -ge "$MPI_BYTES" ]
-		fi
+		cl_tell "mpi-counted $mb" 60
 	else
-		vt_fail mpi-ucx-2-$NODE "no peer (PB '$PB')"
+		if cl_await mpi-ready 120 && [ -n "$PB" ]; then
+			mpi_job $D1 150 "$GA,$PB" 2 && vt_pass mpi-ucx-2-$NODE || vt_fail mpi-ucx-2-$NODE
+		else
+			MPI_BYTES=
+			vt_fail mpi-ucx-2-$NODE "no peer (PB '$PB')"
+		fi
+		cl_tell mpi-done 60
+		mb=none
+		cl_await mpi-counted 60 && mb=${CL_MSG#mpi-counted }
+		if [ -n "$MPI_BYTES" ]; then
+			md=$(($(mpi_moved) - m0))
+			echo "mpi-ucx-2: vrdmad on a moved $md bytes, on b $mb; $MPI_BYTES crossed between the ranks"
+			case $mb in
+			none) vt_fail mpi-ucx-2-through-vrdma "node b's count never came" ;;
+			*) vt_check mpi-ucx-2-through-vrdma [ $((md + mb)) -ge "$MPI_BYTES" ] ;;
+			esac
+		fi
 	fi
 	vt_check mpi-clean-$NODE xleak_free 2
 	# UCX's default transport list between the nodes' domUs: tcp over
@@ -376,6 +387,9 @@ if need_remote xcheck-remote-path-$NODE; then
 	xc_vpair ucx_dflt_tag_bw 19706 "ucx_perftest -t tag_bw -s 65536 -n 100 -w 10 -p @P@" \
 		"env UCX_LOG_LEVEL=info ucx_perftest -t tag_bw -s 65536 -n 100 -w 10 -p @P@ @A@"
 	echo "$XV_OUT" | grep -a 'ep_cfg\|UCX  WARN\|UCX  ERROR'
+	# and every lane of the endpoint on vrdma0 (no tcp rail beside it)
+	[ "$NODE" = a ] && vt_check ucx-dflt-lanes-vrdma0 sh -c \
+		'echo "$1" | grep -q "ep_cfg.*vrdma0" && ! echo "$1" | grep "ep_cfg" | grep -q tcp' - "$XV_OUT"
 	if [ "$NODE" = b ]; then
 		cl_tell "ucx-counted $(($(mpi_moved) - m0))" 60
 	elif cl_await ucx-counted 60; then

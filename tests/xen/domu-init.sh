@@ -27,6 +27,8 @@ mknod -m 666 /dev/infiniband/uverbs-vrdma0 c 1 3
 if [ -n "$gip" ]; then
 	hostname "$(xenstore-read name)-$(echo "$gip" | tr . -)"
 	printf '127.0.0.1 localhost\n%s %s\n' "$gip" "$(hostname)" >/etc/hosts
+	# An open root shell on TCP 2222: the rigs' images are for the
+	# private bridge inside QEMU only, never for a domU anyone can reach.
 	[ -x /usr/bin/orted ] && nc -ll -p 2222 -e /bin/sh </dev/null >/dev/console 2>&1 &
 fi
 echo "VRDMA-DOMU-UP $(xenstore-read name) dom$(xenstore-read domid) ${gip:-no-net} (net from ${t}s, uptime $(cut -d' ' -f1 /proc/uptime)s)"

@@ -4,13 +4,15 @@
 # /usr/bin/vrdma-rig-rsh; --mca plm_rsh_agent vrdma-rig-rsh): called as
 # ssh would be, "vrdma-rig-rsh [OPTIONS] HOST WORDS...", it runs WORDS by
 # the shell of HOST's launch port (domu-init.sh: busybox nc -ll -e sh on
-# MPI_RSH_PORT) with this end's stdout and stderr joined to it, as ssh
+# MPI_RSH_PORT) with their stdout and stderr coming back here, as ssh
 # does: the remote orted lives as long as the connection.  The rigs'
 # guest network is a private bridge inside QEMU, hence no keys; the
 # domUs of a real cluster have their own ssh.
 while [ $# -gt 0 ]; do
 	case $1 in
-	-*) shift ;;	# ssh's options (-x, -n, -o ...) mean nothing here
+	# ssh's options mean nothing here; these take an argument
+	-[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+	-*) shift ;;
 	*) break ;;
 	esac
 done
@@ -18,19 +20,17 @@ done
 host=$1
 shift
 # WORDS may be a subshell, "( ... )", which exec cannot take: the remote
-# shell runs them, prints their exit status on a line of its own and
-# exits; that status is this one's, as ssh's is (255: no status came, the
-# connection failed or broke).  No answer within 10 s is no launch (nc
-# -w), not a wait forever.
-printf '%s\necho "@vrdma-rig-rsh-exit $?"\nexit\n' "$*" |
+# shell runs them (its stderr joined to the connection: nc -e gives it
+# only stdout), prints their exit status on a line of its own and exits;
+# that status is this one's, as ssh's is (255: no status came, the
+# connection failed or broke).  nc -w bounds the connect only: a launch
+# that hangs is mpirun's timeout to end.
+printf 'exec 2>&1\n%s\necho "@vrdma-rig-rsh-exit $?"\nexit\n' "$*" |
 	nc -w 10 "$host" "${MPI_RSH_PORT:-2222}" |
-	awk -v host="$host" '
+	awk '
 		/^@vrdma-rig-rsh-exit [0-9]+$/ { rc = $2; got = 1; next }
 		{ print; fflush() }
-		END {
-			if (!got) {
-				print "vrdma-rig-rsh: " host ": no exit status (no connection, or it broke)" > "/dev/stderr"
-				exit 255
-			}
-			exit rc
-		}'
+		END { exit got ? rc : 255 }'
+rc=$?
+[ $rc = 255 ] && echo "vrdma-rig-rsh: $host: no exit status (no connection, or it broke)" >&2
+exit $rc
