@@ -102,8 +102,13 @@ int vbe_vud_open(struct vbe_vx *vx)
 	if (ibv_query_port(vx->ctx, u->port, &pa))
 		goto err_buf;
 	mtu = 128u << pa.active_mtu;		/* IBV_MTU_256 = 1 ... */
-	if (mtu <= VBE_VUD_HDR)
+	/* Guests are told max-ud-msg, at least IB's smallest MTU: a device
+	 * that leaves less behind our header carries no datagrams. */
+	if (mtu < 256 + VBE_VUD_HDR) {
+		vlog_warn("rdma: device MTU %u leaves under 256 bytes for datagrams: none between nodes",
+			  mtu);
 		goto err_buf;
+	}
 	u->max_payload = mtu - VBE_VUD_HDR < VRDMA_UD_MTU ? mtu - VBE_VUD_HDR : VRDMA_UD_MTU;
 	u->ech = rdma_create_event_channel();
 	if (!u->ech)
