@@ -377,15 +377,19 @@ static int count_dir(const char *path)
 
 /*
  * Live threads.  pthread_join returns once the kernel cleared the
- * thread's tid, which can be before its task leaves /proc/self/task:
- * a thread just joined (the CM engine's, stopped with the last channel)
- * may still be listed, dead (Z or X), and must not count.
+ * thread's tid, which it does inside do_exit, before its task leaves
+ * /proc/self/task: a thread just joined (the CM engine's, stopped with
+ * the last channel) may still be listed, running its exit (PF_EXITING
+ * in stat's flags, set before the tid is cleared) or dead (Z or X), and
+ * must not count.
  */
+#define TASK_PF_EXITING	0x4u
 static int count_tasks(void)
 {
-	char path[64], buf[256], *st;
+	char path[64], buf[512], *st, state;
 	struct dirent *d;
 	DIR *dir = opendir("/proc/self/task");
+	unsigned flags;
 	int n = 0;
 	FILE *f;
 
@@ -400,7 +404,11 @@ static int count_tasks(void)
 			continue;	/* gone meanwhile */
 		st = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 		fclose(f);
-		n += !st || (st[1] == ' ' && st[2] != 'Z' && st[2] != 'X');
+		if (!st || sscanf(st + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2) {
+			n++;		/* unreadable: count it, do not hide one */
+			continue;
+		}
+		n += state != 'Z' && state != 'X' && !(flags & TASK_PF_EXITING);
 	}
 	closedir(dir);
 	return n;
