@@ -37,65 +37,54 @@ vr_pair() {
 }
 
 
-# pv_pair TEST ARGS... as cl-lib.sh's, the programs in domu1 ($D1): b's
-# domU serves on a fixed port and hands its guest-network address over;
-# a's domU connects to it.  PT_OUT is a's output.
+# du_pair TAG PORT CMD: CMD (@P@ the port) through vrdma-run in domu1
+# ($D1) of both nodes: b's serves on PORT and hands its guest-network
+# address over, a's runs CMD with that address appended.  PT_OUT is a's
+# output; 0 iff both exited 0.
+du_pair() {
+	PT_OUT=
+	. /vrdma/verbs-lib.sh
+	if [ "$NODE" = b ]; then
+		_n=$(du_run $D1 "$(vt_wrap "$3" $2 s)")
+		du_sh $D1 70 "$(vt_listen_cmd $2)" || echo "$1: no listener"
+		cl_tell "$1-listening $(gn_addr $D1)" 60 || return 1
+		du_wait $D1 $_n 160
+		_rc=$DU_RC
+		cl_tell "$1-served $_rc" 60
+		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 6
+		[ "$_rc" = 0 ]
+		return
+	fi
+	cl_await $1-listening 120 || return 1
+	_a=${CL_MSG#"$1"-listening}
+	_a=${_a# }
+	_n=$(du_run $D1 "$(vt_wrap "$3 $_a" $2 c)")
+	du_wait $D1 $_n 170
+	_rc=$DU_RC
+	PT_OUT=$(du_out $D1 $_n)
+	cl_await $1-served 170 || return 1
+	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+}
+
+# pv_pair TEST ARGS... as cl-lib.sh's, perftest's TEST in domu1 (du_pair).
 PV_PORT=${PV_PORT:-19800}
 pv_pair() {
 	_t=$1
 	shift
 	PV_PORT=$((PV_PORT + 1))
-	. /vrdma/verbs-lib.sh
-	if [ "$NODE" = b ]; then
-		_n=$(du_run $D1 "$(vt_wrap "ib_$_t -x 0 -F -p @P@ $*" $PV_PORT s)")
-		du_sh $D1 70 "$(vt_listen_cmd $PV_PORT)" || echo "pv $_t: no listener"
-		cl_tell "pv-$_t-listening $(gn_addr $D1)" 60 || return 1
-		du_wait $D1 $_n 160
-		_rc=$DU_RC
-		cl_tell "pv-$_t-served $_rc" 60
-		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 6
-		[ "$_rc" = 0 ]
-		return
-	fi
-	cl_await pv-$_t-listening 120 || return 1
-	_a=${CL_MSG#pv-$_t-listening}
-	_a=${_a# }
-	_n=$(du_run $D1 "$(vt_wrap "ib_$_t -x 0 -F -p @P@ $* $_a" $PV_PORT c)")
-	du_wait $D1 $_n 170
-	_rc=$DU_RC
-	PT_OUT=$(du_out $D1 $_n)
-	echo "$PT_OUT" | tail -n 4
-	cl_await pv-$_t-served 170 || return 1
-	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+	du_pair pv-$_t $PV_PORT "ib_$_t -x 0 -F -p @P@ $*"
+	_rc=$?
+	[ "$NODE" = a ] && echo "$PT_OUT" | tail -n 4
+	return $_rc
 }
 
-# uv_pair TEST ARGS... as cl-lib.sh's, ucx_perftest in domu1 ($D1): b's
-# serves on a port of its own and hands its address over.
+# uv_pair TEST ARGS... as cl-lib.sh's, ucx_perftest in domu1 (du_pair).
 uv_pair() {
 	_t=$1
 	shift
 	UCX_PORT=$((UCX_PORT + 1))
-	. /vrdma/verbs-lib.sh
-	_uc="env $UCX_ENV UCX_NET_DEVICES=vrdma0:1 ucx_perftest -t $_t $* -p @P@"
-	if [ "$NODE" = b ]; then
-		_n=$(du_run $D1 "$(vt_wrap "$_uc" $UCX_PORT s)")
-		du_sh $D1 70 "$(vt_listen_cmd $UCX_PORT)" || echo "uv $_t: no listener"
-		cl_tell "uv-$_t-listening $(gn_addr $D1)" 60 || return 1
-		du_wait $D1 $_n 160
-		_rc=$DU_RC
-		cl_tell "uv-$_t-served $_rc" 60
-		[ "$_rc" = 0 ] || du_out $D1 $_n | tail -n 6
-		[ "$_rc" = 0 ]
-		return
-	fi
-	cl_await uv-$_t-listening 120 || return 1
-	_a=${CL_MSG#uv-$_t-listening}
-	_a=${_a# }
-	_n=$(du_run $D1 "$(vt_wrap "$_uc $_a" $UCX_PORT c)")
-	du_wait $D1 $_n 170
-	_rc=$DU_RC
-	PT_OUT=$(du_out $D1 $_n)
-	echo "$PT_OUT" | grep '^Final:'
-	cl_await uv-$_t-served 170 || return 1
-	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
+	du_pair uv-$_t $UCX_PORT "env $UCX_ENV UCX_NET_DEVICES=vrdma0:1 ucx_perftest -t $_t $* -p @P@"
+	_rc=$?
+	[ "$NODE" = a ] && echo "$PT_OUT" | grep '^Final:'
+	return $_rc
 }
