@@ -127,7 +127,7 @@ BENCH_BINS   := $(B)/bin/vrdma-refbench
 CHECK_BINS   :=
 ITEST_BINS   :=
 
-.PHONY: all clean install uninstall check check-unit demo demo-host bench bench-cost \
+.PHONY: all clean install uninstall check check-unit check-soak demo demo-host bench bench-cost \
 	bench-scale deps FORCE
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(GT_INST_BINS) $(BENCH_BINS) \
 	$(B)/vrdma.pc $(VRDMAD_UNIT)
@@ -222,6 +222,11 @@ check: check-unit
 	$(Q)$(MAKE) --no-print-directory check-systemd
 	$(Q)$(MAKE) --no-print-directory check-xen
 	$(Q)$(MAKE) --no-print-directory check-cluster
+
+# Each rig suite SOAK_N times (10) with SOAK_LOAD busy loops (1) beside:
+# failures per check (scripts/soak.sh; SOAK_RIGS narrows it).
+check-soak: $(XEN_RIG_DEPS) $(XCLUSTER_DEPS) $(CLUSTER_DEPS)
+	$(Q)scripts/soak.sh $(B) $(SOAK_RIGS)
 
 # The main job: vrdma-bw between PV domUs of two Xen nodes (tests/cluster.mk).
 demo: demo-cluster

@@ -122,10 +122,16 @@ static void vd_ctl_answer(struct vd_ctl_client *cl, const char *line, const char
 		vd_ctl_drop(cl);
 		return;
 	}
-	if (err)
+	if (err) {
 		fprintf(f, "error: %s\n", err);
-	else
+	} else {
+		int64_t t0 = vev_now_ms();
+
 		cl->ctl->fn(cl->ctl->arg, line, f);
+		if (vev_now_ms() - t0 >= VEV_STALL_MS)
+			vlog_warn("ctl: '%.64s' took %lld ms", line,
+				  (long long)(vev_now_ms() - t0));
+	}
 	/* Every response ends with a newline, whatever the handler wrote. */
 	fflush(f);
 	if (size == 0 || buf[size - 1] != '\n')

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 
 #include "evloop.h"
+#include "log.h"
 
 #define VEV_BATCH	64
 
@@ -54,6 +55,21 @@ static int64_t vev_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * A callback that held the loop past VEV_STALL_MS delayed every guest and
+ * every vrdmactl request behind it: say which one, so a slow dom0 (a
+ * busy xenstored, a device call that waited) is seen where it happened.
+ */
+static void vev_stall_check(struct vev_loop *l, int64_t t0, const char *what, int id)
+{
+	int64_t ms = (vev_now_us() - t0) / 1000;
+
+	if (ms < VEV_STALL_MS)
+		return;
+	l->st.stalls++;
+	vlog_warn("loop: %s %d held the loop %lld ms", what, id, (long long)ms);
 }
 
 int64_t vev_now_ms(void)
@@ -262,14 +278,17 @@ static void vev_timer_run(struct vev_loop *l)
 	uint64_t max_id = l->next_timer_id - 1;
 	int64_t now = vev_now_ms();
 	struct vev_timer *t;
+	int64_t t0;
 	int r;
 
 	vev_timer_sweep(l);
 	for (t = l->timers; t; t = t->next) {
 		if (t->dead || t->id > max_id || t->when_ms > now)
 			continue;
+		t0 = vev_now_us();
 		l->st.timer_runs++;
 		r = t->cb(l, t->id, t->arg);
+		vev_stall_check(l, t0, "timer", (int)t->id);
 		if (r < 0)
 			t->dead = true;
 		else
@@ -299,8 +318,10 @@ static bool vev_busy_step(struct vev_loop *l)
 
 	if (!l->busy.poll)
 		return false;
+	now = vev_now_us();
 	n = l->busy.poll(l->busy_arg);
 	l->st.polls++;
+	vev_stall_check(l, now, "poll", 0);
 	now = vev_now_us();
 	if (n > 0) {
 		l->last_work_us = now;
@@ -334,6 +355,7 @@ static void vev_dispatch(struct vev_loop *l, const struct epoll_event *ev)
 	uint32_t gen = (uint32_t)(ev->data.u64 >> 32);
 	unsigned events = 0;
 	struct vev_fd *f;
+	int64_t t0;
 
 	if ((unsigned)fd >= l->nfds_alloc)
 		return;
@@ -347,8 +369,10 @@ static void vev_dispatch(struct vev_loop *l, const struct epoll_event *ev)
 		events |= VEV_WRITE;
 	if (ev->events & (EPOLLERR | EPOLLHUP))
 		events |= VEV_ERROR;
+	t0 = vev_now_us();
 	l->st.fd_events++;
 	f->cb(l, fd, events, f->arg);
+	vev_stall_check(l, t0, "fd", fd);
 }
 
 int vev_run_once(struct vev_loop *l)

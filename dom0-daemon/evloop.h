@@ -26,6 +26,7 @@
 #define VEV_TIMER_DONE		(-1)	/* timer callback: do not rearm */
 #define VEV_SPIN_US_DEF		50u	/* default spin window */
 #define VEV_MAX_SLEEP_MS	1000	/* no sleep without a time limit */
+#define VEV_STALL_MS		1000	/* a callback this long is logged */
 
 struct vev_loop;
 
@@ -48,6 +49,7 @@ struct vev_stats {
 	uint64_t sleeps;	/* epoll_wait calls with a non-zero timeout */
 	uint64_t arms, disarms;
 	uint64_t fd_events, timer_runs;
+	uint64_t stalls;	/* callbacks that held the loop VEV_STALL_MS */
 };
 
 int  vev_loop_new(struct vev_loop **out);

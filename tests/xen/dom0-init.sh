@@ -25,6 +25,10 @@ VLOG=/var/log/vrdmad.log
 CONS=/var/log/xen/console
 
 finish() {
+	# Pass or fail: a callback that held vrdmad's loop a second or more
+	# is what a timed-out vrdmactl or guest connect waited behind.
+	echo "vrdmad loop stalls: $(grep -c 'held the loop\|ctl: .* took' $VLOG)"
+	grep -B2 'held the loop\|ctl: .* took' $VLOG | tail -n 30
 	if [ $VT_FAIL -ne 0 ] || grep -q 'vrdma.diag' /proc/cmdline; then
 		echo "VRDMA-DIAG-BEGIN"
 		xl list
