@@ -121,7 +121,7 @@ GT_BINS      := $(B)/bin/vrdma-bw $(B)/bin/vrdma-lat
 GT_INST_BINS := $(B)/inst/bin/vrdma-bw $(B)/inst/bin/vrdma-lat
 VRDMAD_UNIT  := $(B)/vrdmad.service
 MANS         := $(wildcard docs/man/*.[13578])
-BENCH_BINS   := $(B)/bin/vrdma-refbench
+BENCH_BINS   := $(B)/bin/vrdma-refbench $(B)/bin/vrdma-verbs-cost
 
 # tests/*.mk append to CHECK_BINS (Check suites run by check-unit).
 CHECK_BINS   :=
@@ -176,6 +176,13 @@ $(B)/bin/vrdma-refbench: $(call obj,$(REFBENCH_SRCS))
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(LIBS) -lm
+
+# A plain verbs program (scripts/bench-cost.sh runs it through vrdma-run):
+# built against the installed libibverbs, as any verbs program is.
+$(B)/bin/vrdma-verbs-cost: $(B)/obj/bench/verbs_cost.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ -libverbs
 
 # Files that name install paths are remade when a path changes (`make`,
 # then `make install PREFIX=/usr`): the paths are kept in a file that is

@@ -20,6 +20,22 @@
 #   guest:   the vrdma-bw client under callgrind, only inside
 #            vrdma_post_send and vrdma_poll_cq (one post and one poll per
 #            WR, as vrdma-bw reaps after every post), N1 and N2 the same way.
+#   verbs:   what a verbs program pays: vrdma-verbs-cost (bench/verbs_cost.c,
+#            the standard libibverbs API only) through vrdma-run, so
+#            through verbs/'s libibverbs.so.1, the same loop as vrdma-bw's
+#            (tx-depth 64, a signaled WR in 32, a poll of up to 16 after
+#            each post); counted only inside its calls of ibv_post_send and
+#            ibv_poll_cq that go with a WR (exactly one of each per WR; the
+#            waits for room and the final drain are not counted), N1 and
+#            N2 the same way.  The sleeps of ibv_poll_cq's idle rule
+#            (vrdma_wait_cq after many empty polls) are left out: they are
+#            per sleep, not per WR, and their number depends on timing.
+#            libvrdma's part (vrdma_post_send and vrdma_poll_cq inclusive)
+#            is taken from the same runs, so the rest is the verbs layer's
+#            own cost, whatever the loop.  Not Debian's perftest:
+#            ib_write_bw posts until tx-depth WRs are out and then polls
+#            once per round, ib_write_lat spins on empty polls until each
+#            completion, so the polls a WR pays there depend on timing.
 # Usage: bench-cost.sh BUILD_DIR [--csv]
 #   COST_KEEP=DIR keeps the callgrind files there (callgrind_annotate them).
 set -u
@@ -31,7 +47,7 @@ T=${BENCH_TIMEOUT:-300}
 for t in valgrind callgrind_annotate; do
 	command -v $t >/dev/null || { echo "bench-cost: $t not installed: skipped"; exit 0; }
 done
-for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw; do
+for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-run bin/vrdma-verbs-cost; do
 	[ -x "$b/$f" ] || { echo "bench-cost: $b/$f missing (make first)" >&2; exit 1; }
 done
 run=$(mktemp -d "${TMPDIR:-/tmp}/vrdma-cost.XXXXXX") || exit 1
@@ -40,7 +56,7 @@ cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
 	if [ -n "${COST_KEEP:-}" ]; then
-		mkdir -p "$COST_KEEP" && cp "$run"/be.* "$run"/fe.* "$COST_KEEP"/ 2>/dev/null
+		mkdir -p "$COST_KEEP" && cp "$run"/be.* "$run"/fe.* "$run"/vb.* "$COST_KEEP"/ 2>/dev/null
 	fi
 	rm -rf "$run"
 }
@@ -50,10 +66,21 @@ export VRDMA_RUN_DIR="$run"
 
 # Ir total of a callgrind output file.
 ir() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
-# Ir inclusive of vd_poll (the data path) in a callgrind output file.
-ir_poll() {
-	callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$1" |
-		awk '/:vd_poll( |$)/ { gsub(",", "", $1); print $1; exit }'
+# ir_incl [-0] FILE FUNCTION...: the sum of the functions' inclusive Ir in
+# a callgrind output file; empty if one is not in it (-0: counts 0).  A
+# function is listed once per source file its lines come from (inlined
+# headers); the first line, the largest, is the whole of it.
+ir_incl() {
+	z=0
+	[ "$1" = -0 ] && { z=1; shift; }
+	f=$1; shift
+	callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$f" |
+		awk -v fns="$*" -v z=$z 'BEGIN { n = split(fns, want, " ") }
+			{ for (i = 1; i <= n; i++)
+				if (!(i in got) && $0 ~ (":" want[i] "( |$)")) {
+					got[i] = 1; gsub(",", "", $1); sum += $1
+				} }
+			END { if (z || length(got) == n) print sum + 0 }'
 }
 
 # daemon [valgrind args...]: vrdmad in the foreground of a background job.
@@ -93,6 +120,29 @@ pair() {
 	spid=
 }
 
+# vpair N [valgrind args for the client...]: one vrdma-verbs-cost run of N
+# WRs between two guests of this node, both through vrdma-run.
+vpair() {
+	n=$1; shift
+	rm -f "$run/vb.sock"
+	timeout "$T" "$b/bin/vrdma-run" "$b/bin/vrdma-verbs-cost" server "$run/vb.sock" \
+		>"$run/srv.log" 2>&1 &
+	spid=$!
+	i=0
+	until grep -q "^listening on" "$run/srv.log" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -lt 300 ] && kill -0 "$spid" 2>/dev/null || { cat "$run/srv.log" >&2; return 1; }
+		sleep 0.1
+	done
+	timeout "$T" "$b/bin/vrdma-run" "$@" "$b/bin/vrdma-verbs-cost" client "$run/vb.sock" "$n" \
+		>"$run/cli.log" 2>&1 || { cat "$run/cli.log" "$run/srv.log" >&2; return 1; }
+	wait "$spid" || { cat "$run/srv.log" >&2; return 1; }
+	spid=
+	# vrdma's libibverbs answered, not rdma-core's
+	grep -q "^vrdma0: $n RDMA WRITEs" "$run/cli.log" ||
+		{ echo "bench-cost: vrdma-verbs-cost did not run on vrdma0:" >&2; cat "$run/cli.log" >&2; return 1; }
+}
+
 cg="valgrind --tool=callgrind --callgrind-out-file"
 for n in $N1 $N2; do
 	daemon $cg="$run/be.$n"
@@ -104,24 +154,43 @@ for n in $N1 $N2; do
 	pair "$n" $cg="$run/fe.$n" --toggle-collect=vrdma_post_send \
 		--toggle-collect=vrdma_poll_cq || exit 1
 done
+for n in $N1 $N2; do
+	vpair "$n" $cg="$run/vb.$n" --toggle-collect=vc_post --toggle-collect=vc_poll || exit 1
+done
 daemon_stop
 
 per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (b - a) / n }'; }
-p1=$(ir_poll "$run/be.$N1") p2=$(ir_poll "$run/be.$N2")
+p1=$(ir_incl "$run/be.$N1" vd_poll) p2=$(ir_incl "$run/be.$N2" vd_poll)
 [ -n "$p1" ] && [ -n "$p2" ] || { echo "bench-cost: no vd_poll in the callgrind files" >&2; exit 1; }
 be=$(per "$p1" "$p2" $((N2 - N1)))
 be_all=$(per "$(ir "$run/be.$N1")" "$(ir "$run/be.$N2")" $((N2 - N1)))
 fe=$(per "$(ir "$run/fe.$N1")" "$(ir "$run/fe.$N2")" $((N2 - N1)))
+# less the idle rule's sleeps (vvb_poll_idle): per sleep, not per WR
+v1=$(($(ir "$run/vb.$N1") - $(ir_incl -0 "$run/vb.$N1" vrdma_wait_cq)))
+v2=$(($(ir "$run/vb.$N2") - $(ir_incl -0 "$run/vb.$N2" vrdma_wait_cq)))
+l1=$(ir_incl "$run/vb.$N1" vrdma_post_send vrdma_poll_cq)
+l2=$(ir_incl "$run/vb.$N2" vrdma_post_send vrdma_poll_cq)
+[ -n "$l1" ] && [ -n "$l2" ] ||
+	{ echo "bench-cost: no vrdma_post_send/vrdma_poll_cq under the verbs calls" >&2; exit 1; }
+vb=$(per "$v1" "$v2" $((N2 - N1)))
+vb_lib=$(per "$l1" "$l2" $((N2 - N1)))
+vb_own=$(per $((v1 - l1)) $((v2 - l2)) $((N2 - N1)))
 if [ "$fmt" = --csv ]; then
 	echo "cost,where,instructions_per_wr"
 	echo "cost,backend_forwarded_8B_write,$be"
 	echo "cost,backend_whole_daemon_noisy,$be_all"
 	echo "cost,guest_post_and_poll,$fe"
+	echo "cost,guest_verbs_post_and_poll,$vb"
+	echo "cost,guest_verbs_libvrdma_part,$vb_lib"
+	echo "cost,guest_verbs_layer_own,$vb_own"
 else
 	echo "---------------------------------------------------------------------------------------"
 	echo " instructions per WR (callgrind; $N2 - $N1 WRs of 8 B RDMA WRITE, tx-depth 64)"
 	printf " %-44s %10s\n" "backend, per forwarded WR (vrdmad)" "$be"
 	printf " %-44s %10s\n" "  ... whole daemon, control plane too (noisy)" "$be_all"
 	printf " %-44s %10s\n" "guest, vrdma_post_send + vrdma_poll_cq" "$fe"
+	printf " %-44s %10s\n" "verbs program, ibv_post_send + ibv_poll_cq" "$vb"
+	printf " %-44s %10s\n" "  ... of which in libvrdma's two calls" "$vb_lib"
+	printf " %-44s %10s\n" "  ... the verbs layer's own (verbs/)" "$vb_own"
 	echo "---------------------------------------------------------------------------------------"
 fi
