@@ -268,6 +268,8 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 		return NULL;
 	}
 	cq->ctx = ctx;
+	cq->spin = vrdma_get_wait_policy(ctx->vdev) == VRDMA_WAIT_CPU ? VVB_POLL_SPIN_CPU :
+		   VVB_POLL_SPIN;
 	cq->ibcq.context = context;
 	cq->ibcq.channel = channel;
 	cq->ibcq.cq_context = cq_context;
@@ -349,28 +351,19 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
  * completion is due (a signaled send WR of this CQ not polled yet), sleep
  * until dom0 writes it, as libvrdma's own waiters do; else yield, which
  * costs a system call when nothing else wants this CPU.  A due count that
- * was wrong (the QP destroyed, say) costs one timed-out sleep.
+ * was wrong (the QP destroyed, say) costs one timed-out sleep.  The spin
+ * is cq->spin empty polls in a row (vvb_poll_cq counts them).
  */
-static void vvb_poll_idle(struct vvb_cq *cq)
+static __attribute__((noinline)) void vvb_poll_idle(struct vvb_cq *cq)
 {
 	int cpu = vrdma_get_wait_policy(cq->ctx->vdev) == VRDMA_WAIT_CPU;
 
-	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) <
-	    (cpu ? VVB_POLL_SPIN_CPU : VVB_POLL_SPIN))
-		return;
 	if (!cpu && __atomic_load_n(&cq->due, __ATOMIC_RELAXED) <= 0) {
 		sched_yield();
 		return;
 	}
 	if (vrdma_wait_cq(cq->vcq, VVB_POLL_SLEEP_MS) == ETIMEDOUT)
 		__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
-}
-
-/* Signaled send WRs just posted on a QP whose send CQ is cq. */
-void vvb_cq_due(struct vvb_cq *cq, long n)
-{
-	if (n)
-		__atomic_add_fetch(&cq->due, n, __ATOMIC_RELAXED);
 }
 
 static enum ibv_wc_status vvb_status(enum vrdma_wc_status s)
@@ -406,51 +399,78 @@ static enum ibv_wc_opcode vvb_wc_opcode(enum vrdma_wc_opcode o)
 	return IBV_WC_SEND;
 }
 
-int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+/* Completions into the program's array, each field written once. */
+static void vvb_wc(struct ibv_wc *w, const struct vrdma_wc *v)
 {
-	struct vvb_cq *cq = vvb_cq(ibcq);
-	struct vrdma_wc vwc[32];
-	int done = 0, got, i;
+	w->wr_id = v->wr_id;
+	w->status = vvb_status(v->status);
+	w->opcode = vvb_wc_opcode(v->opcode);
+	w->vendor_err = v->vendor_err;
+	w->byte_len = v->byte_len;
+	w->imm_data = v->imm_data;
+	w->qp_num = v->qp_num;
+	w->src_qp = v->src_qp;
+	w->wc_flags = ((v->wc_flags & VRDMA_WC_WITH_IMM) ? IBV_WC_WITH_IMM : 0) |
+		      ((v->wc_flags & VRDMA_WC_GRH) ? IBV_WC_GRH : 0);
+	/* UD: pkey_index, slid, sl, dlid_path_bits stay 0 */
+	w->pkey_index = 0;
+	w->slid = 0;
+	w->sl = 0;
+	w->dlid_path_bits = 0;
+}
+
+/*
+ * vvb_poll_cq() once its first poll took got completions into vwc (of
+ * VVB_WC_BATCH): convert them, and poll again while the program wants
+ * more and whole batches come.
+ */
+static __attribute__((noinline)) int
+vvb_poll_took(struct vvb_cq *cq, int n, struct ibv_wc *wc, struct vrdma_wc *vwc, int got)
+{
+	int done = 0, want = n < VVB_WC_BATCH ? n : VVB_WC_BATCH, i;
 	long sends;
 
-	if (n < 0)
-		return -1;
-	while (done < n) {
-		int want = n - done < 32 ? n - done : 32;
-
-		got = vrdma_poll_cq(cq->vcq, want, vwc);
-		if (got < 0)
-			return done ? done : -1;
-		if (!got && !done)
-			vvb_poll_idle(cq);
-		else if (!done)
-			__atomic_store_n(&cq->empty, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->empty, 0, __ATOMIC_RELAXED);
+	for (;;) {
 		sends = 0;
 		for (i = 0; i < got; i++) {
-			struct ibv_wc *w = &wc[done + i];
-
-			memset(w, 0, sizeof(*w));
-			w->wr_id = vwc[i].wr_id;
-			w->status = vvb_status(vwc[i].status);
-			w->opcode = vvb_wc_opcode(vwc[i].opcode);
-			w->vendor_err = vwc[i].vendor_err;
-			w->byte_len = vwc[i].byte_len;
-			w->imm_data = vwc[i].imm_data;
-			w->qp_num = vwc[i].qp_num;
-			w->src_qp = vwc[i].src_qp;
-			if (vwc[i].wc_flags & VRDMA_WC_WITH_IMM)
-				w->wc_flags |= IBV_WC_WITH_IMM;
-			/* UD: pkey_index, slid, sl, dlid_path_bits stay 0 */
-			if (vwc[i].wc_flags & VRDMA_WC_GRH)
-				w->wc_flags |= IBV_WC_GRH;
-			sends += !(w->opcode & IBV_WC_RECV);
+			vvb_wc(&wc[done + i], &vwc[i]);
+			sends += !(wc[done + i].opcode & IBV_WC_RECV);
 		}
 		/* Flushed unsignaled WRs complete too: never below zero. */
 		if (sends && __atomic_sub_fetch(&cq->due, sends, __ATOMIC_RELAXED) < 0)
 			__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
 		done += got;
-		if (got < want)
-			break;
+		if (got < want || done == n)
+			return done;
+		want = n - done < VVB_WC_BATCH ? n - done : VVB_WC_BATCH;
+		got = vrdma_poll_cq(cq->vcq, want, vwc);
+		if (got <= 0)
+			return done;
 	}
-	return done;
+}
+
+/*
+ * ibv_poll_cq.  The usual answer to a busy poller is "nothing": that
+ * path is one libvrdma call and the idle rule's count, nothing converted
+ * and the policy not looked up until the count says so.
+ */
+int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct vvb_cq *cq = vvb_cq(ibcq);
+	struct vrdma_wc vwc[VVB_WC_BATCH];
+	unsigned int empty;
+	int got;
+
+	if (vvb_unlikely(n <= 0))
+		return n < 0 ? -1 : 0;
+	got = vrdma_poll_cq(cq->vcq, n < VVB_WC_BATCH ? n : VVB_WC_BATCH, vwc);
+	if (got > 0)
+		return vvb_poll_took(cq, n, wc, vwc, got);
+	if (vvb_unlikely(got < 0))
+		return -1;
+	empty = __atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED);
+	if (vvb_unlikely(empty >= cq->spin))
+		vvb_poll_idle(cq);
+	return 0;
 }

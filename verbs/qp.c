@@ -78,7 +78,6 @@ static void vvb_qp_free(struct vvb_qp *q)
 		vrdma_dereg_mr(q->imr);
 	if (q->ibuf)
 		vrdma_free_buf(q->ctx->vdev, q->ibuf);
-	pthread_mutex_destroy(&q->sq_lock);
 	pthread_mutex_destroy(&q->rq_lock);
 	pthread_mutex_destroy(&q->qpx.qp_base.mutex);
 	pthread_cond_destroy(&q->qpx.qp_base.cond);
@@ -113,7 +112,7 @@ struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	q->ctx = ctx;
 	q->cap = ia->cap;
 	q->srq = ia->srq ? vvb_srq(ia->srq) : NULL;
-	pthread_mutex_init(&q->sq_lock, NULL);
+	/* q->sq_lock: free, as calloc left it */
 	pthread_mutex_init(&q->rq_lock, NULL);
 	pthread_mutex_init(&q->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&q->qpx.qp_base.cond, NULL);
@@ -324,7 +323,7 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (rc)
 		return rc;
 
-	pthread_mutex_lock(&q->sq_lock);
+	vvb_lock(&q->sq_lock);
 	if (mask & IBV_QP_STATE)
 		q->attr.qp_state = attr->qp_state;
 	if (mask & IBV_QP_ACCESS_FLAGS)
@@ -355,7 +354,7 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 		q->attr.qkey = attr->qkey;
 	if (mask & IBV_QP_PKEY_INDEX)
 		q->attr.pkey_index = attr->pkey_index;
-	pthread_mutex_unlock(&q->sq_lock);
+	vvb_unlock(&q->sq_lock);
 	if (mask & IBV_QP_STATE)
 		qp->state = attr->qp_state;
 	return 0;
@@ -375,9 +374,9 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	rc = vrdma_query_qp(q->vqp, &va);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&q->sq_lock);
+	vvb_lock(&q->sq_lock);
 	*attr = q->attr;
-	pthread_mutex_unlock(&q->sq_lock);
+	vvb_unlock(&q->sq_lock);
 	attr->qp_state = vvb_state_from_vrdma(va.qp_state);
 	attr->cur_qp_state = attr->qp_state;
 	attr->dest_qp_num = va.dest_qp_num;

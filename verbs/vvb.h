@@ -8,9 +8,9 @@
  * Errors inside are 0 or a positive errno value, as both APIs use.
  *
  * Locks: vvb_context.lock guards the notifier (armed CQs, the CQ it is
- * waiting on); vvb_qp.sq_lock serialises posting, the inline slots and
- * the wr_* batch; vvb_qp.rq_lock and vvb_srq.lock the receive scratch.  libvrdma
- * serialises its own objects.
+ * waiting on); vvb_qp.sq_lock (a vvb_lock: on every post) serialises
+ * posting, the inline slots and the wr_* batch; vvb_qp.rq_lock and
+ * vvb_srq.lock the receive scratch.  libvrdma serialises its own objects.
  */
 #ifndef VVB_H
 #define VVB_H
@@ -24,6 +24,48 @@
 
 #define vvb_container_of(p, type, member) \
 	((type *)((char *)(p) - offsetof(type, member)))
+#define vvb_likely(x)		__builtin_expect(!!(x), 1)
+#define vvb_unlikely(x)		__builtin_expect(!!(x), 0)
+
+/* An ibv_sge is a vrdma_sge: a send WR's list goes to libvrdma as it is. */
+_Static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge) &&
+	       offsetof(struct ibv_sge, addr) == offsetof(struct vrdma_sge, addr) &&
+	       offsetof(struct ibv_sge, length) == offsetof(struct vrdma_sge, length) &&
+	       offsetof(struct ibv_sge, lkey) == offsetof(struct vrdma_sge, lkey) &&
+	       sizeof(((struct ibv_sge *)0)->addr) == sizeof(((struct vrdma_sge *)0)->addr) &&
+	       sizeof(((struct ibv_sge *)0)->length) == sizeof(((struct vrdma_sge *)0)->length) &&
+	       sizeof(((struct ibv_sge *)0)->lkey) == sizeof(((struct vrdma_sge *)0)->lkey),
+	       "struct ibv_sge and struct vrdma_sge have one layout");
+
+/*
+ * The QP's send lock, taken on every post: one atomic instruction each
+ * way when uncontended (a pthread mutex costs ~55 instructions a
+ * lock/unlock pair), a futex sleep when not: a wr_* batch holds it from
+ * ibv_wr_start to ibv_wr_complete, so waiters must sleep, not spin.  Not
+ * recursive.  States (Drepper, "Futexes Are Tricky"): 0 free, 1 held,
+ * 2 held and somebody may sleep on it.
+ */
+struct vvb_lock {
+	int v;
+};
+
+void vvb_lock_wait(struct vvb_lock *l);	/* lock.c: contended */
+void vvb_lock_wake(struct vvb_lock *l);	/* lock.c: wake one sleeper */
+
+static inline void vvb_lock(struct vvb_lock *l)
+{
+	int c = 0;
+
+	if (vvb_unlikely(!__atomic_compare_exchange_n(&l->v, &c, 1, 0, __ATOMIC_ACQUIRE,
+						      __ATOMIC_RELAXED)))
+		vvb_lock_wait(l);
+}
+
+static inline void vvb_unlock(struct vvb_lock *l)
+{
+	if (vvb_unlikely(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2))
+		vvb_lock_wake(l);
+}
 
 #define VVB_DEV_NAME		"vrdma0"
 /* its dev_name: /dev/infiniband/<this> (sysfs.c), apart from the kernel's
@@ -39,6 +81,7 @@
 #define VVB_POLL_SPIN		64	/* empty polls before yielding/sleeping */
 #define VVB_POLL_SPIN_CPU	8	/* ... with VRDMA_WAIT=cpu, then sleep */
 #define VVB_POLL_SLEEP_MS	1	/* longest sleep of an empty poll */
+#define VVB_WC_BATCH		32	/* completions a libvrdma poll takes */
 
 /* enum ibv_gid_type_sysfs of rdma-core's driver.h (not installed). */
 #define VVB_GID_TYPE_SYSFS_ROCE_V2	1
@@ -71,6 +114,9 @@ struct vvb_cq {
 	 * signaled send WRs posted and not polled yet (an estimate) */
 	unsigned int empty;
 	long due;
+	/* empty polls before the idle rule acts, by the device's wait policy
+	 * (VRDMA_WAIT, fixed when it opened: nothing here changes it) */
+	unsigned int spin;
 	unsigned int events;			/* async events taken, not acked */
 };
 
@@ -109,7 +155,7 @@ struct vvb_qp {
 	int ud;					/* IBV_QPT_UD */
 	struct ibv_qp_attr attr;		/* what modify set, for query */
 
-	pthread_mutex_t sq_lock;
+	struct vvb_lock sq_lock;
 	uint64_t sq_count;			/* send WRs posted so far */
 	/* inline bounce: sq_depth slots of slot_size bytes, registered;
 	 * slot (sq_count + i) % sq_depth belongs to the i-th WR posted
@@ -118,7 +164,9 @@ struct vvb_qp {
 	uint8_t *ibuf;
 	uint32_t slot_size;
 	struct vrdma_mr *imr;
-	/* scratch for converting a chain, or the wr_* batch (sq_lock) */
+	/* scratch for converting a chain, or the wr_* batch (sq_lock); a
+	 * posted WR's SGEs are the program's own, but for inline data (one
+	 * SGE, ssge[i]) */
 	struct vrdma_send_wr *swr;
 	struct vrdma_sge *ssge;			/* sq_depth * max_send_sge */
 	uint32_t nbatch;			/* WRs in the wr_* batch */
@@ -214,8 +262,14 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 /* cq.c */
 int vvb_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int vvb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
-void vvb_cq_due(struct vvb_cq *cq, long n);
 void vvb_notifier_stop(struct vvb_context *ctx);
+
+/* Signaled send WRs just posted on a QP whose send CQ is cq. */
+static inline void vvb_cq_due(struct vvb_cq *cq, long n)
+{
+	if (n)
+		__atomic_add_fetch(&cq->due, n, __ATOMIC_RELAXED);
+}
 
 /* qp.c */
 struct ibv_qp *vvb_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ia);

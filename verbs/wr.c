@@ -207,7 +207,7 @@ static void vvb_wr_start(struct ibv_qp_ex *qx)
 {
 	struct vvb_qp *q = vvb_qx(qx);
 
-	pthread_mutex_lock(&q->sq_lock);
+	vvb_lock(&q->sq_lock);
 	q->nbatch = 0;
 	q->batch_err = 0;
 }
@@ -222,7 +222,7 @@ static int vvb_wr_complete(struct ibv_qp_ex *qx)
 		rc = vvb_sq_post(q, q->nbatch, &posted);
 	q->nbatch = 0;
 	q->batch_err = 0;
-	pthread_mutex_unlock(&q->sq_lock);
+	vvb_unlock(&q->sq_lock);
 	return rc;
 }
 
@@ -232,7 +232,7 @@ static void vvb_wr_abort(struct ibv_qp_ex *qx)
 
 	q->nbatch = 0;
 	q->batch_err = 0;
-	pthread_mutex_unlock(&q->sq_lock);
+	vvb_unlock(&q->sq_lock);
 }
 
 /* ---- what vrdma has not: a later wr_complete() fails EOPNOTSUPP ---- */
