@@ -128,7 +128,7 @@ CHECK_BINS   :=
 ITEST_BINS   :=
 
 .PHONY: all clean install uninstall check check-unit check-soak demo demo-host bench bench-cost \
-	bench-scale deps FORCE
+	bench-projection bench-scale deps FORCE
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(GT_INST_BINS) $(BENCH_BINS) \
 	$(B)/vrdma.pc $(VRDMAD_UNIT)
 
@@ -248,6 +248,11 @@ bench: all
 # Instructions per WR (callgrind): deterministic, for judging a change.
 bench-cost: all
 	$(Q)scripts/bench-cost.sh $(B)
+
+# One dom0 core's WR rate, hence MiB/s on 10/25/100 GbE, from this host's
+# costs per WR, measured twice (docs/performance.md).
+bench-projection: all
+	$(Q)scripts/projection.sh $(B)
 
 # 1, 8, 64 and 128 pairs of guests on one node at once (plain host).
 bench-scale: all
