@@ -133,6 +133,11 @@ int  vbe_node_policy(struct vbe_node *n, int argc, char **argv, struct vout *o);
 /* Re-read the policy file (SIGHUP); on an error the running policy stays.
  * 0 / -errno. */
 int  vbe_node_policy_reload(struct vbe_node *n);
+/* `vrdmactl trace [lat N | dump | off]`: the per-hop latency trace of
+ * the data path (backend/trace/lat.c): armed for the next N stamps,
+ * printed, disarmed; no word: where it stands.  0 / -errno with the
+ * error in o. */
+int  vbe_node_trace(struct vbe_node *n, int argc, char **argv, struct vout *o);
 /* `vrdmactl stats`: per-guest traffic, queue delay, throttling, refusals,
  * sorted by sort (NULL: by guest; "io", "vm", ... see dump.c).  0, or
  * -EINVAL for an unknown key. */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "vring.h"
 #include "vbe.h"
+#include "trace/lat.h"
 
 struct vbe_guest *vbe_node_guest(struct vbe_node *n, uint32_t domid, uint32_t devid)
 {
@@ -273,6 +274,7 @@ void vbe_node_free(struct vbe_node *n)
 	vbe_vx_close(n);
 	vbe_qpn_fini(n);
 	vbe_policy_free(n);
+	vbe_lt_fini();		/* one node per vrdmad: its trace */
 	free(n->qpn_map);
 	free(n);
 }

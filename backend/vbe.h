@@ -33,6 +33,7 @@
  *     cm_rdmacm.c  to another node: rdma_cm between the vrdmads
  *     cm_rqpn.c    bindings by number to another node
  *     policy.c     the connect policy: tenant groups, allow/deny rules, its file
+ *   trace/       lat.c: the data path's per-hop latency trace (vrdmactl trace)
  *
  * Handles are (generation << 16 | index); a stale handle never aliases a
  * newer object in the same slot.  Memory keys are tag19 << 13 | key slot,

@@ -350,6 +350,12 @@ static int vd_cmd_policy(struct vd_daemon *d, int argc, char **argv, struct vout
 	return vbe_node_policy(d->node, argc - 1, argv + 1, o);
 }
 
+/* trace [lat N | dump | off]: the data path's per-hop latency trace. */
+static int vd_cmd_trace(struct vd_daemon *d, int argc, char **argv, struct vout *o)
+{
+	return vbe_node_trace(d->node, argc - 1, argv + 1, o);
+}
+
 static const struct vd_cmd vd_cmds[] = {
 	{ "set", vd_cmd_set, true },
 	{ "get", vd_cmd_get, true },
@@ -361,6 +367,7 @@ static const struct vd_cmd vd_cmds[] = {
 	{ "detach", vd_cmd_detach, false },
 	{ "attach-policy", vd_cmd_attach_policy, false },
 	{ "policy", vd_cmd_policy, true },
+	{ "trace", vd_cmd_trace, false },
 };
 
 /*

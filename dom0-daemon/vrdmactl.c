@@ -398,6 +398,17 @@ static int vc_cmd_policy(struct vc_opts *o, int argc, char **argv)
 	return vc_join(o, argc, argv);
 }
 
+/* trace [lat N | dump | off]: N is vrdmad's to bound. */
+static int vc_cmd_trace(struct vc_opts *o, int argc, char **argv)
+{
+	bool lat = argc == 3 && !strcmp(argv[1], "lat");
+
+	if (lat ? strspn(argv[2], "0123456789") != strlen(argv[2]) || strlen(argv[2]) > 9 :
+	    argc > 2 || (argc == 2 && strcmp(argv[1], "dump") && strcmp(argv[1], "off")))
+		return vc_usage_err(argv[0], "nothing, lat and a number of stamps, dump or off");
+	return vc_join(o, argc, argv);
+}
+
 static int vc_cmd_stats(struct vc_opts *o, int argc, char **argv)
 {
 	char req[64];
@@ -587,6 +598,11 @@ static const struct vc_cmd vc_cmds[] = {
 	  "vrdmad's --attach policy and what it decided for each domain it saw:\n"
 	  "  attached, had-device, refused, not-matched, no-name, waiting,\n"
 	  "  detached; the VMs kept detached; forget VM: no longer kept" },
+	{ "trace", vc_cmd_trace, "", "[lat N|dump|off]", "per-hop latency trace",
+	  "arm a trace of the next N stamps of the data path (WR pulled, copied\n"
+	  "  or posted to the device, device completions, CQEs written and\n"
+	  "  published, guest kicks), print it (lines scripts/lat-trace.sh\n"
+	  "  reads), turn it off; no word: whether it is armed" },
 	{ "help", vc_cmd_help, "", "[COMMAND]", "this text, or a command's",
 	  "this text, or a command's" },
 };

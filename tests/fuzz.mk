@@ -26,8 +26,8 @@ $(FZ)/fuzz_%:
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LIBS)
 
-$(FZ)/fuzz_ring: $(call fzobj,tests/fuzz/fuzz_ring.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c)
-$(FZ)/fuzz_xsvalue: $(call fzobj,tests/fuzz/fuzz_xsvalue.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c)
+$(FZ)/fuzz_ring: $(call fzobj,tests/fuzz/fuzz_ring.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c common/vlt.c)
+$(FZ)/fuzz_xsvalue: $(call fzobj,tests/fuzz/fuzz_xsvalue.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c common/vlt.c)
 $(FZ)/fuzz_hostmsg: $(call fzobj,tests/fuzz/fuzz_hostmsg.c platform/vplat.c \
 		$(wildcard platform/host_*dom0.c) platform/host_chan_common.c \
 		platform/keystore_dom0.c common/log.c)

@@ -2,7 +2,7 @@
 # against the stub platform, and a plain-host check of vrdmactl set/get/stats.
 EXTRA_CFLAGS_tests := $(CHECK_CFLAGS)
 CHECK_BINS += $(B)/tests/test_backend_prio
-$(B)/tests/test_backend_prio: $(call obj,tests/test_backend_prio.c tests/backend_tg.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c)
+$(B)/tests/test_backend_prio: $(call obj,tests/test_backend_prio.c tests/backend_tg.c tests/stub_plat.c $(BACKEND_SRCS) common/log.c common/vlt.c)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "verbs.h"
 #include "../target.h"
+#include "../trace/lat.h"
 
 #define VBE_VX_STALL	(-1)	/* key-table READ in flight: try later */
 
@@ -203,6 +204,7 @@ static int vbe_vx_post(struct vbe_vx *vx, struct vbe_vqp *vq, struct vbe_guest *
 		wr.send_flags |= IBV_SEND_FENCE;
 	if (ibv_post_send(vq->id->qp, &wr, &bad))
 		return VRDMA_WS_LOC_QP_OP_ERR;
+	vbe_lt_wr(VBE_LT_DPOST, g, qp, w, 0);
 	vbe_vx_rkc_posted(&vq->rkc);
 	return 0;
 }
@@ -429,6 +431,7 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 		w = vbe_wq_head(&qp->sq);
 		if (!w)
 			return;
+		vbe_lt_wr(VBE_LT_DSEND, g, qp, w, st);
 		len = vbe_vx_wr_len(w) < vq->inflight ? vbe_vx_wr_len(w) : vq->inflight;
 		vq->inflight -= len;
 		vbe_dev_put(vx->node, g, len);
@@ -444,6 +447,10 @@ void vbe_vx_cqe(struct vbe_vx *vx, struct vbe_vqp *vq, const struct ibv_wc *wc)
 				st ? 0 : vbe_vx_wr_len(w));
 		break;
 	case VBE_VX_WR_RQ:
+		if (vbe_lt_on()) {
+			w = vbe_qp_rq_head(g, qp);
+			vbe_lt_put(VBE_LT_DRECV, qp->qpn, w ? w->id : 0, st, g->domid);
+		}
 		if (!st) {
 			g->ctr.rx_ops++;
 			g->ctr.rx_bytes += wc->byte_len;

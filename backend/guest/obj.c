@@ -13,6 +13,7 @@
 #include "vring.h"
 #include "../vbe.h"
 #include "../target.h"
+#include "../trace/lat.h"
 
 uint32_t vbe_slot_take(struct vbe_slot *tab, size_t stride, uint32_t n)
 {
@@ -196,6 +197,7 @@ void vbe_cq_push(struct vbe_guest *g, uint32_t cqi, const struct vrdma_cqe *c)
 	}
 	cq->cqe[cq->prod & (cq->size - 1)] = *c;
 	cq->prod++;
+	vbe_lt_cqe(g, c);
 	if (!cq->dirty) {
 		cq->dirty = true;
 		g->dirty[g->ndirty++] = (uint16_t)cqi;
@@ -219,6 +221,7 @@ void vbe_cq_flush(struct vbe_guest *g)
 		cq->dirty = false;
 		if (vring_push(&cq->hdr->ring, cq->pub, cq->prod))
 			g->kick = true;
+		vbe_lt_pub(g, g->dirty[i]);
 		cq->pub = cq->prod;
 	}
 	g->ndirty = 0;

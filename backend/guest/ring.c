@@ -14,6 +14,7 @@
 #include "vring.h"
 #include "../vbe.h"
 #include "../target.h"
+#include "../trace/lat.h"
 
 /* Disable g with a logged reason; returns -EPROTO for the caller's use. */
 int vbe_guest_fatal(struct vbe_guest *g, const char *fmt, ...)
@@ -115,8 +116,10 @@ void vbe_ring_flush(struct vbe_guest *g)
 			g->kick = true;
 		g->evt_pub = g->evt_prod;
 	}
-	if (g->kick && !g->dead)
+	if (g->kick && !g->dead) {
 		vplat_notify(g->chan);
+		vbe_lt_kick(g);
+	}
 	g->kick = false;
 }
 
@@ -221,6 +224,7 @@ static int vbe_wr_queue(struct vbe_guest *g, const struct vrdma_req *h,
 	w->t_q = qp->state == VBE_QPS_RTS ? g->node->round_us : 0;
 	q->count++;
 	g->ctr.wrs++;
+	vbe_lt_wr(VBE_LT_PULL, g, qp, w, 0);
 
 	if (qp->state == VBE_QPS_ERR)
 		vbe_qp_error(g, qp);	/* posted to an errored QP: flushed */

@@ -16,6 +16,7 @@
 #include "../vbe.h"
 #include "../target.h"
 #include "local.h"
+#include "../trace/lat.h"
 
 #define VBE_WAIT	(-1)	/* no receive posted yet: keep the WR queued */
 #define VBE_PART	(-2)	/* a piece moved; the rest in a later turn */
@@ -191,6 +192,7 @@ static int vbe_deliver(struct vbe_qp *qp, struct vbe_guest *pg, struct vbe_qp *p
 		if (skip + n < total)
 			return VBE_PART;
 	}
+	vbe_lt_copy(qp, pg, pqp);	/* the message is in */
 	vbe_rq_complete(pg, pqp, with_data ? VRDMA_WC_RECV : VRDMA_WC_RECV_IMM,
 			VRDMA_WS_SUCCESS, (uint32_t)total, imm_data, imm, qp->qpn);
 	return 0;
@@ -336,6 +338,7 @@ static bool vbe_fast_write(struct vbe_guest *g, struct vbe_qp *qp, struct vbe_wq
 	if (!dst)
 		return false;
 	vbe_move(dst, src, len);
+	vbe_lt_copy(qp, pg, pqp);
 	g->ctr.tx_bytes += len;
 	pg->ctr.rx_bytes += len;
 	g->ctr.tx_ops++;
