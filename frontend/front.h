@@ -100,6 +100,8 @@ struct vfe_dev {
 	uint32_t req_pushed;		/* last published prod (ring_lock) */
 	uint32_t req_end;		/* prod may go up to it: cons at the last look
 				 * + size (ring_lock) */
+	uint32_t notified;		/* doorbells rung so far (ring_lock; the
+					 * latency trace reads it) */
 	uint32_t evt_cons;		/* private consumer index (evt_lock) */
 
 	int broken;			/* atomic: dom0 misbehaved, all calls EIO */
@@ -213,8 +215,10 @@ static inline void vfe_ring_flush(struct vfe_dev *d)
 		return;
 	/* Ours (ring_lock), before the push's barrier: no reload after it. */
 	d->req_pushed = prod;
-	if (vring_push(&d->sring->req, old, prod))
+	if (vring_push(&d->sring->req, old, prod)) {
 		vplat_notify(d->chan);
+		d->notified++;
+	}
 }
 
 /* Inline with the above: once per post, a call costs as much as it. */

@@ -383,6 +383,8 @@ static __attribute__((noinline)) int vlib_poll_locked(struct vlib_cq *c, int num
 	vlock_unlock(&c->lock);
 	if (!n)
 		vlib_async_pump(dev);	/* no lock of ours held */
+	else if (vlib_lt_on())
+		vlib_lt_cqes(wc, n);
 	return n;
 
 err_io:

@@ -147,6 +147,7 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 		goto err_locks;
 	vfe_on_broken(&dev->fe, vlib_async_broken, dev);
 	vrdma_set_wait_policy(dev, vlib_env_policy());
+	vlib_lt_open();
 	return dev;
 
 err_locks:
@@ -215,6 +216,7 @@ int vrdma_close(struct vrdma_device *dev)
 	pthread_mutex_destroy(&dev->pin_lock);
 	vlib_async_fini(dev);
 	free(dev);
+	vlib_lt_close();
 	return 0;
 }
 

@@ -142,10 +142,13 @@ vlib_send_ext(struct vfe_dev *fe, const struct vlib_qp *q, const struct vrdma_se
  * SGEs as zero): nothing stale or of ours leaks to dom0.  *slot gets
  * what the completion must say.  0, or 1 for a WR of more SGEs than r
  * holds (r has all but its SGEs: vlib_send_ext's), or -EINVAL (r is then
- * garbage).
+ * garbage).  Always inline: vrdma_post_send's body is there twice (the
+ * latency trace's copy), which took GCC past its inlining limit (a call
+ * per WR, ~40 instructions more).
  */
-static inline int vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr,
-				struct vrdma_req *r, struct vlib_slot *slot)
+static inline __attribute__((always_inline)) int
+vlib_send_put(const struct vlib_qp *q, const struct vrdma_send_wr *wr, struct vrdma_req *r,
+	      struct vlib_slot *slot)
 {
 	const struct vrdma_sge *sg = VLIB_ONCE(wr->sg_list);
 	uint32_t nsge = (uint32_t)VLIB_ONCE(wr->num_sge);
@@ -247,8 +250,9 @@ static __attribute__((noinline, cold)) uint32_t vlib_sq_retired(const struct vli
 	return __atomic_load_n(&q->sq_retired, __ATOMIC_ACQUIRE);
 }
 
-int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
-		    struct vrdma_send_wr **bad_wr)
+/* vrdma_post_send(), inlined twice: there and traced. */
+static inline __attribute__((always_inline)) int
+vlib_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr, struct vrdma_send_wr **bad_wr)
 {
 	struct vrdma_device *dev;
 	enum vrdma_qp_state st;
@@ -334,6 +338,32 @@ int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
 	return -rc;	/* rc is 0 or -errno */
 }
 
+/* With the latency trace on: stamps at entry and once the doorbell rang
+ * (bells: the doorbells rung meanwhile; none when dom0 was polling). */
+static __attribute__((noinline, cold)) int
+vlib_post_send_traced(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
+		      struct vrdma_send_wr **bad_wr)
+{
+	struct vfe_dev *fe = qp && qp->device ? &qp->device->fe : NULL;
+	uint32_t qpn = qp ? qp->qp_num : 0, bells = fe ? VLIB_ONCE(fe->notified) : 0;
+	uint64_t id = wr ? VLIB_ONCE(wr->wr_id) : 0;
+	int rc;
+
+	vlib_lt_put(VLIB_LT_POST, qpn, id, 0);
+	rc = vlib_post_send(qp, wr, bad_wr);
+	bells = fe ? VLIB_ONCE(fe->notified) - bells : 0;
+	vlib_lt_put(VLIB_LT_BELL, qpn, id, ((uint32_t)rc & 0xffff) | bells << 16);
+	return rc;
+}
+
+int vrdma_post_send(struct vrdma_qp *qp, struct vrdma_send_wr *wr,
+		    struct vrdma_send_wr **bad_wr)
+{
+	if (vlib_lt_on())
+		return vlib_post_send_traced(qp, wr, bad_wr);
+	return vlib_post_send(qp, wr, bad_wr);
+}
+
 int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		    struct vrdma_recv_wr **bad_wr)
 {
@@ -348,6 +378,8 @@ int vrdma_post_recv(struct vrdma_qp *qp, struct vrdma_recv_wr *wr,
 		*bad_wr = wr;
 	if (!qp || !qp->device || !wr || !bad_wr)
 		return EINVAL;
+	if (vlib_lt_on())
+		vlib_lt_put(VLIB_LT_RECV, qp->qp_num, VLIB_ONCE(wr->wr_id), 0);
 	q = vlib_qp(qp);
 	dev = qp->device;
 	vfe_ring_lock(&dev->fe);

@@ -21,6 +21,7 @@
 #include "vrdma/vrdma.h"
 #include "../frontend/front.h"
 #include "vring.h"
+#include "vlt.h"
 
 #define vlib_container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -327,6 +328,25 @@ void vlib_srq_free(struct vlib_srq *s);
 int  vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e);
 int  vlib_listener_from(struct vrdma_device *dev, const struct vrdma_evt *e);
 int  vlib_close_listener(struct vrdma_listener *l, bool force);
+
+/* trace.c: the per-hop latency trace (env VRDMA_LAT_TRACE).  A site
+ * tests vlib_lt_on() and calls the cold stamp.  A plain load, which GCC
+ * folds into a compare with memory (an atomic one costs vrdma_post_send
+ * an instruction more): `on` is set before vrdma_open returns a device
+ * and only ever cleared after, when the trace fills. */
+enum vlib_lt_kind { VLIB_LT_POST, VLIB_LT_BELL, VLIB_LT_RECV, VLIB_LT_CQE, VLIB_LT_NKINDS };
+extern struct vlt vlib_lt_trace __attribute__((visibility("hidden")));
+static inline bool vlib_lt_on(void)
+{
+	return vfe_unlikely(vlib_lt_trace.on);
+}
+void vlib_lt_open(void);		/* vrdma_open: env read once, a device more */
+void vlib_lt_close(void);		/* vrdma_close: the last one writes the stamps */
+void vlib_lt_put(unsigned kind, uint32_t qpn, uint64_t id, uint32_t aux)
+	__attribute__((cold));
+void vlib_lt_cqes(const struct vrdma_wc *wc, int n) __attribute__((cold));
+int  vlib_lt_setup(void);		/* the env, then armed (tests call it) */
+int  vlib_lt_flush(bool at_exit);	/* stamps not written yet: written */
 
 /* Copy a name into a wire field; -EINVAL if longer than VRDMA_MAX_NAME. */
 int  vlib_name(char dst[VRDMA_NAME_MAX], const char *src);
