@@ -13,7 +13,8 @@
 
 uint8_t *vvb_inline_slot(struct vvb_qp *q, uint32_t i)
 {
-	return q->ibuf + (size_t)((q->sq_count + i) % q->sq_depth) * q->slot_size;
+	return q->ibuf + (size_t)((q->sq_count + i) % (2 * (uint64_t)q->sq_depth)) *
+	       q->slot_size;
 }
 
 /* Post swr[0..n) as one chain (sq_lock held); *posted is how many went. */

@@ -55,7 +55,7 @@ static int vvb_inline_init(struct vvb_qp *q, struct vvb_pd *pd)
 	if (!q->cap.max_inline_data)
 		return 0;
 	q->slot_size = (q->cap.max_inline_data + 63) & ~63u;
-	len = (size_t)q->slot_size * q->sq_depth;
+	len = (size_t)q->slot_size * q->sq_depth * 2;	/* two per WR: vvb.h */
 	/* vrdma_alloc_buf() memory is registrable whatever vrdma_reg_mr()
 	 * accepts otherwise. */
 	q->ibuf = vrdma_alloc_buf(q->ctx->vdev, len);

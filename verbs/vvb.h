@@ -157,10 +157,13 @@ struct vvb_qp {
 
 	struct vvb_lock sq_lock;
 	uint64_t sq_count;			/* send WRs posted so far */
-	/* inline bounce: sq_depth slots of slot_size bytes, registered;
-	 * slot (sq_count + i) % sq_depth belongs to the i-th WR posted
-	 * next -- libvrdma retires send WRs in order and never holds more
-	 * than sq_depth, so a slot is free again when it is reused. */
+	/* inline bounce: 2 * sq_depth slots of slot_size bytes, registered;
+	 * slot (sq_count + i) % (2 * sq_depth) belongs to the i-th WR posted
+	 * next (i < sq_depth: a chain goes sq_depth at a time).  The data
+	 * goes in before libvrdma says whether the send queue has room, and
+	 * libvrdma retires send WRs in order and holds at most sq_depth: so
+	 * the WR that used the slot before, 2 * sq_depth back, is retired
+	 * even when this one is refused (ENOMEM: the queue full). */
 	uint8_t *ibuf;
 	uint32_t slot_size;
 	struct vrdma_mr *imr;
