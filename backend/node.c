@@ -131,18 +131,62 @@ static void vbe_node_keep(struct vbe_node *n, const char *path, uint32_t domid, 
 			g->seen = true;
 }
 
+/*
+ * A key below a device dir we serve already (DOMID/DEVID/KEY...): our
+ * own protocol writes (state, features), the toolstack's, or an
+ * operator's setting.  Only a setting matters here, and only to its
+ * guest: a rescan per key cost a listing and eight reads, and a
+ * handshake's dozen writes made that a hundred xenstore round trips,
+ * seconds of a busy dom0 with every guest and vrdmactl waiting.  NULL:
+ * not such a key (a dir came or went, or a guest not known yet).
+ */
+static struct vbe_guest *vbe_node_key_of(struct vbe_node *n, const char *path,
+					 const char **key)
+{
+	const size_t rl = sizeof(VRDMA_XS_BACK_ROOT) - 1;
+	char id[2][16];
+	uint32_t v[2];
+	size_t len;
+	int i;
+
+	if (strncmp(path, VRDMA_XS_BACK_ROOT "/", rl + 1))
+		return NULL;
+	path += rl + 1;
+	for (i = 0; i < 2; i++) {
+		len = strcspn(path, "/");
+		if (!len || len >= sizeof(id[i]) || path[len] != '/')
+			return NULL;
+		memcpy(id[i], path, len);
+		id[i][len] = '\0';
+		if (!vbe_parse_id(id[i], &v[i]))
+			return NULL;
+		path += len + 1;
+	}
+	if (!*path)
+		return NULL;
+	*key = path;
+	return vbe_node_guest(n, v[0], v[1]);
+}
+
 static void vbe_node_watch(struct vplat *p, const char *path, void *arg)
 {
 	struct vbe_node *n = arg;
 	struct vbe_guest **pg, *g;
 	char list[4096];
 	unsigned count;
-	const char *d;
+	const char *d, *key;
 	uint32_t domid;
 	bool one;
-	int err;
+	int err, i;
 
 	(void)p;
+	g = vbe_node_key_of(n, path, &key);
+	if (g) {
+		for (i = 0; vbe_prio_keys[i]; i++)
+			if (!strcmp(key, vbe_prio_keys[i]))
+				vbe_prio_load(g);	/* live, as below */
+		return;
+	}
 	vlog_dbg("backend: rescan after change at %s", path);
 	/* A change below one domain's dir (our own state writes, mostly)
 	 * rescans that domain only; anything else rescans them all. */
