@@ -85,9 +85,15 @@ static void vd_ctl_finish(struct vd_ctl_client *cl)
 	vd_ctl_drop(cl);
 }
 
-/* Send what the peer takes now; the rest on the next writable event. */
+/*
+ * Send what the peer takes now; the rest on the next writable event.  The
+ * limit is on a peer that takes nothing: each send that moved bytes gives
+ * it VD_CTL_TIMEOUT_MS again, so a long answer (a trace dump) is not cut
+ * short while it drains.
+ */
 static void vd_ctl_send(struct vd_ctl_client *cl)
 {
+	size_t off0 = cl->resp_off;
 	ssize_t n;
 	int i;
 
@@ -98,15 +104,23 @@ static void vd_ctl_send(struct vd_ctl_client *cl)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
+				break;
 			vlog_dbg("ctl: send to fd %d: %s", cl->fd, strerror(errno));
 			vd_ctl_drop(cl);
 			return;
 		}
 		cl->resp_off += (size_t)n;
 	}
-	if (cl->resp_off == cl->resp_len)
+	if (cl->resp_off == cl->resp_len) {
 		vd_ctl_finish(cl);
+		return;
+	}
+	if (cl->resp_off != off0) {
+		vev_timer_del(cl->ctl->loop, cl->timer);
+		if (vev_timer_add(cl->ctl->loop, VD_CTL_TIMEOUT_MS, vd_ctl_timeout, cl,
+				  &cl->timer) < 0)
+			vd_ctl_drop(cl);
+	}
 }
 
 /* Build the response (the handler's, or err) and start sending it. */

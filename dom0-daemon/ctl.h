@@ -4,7 +4,8 @@
  * connection, the response, then close.  Transport only; what a line
  * means is the handler's business (cmd.c).  Never blocks the loop: all
  * sockets are non-blocking, requests are bounded, and a client that does
- * not finish within VD_CTL_TIMEOUT_MS is dropped.
+ * not send its line within VD_CTL_TIMEOUT_MS, or then takes nothing of
+ * the answer for as long, is dropped.
  */
 #ifndef VRDMA_VD_CTL_H
 #define VRDMA_VD_CTL_H

@@ -152,6 +152,52 @@ START_TEST(test_big_response)
 }
 END_TEST
 
+/*
+ * A client that drains a long answer slower than VD_CTL_TIMEOUT_MS in all
+ * (a trace dump over a busy dom0) gets all of it: the limit is on a peer
+ * that takes nothing.  32 KiB every 150 ms: 1 MiB in about 4.8 s.
+ */
+START_TEST(test_slow_reader)
+{
+	size_t got = 0, chunk = 32 * 1024;
+	struct vev_loop *l;
+	struct vd_ctl *c;
+	char *buf;
+	ssize_t n;
+	int64_t t0;
+	int fd;
+
+	buf = malloc(BIG_LEN + 16);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(vev_loop_new(&l), 0);
+	ck_assert_int_eq(vd_ctl_open(l, path, handler, NULL, &c), 0);
+	fd = client();
+	ck_assert_int_eq(send(fd, "big\n", 4, MSG_NOSIGNAL), 4);
+	t0 = vev_now_ms();
+	for (;;) {
+		ck_assert_msg(vev_now_ms() - t0 < 4 * GUARD_MS, "guard: %zu bytes", got);
+		n = recv(fd, buf + got, got + chunk < BIG_LEN + 16 ? chunk : BIG_LEN + 16 - got,
+			 MSG_DONTWAIT);
+		if (n == 0)
+			break;
+		if (n > 0) {
+			got += (size_t)n;
+			ck_assert_uint_le(got, BIG_LEN);
+			usleep(150 * 1000);
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		ck_assert_int_eq(vev_run_once(l), 0);	/* drained: vrdmad sends more */
+	}
+	ck_assert_uint_eq(got, BIG_LEN);
+	ck_assert_int_ge(vev_now_ms() - t0, VD_CTL_TIMEOUT_MS);	/* it did take longer */
+	close(fd);
+	free(buf);
+	vd_ctl_close(c);
+	vev_loop_free(l);
+}
+END_TEST
+
 /* A client that says nothing is dropped by its timer. */
 START_TEST(test_silent_client)
 {
@@ -228,9 +274,12 @@ int main(void)
 	TCase *tc = tcase_create("ctl");
 	SRunner *sr;
 
+	tcase_set_timeout(tc, 30);	/* test_slow_reader takes 4.8 s by design */
+
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_requests);
 	tcase_add_test(tc, test_big_response);
+	tcase_add_test(tc, test_slow_reader);
 	tcase_add_test(tc, test_silent_client);
 	tcase_add_test(tc, test_too_many_clients);
 	tcase_add_test(tc, test_in_use_and_stale);
