@@ -62,14 +62,20 @@ static int64_t vev_now_us(void)
  * every vrdmactl request behind it: say which one, so a slow dom0 (a
  * busy xenstored, a device call that waited) is seen where it happened.
  */
-static void vev_stall_check(struct vev_loop *l, int64_t t0, const char *what, int id)
+static void vev_stall_since(struct vev_loop *l, int64_t t0, int64_t t1, const char *what,
+			    int id)
 {
-	int64_t ms = (vev_now_us() - t0) / 1000;
+	int64_t ms = (t1 - t0) / 1000;
 
 	if (ms < VEV_STALL_MS)
 		return;
 	l->st.stalls++;
 	vlog_warn("loop: %s %d held the loop %lld ms", what, id, (long long)ms);
+}
+
+static void vev_stall_check(struct vev_loop *l, int64_t t0, const char *what, int id)
+{
+	vev_stall_since(l, t0, vev_now_us(), what, id);
 }
 
 int64_t vev_now_ms(void)
@@ -313,16 +319,16 @@ void vev_set_busy(struct vev_loop *l, const struct vev_busy_ops *ops, void *arg,
 /* Returns true to keep polling (epoll timeout 0), false to sleep. */
 static bool vev_busy_step(struct vev_loop *l)
 {
-	int64_t now;
+	int64_t t0, now;
 	int n;
 
 	if (!l->busy.poll)
 		return false;
-	now = vev_now_us();
+	t0 = vev_now_us();
 	n = l->busy.poll(l->busy_arg);
 	l->st.polls++;
-	vev_stall_check(l, now, "poll", 0);
 	now = vev_now_us();
+	vev_stall_since(l, t0, now, "poll", 0);
 	if (n > 0) {
 		l->last_work_us = now;
 	} else if (now - l->last_work_us >= l->spin_us) {
