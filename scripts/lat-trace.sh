@@ -33,7 +33,9 @@ me=lat-trace
 case ${1:---} in
 --) echo "usage: $me FILE... [-- REMOTE_FILE...]" >&2; exit 2 ;;
 esac
+remote=0
 for f in "$@"; do
+	[ "$f" = -- ] && remote=1
 	[ "$f" = -- ] || [ -r "$f" ] || { echo "$me: cannot read $f" >&2; exit 2; }
 done
 
@@ -46,7 +48,7 @@ for f in "$@"; do
 		continue
 	fi
 	awk -v nd=$node '$1 == "vlt" { print nd, $0 }' "$f"
-done | sort -s -k1,1 -k5,5n | awk -v me="$me" '
+done | sort -s -k1,1 -k5,5n | awk -v me="$me" -v REMOTE=$remote '
 function fail(msg) { print me ": " msg > "/dev/stderr"; bad = 1; exit 1 }
 
 # stream s: its clocks in order, S[s, 1..N[s]]
@@ -275,5 +277,8 @@ END {
 	printf "%s: %d iterations, %d complete\n", me, ITER["A"], FULL["A"]
 	if ("B" in HZ) printf "%s: remote: %d iterations, %d complete\n", me, ITER["B"], FULL["B"]
 	if (wire != "") printf "%-58s %10.3f\n", "wire, both ways (less the remote turnaround)", wire
+	# A budget of no whole iteration says nothing: fail, as a run would.
+	if (!FULL["A"]) fail("no complete iteration on this node")
+	if (REMOTE && !FULL["B"]) fail("no complete iteration in the remote node'"'"'s files")
 }
 '

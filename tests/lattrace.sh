@@ -88,9 +88,14 @@ if "$SCRIPTS/lat-trace.sh" "$RUN"/guest.*.vlt "$RUN/dom0.vlt" >"$out" 2>&1; then
 		case $h in polled*|round*) want=1 ;; *) want=2 ;; esac
 		[ "$n" = $want ] || { echo "hop '$h': $n lines, not $want"; ok=0; }
 	done
-	# every hop line but the optional kicks': n = N, median > 0
-	bad=$(awk -v n=$N '/ -> / && !/kick/ { if ($(NF) != n || !($(NF - 1) > 0)) print }' "$out")
-	[ -z "$bad" ] || { echo "hops without a positive median of $N samples:"; echo "$bad"; ok=0; }
+	# every hop line but the optional kicks': n = N; a median > 0 but
+	# for the hops that end at a side stamp (the doorbell and the
+	# publication are stamped just after the fact: the other side may
+	# act first, lat-trace.sh's header), which may be below 0
+	bad=$(awk -v n=$N '/ -> / && !/kick/ {
+		side = /doorbell -> dom0 pull/ || /published -> QP/
+		if ($(NF) != n || (!side && !($(NF - 1) > 0))) print }' "$out")
+	[ -z "$bad" ] || { echo "hops without $N samples or a positive median:"; echo "$bad"; ok=0; }
 	# kicks, when there were any: positive too
 	bad=$(awk '/kick/ && $(NF) > 0 && !($(NF - 1) > 0)' "$out")
 	[ -z "$bad" ] || { echo "kick hops not positive:"; echo "$bad"; ok=0; }
