@@ -109,6 +109,10 @@ void vlt_put(struct vlt *t, unsigned kind, uint32_t qpn, uint64_t id, uint32_t a
 	r->aux = aux;
 	r->dom = dom;
 	r->kind = (uint16_t)kind;
+	/* Release: a reader in another thread (libvrdma's flush at exit)
+	 * that sees done sees the stamp whole; one it took a slot for but
+	 * has not filled is skipped. */
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t vlt_count(const struct vlt *t)

@@ -34,7 +34,7 @@ struct vlt_rec {
 	uint32_t aux;		/* the kind's own (status, peer QPN, count) */
 	uint32_t dom;		/* dom0: the guest's domid */
 	uint16_t kind;		/* the side's own codes */
-	uint16_t pad;
+	uint16_t done;		/* atomic, set last: the fields above are in */
 };
 _Static_assert(sizeof(struct vlt_rec) == 32, "a stamp is half a cache line");
 

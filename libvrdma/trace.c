@@ -201,7 +201,8 @@ int vlib_lt_flush(bool at_exit)
 		(unsigned long long)hz, how, (long)vlib_lt_pid, program_invocation_short_name,
 		cnt - vlib_lt_written, t->cap, vlt_full(t));
 	for (i = vlib_lt_written; i < cnt; i++)
-		vlib_lt_line(f, &t->rec[i]);
+		if (__atomic_load_n(&t->rec[i].done, __ATOMIC_ACQUIRE))
+			vlib_lt_line(f, &t->rec[i]);
 	if (f == stderr ? fflush(f) : fclose(f)) {
 		err = -errno;
 		vlog_warn("vrdma: latency trace: writing %s: %s", vlib_lt_path[0] ?
