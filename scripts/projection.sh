@@ -22,24 +22,32 @@
 # Then the projection: dom0 seconds per WR (the worst run) -> WRs per second
 # one polling dom0 core sustains -> MiB/s at 4 KiB, 64 KiB, 1 MiB on 10, 25
 # and 100 GbE, zero copy (the device path) and with a per-byte copy (a
-# path that copies: the dearer of vrdmad's measured copy and memcpy); and
-# the dom0 and guest CPU shares at that rate.
+# path that copies: the dearer of vrdmad's measured copy and memcpy); the
+# dom0 share and the sending guest's (its CPU per WR at that size) at that
+# rate; and the same with PROJ_DEV_ALT ns per WR added for the device
+# path's post + completion, which the local path measured here leaves out.
 # Usage: projection.sh BUILD_DIR
 #   PROJ_RUNS       runs (default 2)
 #   PROJ_CLOCK_MHZ  the target dom0 core's clock (default: this machine's);
 #                   per-WR time scales with it, the copy's per byte does not
 #   PROJ_DEV_NS     ns per WR added for the NIC provider's post + poll on
 #                   the dom0 core (default 0: the NIC's, as rxe's here)
+#   PROJ_DEV_ALT    further such figures to project with, assumed, not
+#                   measured (default "100 300")
 set -u
 b=${1:?usage: projection.sh BUILD_DIR}
 RUNS=${PROJ_RUNS:-2}
 T=${BENCH_TIMEOUT:-300}
 DEV_NS=${PROJ_DEV_NS:-0}
+DEV_ALT=${PROJ_DEV_ALT-100 300}
 here=$(dirname "$0")
 . "$here/../bench/bench-lib.sh"
 
 case $RUNS in ''|*[!0-9]*|0) vr_die "PROJ_RUNS must be a positive number" ;; esac
 case $DEV_NS in ''|*[!0-9.]*) vr_die "PROJ_DEV_NS must be a number of ns" ;; esac
+for d in $DEV_ALT; do
+	case $d in *[!0-9.]*) vr_die "PROJ_DEV_ALT must be numbers of ns" ;; esac
+done
 command -v bash >/dev/null || vr_die "bash is needed (its time gives the client's CPU time)"
 for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-refbench; do
 	[ -x "$b/$f" ] || vr_die "$b/$f missing (make first)"
@@ -145,7 +153,8 @@ counts() {
 	esac
 }
 
-rc=0
+# not rc: vr_server_wait (bench-lib.sh) sets that one
+failed=0
 r=0
 while [ $r -lt "$RUNS" ]; do
 	r=$((r + 1))
@@ -157,7 +166,7 @@ while [ $r -lt "$RUNS" ]; do
 	"$here/bench-cost.sh" "$b" --csv >"$W/cost.$r" 2>"$W/cost.$r.err" || {
 		echo "projection: bench-cost.sh failed:" >&2
 		tail -n 5 "$W/cost.$r.err" >&2
-		rc=1
+		failed=1
 	}
 	awk -F, '$1 == "cost" && $2 != "where" { print $2, $3 }' "$W/cost.$r" |
 		while read -r where v; do
@@ -168,7 +177,7 @@ while [ $r -lt "$RUNS" ]; do
 		set -- $(counts $size)
 		n1=$1 n2=$2
 		echo "   vrdma-bw write $size B: $n1 and $n2 WRs" >&2
-		pair $size "$n1" "a$size" && pair $size "$n2" "b$size" || { rc=1; continue; }
+		pair $size "$n1" "a$size" && pair $size "$n2" "b$size" || { failed=1; continue; }
 		dns=$(per "$(cat "$W/a$size.dom0")" "$(cat "$W/b$size.dom0")" $((n2 - n1)))
 		[ $size -eq 8 ] && dns8=$dns
 		emit "dom0_ns_$size" "vrdmad CPU per WR, $size B" "ns" "$dns"
@@ -196,7 +205,7 @@ while [ $r -lt "$RUNS" ]; do
 		echo "   memcpy $size B over $win B" >&2
 		timed "$W/ma$size" timeout "$T" "$b/bin/vrdma-refbench" memcpy -s $size -w $win -n "$n1" --csv &&
 		timed "$W/mb$size" timeout "$T" "$b/bin/vrdma-refbench" memcpy -s $size -w $win -n "$n2" --csv ||
-			{ rc=1; continue; }
+			{ failed=1; continue; }
 		emit "mc_$size" "memcpy wall-clock, $size B" "MiB/s" "$(csv "$W/mb$size" 5)"
 		emit "mccpu_$size" "memcpy per CPU second, $size B" "MiB/s" \
 			"$(awk -v a="$(cat "$W/ma$size.cpu")" -v c="$(cat "$W/mb$size.cpu")" -v n=$((n2 - n1)) -v s=$size \
@@ -215,7 +224,7 @@ else
 	echo "Counters: none: $hw_why; CPU time per WR is used (vrdmad: its threads'"
 	echo "  runtime from /proc/PID/task/*/schedstat; client: getrusage).  No IPC measured."
 fi
-cat "$W"/in.* | awk -F'|' -v runs="$RUNS" -v hmhz="$host_mhz" -v mhz="$MHZ" -v dev="$DEV_NS" '
+cat "$W"/in.* | awk -F'|' -v runs="$RUNS" -v hmhz="$host_mhz" -v mhz="$MHZ" -v dev="$DEV_NS" -v devalt="$DEV_ALT" '
 function num(x) { return x != "" && x != "-" && x ~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ }
 {
 	if (!($1 in lab)) { key[++nk] = $1; lab[$1] = $2; unit[$1] = $3 }
@@ -262,11 +271,18 @@ END {
 	# The projection: the worst run of each cost, scaled to the target clock.
 	scale = hmhz / mhz
 	t = mx["dom0_ns_8"] * scale + dev
-	g = n["guest_ns_8"] ? mx["guest_ns_8"] * scale : -1
 	printf "\nProjection: one polling dom0 core at %s MHz (measured at %s MHz), RDMA WRITE, the worst run\n", mhz, hmhz
 	printf " dom0 per WR: %.0f ns (vrdmad, 8 B, x %.3f clock) + %s ns (NIC provider) = %.0f ns -> %.2f M WR/s\n", \
 		mx["dom0_ns_8"], scale, dev, t, 1000 / t
-	printf " guest per WR: %s ns (vrdma-bw client, 8 B, x %.3f clock)\n", (g < 0 ? "-" : sprintf("%.0f", g)), scale
+	# the sending guest: its CPU per WR at each size, which grows with
+	# the size (waits, wake-ups), so the 8 B figure would understate it
+	gl = ""
+	for (j = 1; j <= nz; j++) {
+		z = sz[j]
+		g[z] = n["guest_ns_" z] ? mx["guest_ns_" z] * scale : -1
+		gl = gl sprintf("%s%s %s ns", (j > 1 ? ", " : ""), sizename(z), (g[z] < 0 ? "-" : sprintf("%.0f", g[z])))
+	}
+	printf " guest per WR (vrdma-bw client, x %.3f clock): %s\n", scale, gl
 	printf " link = raw bit rate (no Ethernet/RoCE headers); copy path: + ns per byte of that size, the\n"
 	printf " dearer of vrdmad copy and memcpy per CPU second\n"
 	printf "%8s %7s %9s | %11s %6s | %11s %6s | %9s %9s %9s\n", "size", "link", "link MiB/s", "zero copy", "bound", \
@@ -290,12 +306,42 @@ END {
 			wr = zc * 1048576 / z
 			printf "%8s %4s GbE %9.0f | %11.0f %6s | %11s %6s | %9.1f %8.1f%% %8s\n", sizename(z), ln[l], link, zc, \
 				(core < link ? "dom0" : "link"), c, cb, wr / 1000, 100 * t * wr / 1e9, \
-				(g < 0 ? "-" : sprintf("%.1f%%", 100 * g * wr / 1e9))
+				(g[z] < 0 ? "-" : sprintf("%.1f%%", 100 * g[z] * wr / 1e9))
 		}
 	}
-	printf " dom0 CPU, guest CPU: share of one core at the zero-copy rate (guest: the sender; a WRITE costs the\n"
-	printf " receiving guest nothing).  Comparison: Euro-Par 2011 prototype 681 MiB/s, 34%% guest CPU (10 GbE);\n"
-	printf " Xen2MX 1159 of 1192 MB/s (10 GbE).  Assumptions: docs/performance.md.\n"
-}' || rc=1
-[ $rc -eq 0 ] || echo "projection: some steps failed (see above)" >&2
-exit $rc
+	printf " dom0 CPU, guest CPU: share of one core at the zero-copy rate (guest: the sender, its CPU per WR\n"
+	printf " at that size, over 100%% if one guest core could not post that fast; a WRITE costs the receiving\n"
+	printf " guest nothing).  Comparison: Euro-Par 2011 prototype 681 MiB/s, 34%% guest CPU (10 GbE); Xen2MX\n"
+	printf " 1159 of 1192 MB/s (10 GbE).  Assumptions: docs/performance.md.\n"
+	# The local path measured here has no ibv_post_send and no device
+	# CQE per WR; the device path has both.  Project with guesses for them.
+	nd = split(dev " " devalt, dv, " ")
+	if (nd < 2)
+		exit 0
+	printf "\nZero copy with NIC ns per WR added for the device path: ibv_post_send + device CQE (assumed,\n"
+	printf " not measured: PROJ_DEV_NS, PROJ_DEV_ALT).  link bound from: the size below which one dom0 core\n"
+	printf " is the limit (link rate x dom0 ns per WR)\n"
+	printf "%7s %8s %7s | %-24s | %-22s | %s\n", "NIC ns", "dom0 ns", "M WR/s", "link bound from (B)", \
+		"4 KiB, 10 GbE", "4 KiB, 100 GbE"
+	printf "%7s %8s %7s | %7s %7s %8s | %6s %6s %8s | %6s %6s %8s\n", "", "per WR", "", "10 GbE", "25 GbE", \
+		"100 GbE", "MiB/s", "bound", "dom0 CPU", "MiB/s", "bound", "dom0 CPU"
+	for (d = 1; d <= nd; d++) {
+		if (d > 1 && dv[d] == dev)
+			continue
+		td = mx["dom0_ns_8"] * scale + dv[d]
+		printf "%7s %8.0f %7.2f |", dv[d], td, 1000 / td
+		# link rate (Gbit/s / 8 = bytes per ns) x ns per WR
+		for (l = 1; l <= nl; l++)
+			printf (l < nl ? " %7.0f" : " %8.0f"), ln[l] / 8 * td
+		split("1 3", li, " ")
+		for (q = 1; q <= 2; q++) {
+			link = ln[li[q]] * 1e9 / 8 / 1048576
+			core = 4096 / td * 1e9 / 1048576
+			zc = core < link ? core : link
+			printf " | %6.0f %6s %7.1f%%", zc, (core < link ? "dom0" : "link"), 100 * td * (zc * 1048576 / 4096) / 1e9
+		}
+		printf "\n"
+	}
+}' || failed=1
+[ $failed -eq 0 ] || echo "projection: some steps failed (see above)" >&2
+exit $failed
