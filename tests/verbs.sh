@@ -83,6 +83,7 @@ pair send_bw_events "$BW" ib_send_bw $PT -e
 pair atomic_bw "$BW" ib_atomic_bw -x 0 -n 1000
 pair write_lat "$LAT" ib_write_lat $PT
 pair send_lat "$LAT" ib_send_lat $PT
+pair send_lat_events "$LAT" ib_send_lat $PT -e
 # unreliable datagrams between two guests of the node: by LID (the
 # default: no GRH in the address, this node) and by GID
 pair ud_pingpong "iters in" ibv_ud_pingpong -n 1000

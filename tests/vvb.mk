@@ -10,3 +10,13 @@ $(B)/tests/test_vvb_post: $(call obj,tests/test_vvb_post.c tests/tlive.c) \
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) $(B)/lib/vrdma/libibverbs.so.1 \
 		-L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib/vrdma:$(abspath $(B))/lib \
 		$(CHECK_LIBS) -pthread
+
+# Completion channels through the same library (tests/test_vvb_chan.c):
+# event order, arm semantics, no event lost.
+CHECK_BINS += $(B)/tests/test_vvb_chan
+$(B)/tests/test_vvb_chan: $(call obj,tests/test_vvb_chan.c tests/tlive.c) \
+		$(B)/lib/vrdma/libibverbs.so.1 $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) $(B)/lib/vrdma/libibverbs.so.1 \
+		-L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib/vrdma:$(abspath $(B))/lib \
+		$(CHECK_LIBS) -pthread

@@ -1,230 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Completion queues, polling, and completion channels.
- *
- * libvrdma has no event file descriptor, only vrdma_wait_cq(), so a
- * channel is a pipe carrying struct ibv_cq pointers, and one notifier
- * thread per context (started at the first ibv_req_notify_cq()) waits on
- * the armed CQs with vrdma_wait_cq() in short slices and writes the
- * pointer of each CQ that has a completion, disarming it.  An arm while
- * completions are already queued fires at once: verbs programs poll
- * after each event and tolerate an empty poll.
+ * Completion queues and polling.  A CQ with a completion channel polls
+ * through its channel's side (chan.c), which keeps what an arm found.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "vvb.h"
-
-struct vvb_channel {
-	struct ibv_comp_channel ch;		/* ch.fd is the read end */
-	int wr_fd;
-};
-
-/* ---- channels ---- */
-
-struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
-{
-	struct vvb_channel *c;
-	int fds[2];
-
-	if (!context) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (pipe2(fds, O_CLOEXEC)) {
-		free(c);
-		return NULL;
-	}
-	/* The notifier never blocks on a full pipe (the program is slow). */
-	fcntl(fds[1], F_SETFL, O_NONBLOCK);
-	c->ch.context = context;
-	c->ch.fd = fds[0];
-	c->ch.refcnt = 0;
-	c->wr_fd = fds[1];
-	return &c->ch;
-}
-
-int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	struct vvb_channel *c;
-	struct vvb_context *ctx;
-
-	if (!channel)
-		return EINVAL;
-	c = vvb_container_of(channel, struct vvb_channel, ch);
-	ctx = vvb_ctx(channel->context);
-	pthread_mutex_lock(&ctx->lock);
-	if (channel->refcnt) {
-		pthread_mutex_unlock(&ctx->lock);
-		return EBUSY;
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	close(c->ch.fd);
-	close(c->wr_fd);
-	free(c);
-	return 0;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-		     void **cq_context)
-{
-	struct ibv_cq *ev;
-	ssize_t n;
-
-	if (!channel || !cq || !cq_context) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* Pointer-sized writes to a pipe are atomic: one event a read. */
-	n = read(channel->fd, &ev, sizeof(ev));
-	if (n != (ssize_t)sizeof(ev)) {
-		if (n >= 0)
-			errno = EIO;
-		return -1;
-	}
-	*cq = ev;
-	*cq_context = ev->cq_context;
-	return 0;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-	if (!cq)
-		return;
-	pthread_mutex_lock(&cq->mutex);
-	cq->comp_events_completed += nevents;
-	pthread_cond_broadcast(&cq->cond);
-	pthread_mutex_unlock(&cq->mutex);
-}
-
-/* ---- the notifier ---- */
-
-static void vvb_deliver(struct vvb_cq *cq)
-{
-	struct vvb_channel *c = vvb_container_of(cq->ibcq.channel, struct vvb_channel, ch);
-	struct ibv_cq *p = &cq->ibcq;
-
-	/* A full pipe means events are piling up unread; one is enough. */
-	if (write(c->wr_fd, &p, sizeof(p)) < 0)
-		return;
-}
-
-static struct vvb_cq *vvb_next_armed(struct vvb_context *ctx, struct vvb_cq *after, int *n)
-{
-	struct vvb_cq *c, *first = NULL, *next = NULL;
-	int seen_after = !after;
-
-	*n = 0;
-	for (c = ctx->cqs; c; c = c->next) {
-		if (c == after)
-			seen_after = 1;
-		if (!c->armed)
-			continue;
-		(*n)++;
-		if (!first)
-			first = c;
-		if (seen_after && !next && c != after)
-			next = c;
-	}
-	return next ? next : first;
-}
-
-static void vvb_timed_wait(struct vvb_context *ctx, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)ms * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	pthread_cond_timedwait(&ctx->cond, &ctx->lock, &ts);
-}
-
-static void *vvb_notifier(void *arg)
-{
-	struct vvb_context *ctx = arg;
-	struct vvb_cq *cq = NULL;
-	int n, rc, idle = 0;
-
-	pthread_mutex_lock(&ctx->lock);
-	while (!ctx->stop) {
-		cq = vvb_next_armed(ctx, cq, &n);
-		if (!cq) {
-			vvb_timed_wait(ctx, 100);
-			continue;
-		}
-		ctx->busy = cq;
-		pthread_mutex_unlock(&ctx->lock);
-		/* One armed CQ: sleep on it; several: look at each in turn. */
-		rc = vrdma_wait_cq(cq->vcq, n == 1 ? VVB_SLICE_MS : 0);
-		pthread_mutex_lock(&ctx->lock);
-		ctx->busy = NULL;
-		pthread_cond_broadcast(&ctx->cond);
-		/* EIO (device broken) fires too: the program's poll sees it. */
-		if (rc != ETIMEDOUT && cq->armed) {
-			cq->armed = 0;
-			vvb_deliver(cq);
-		}
-		if (rc != ETIMEDOUT) {
-			idle = 0;
-		} else if (n > 1 && ++idle >= n) {
-			/* a whole round found nothing: do not spin */
-			idle = 0;
-			pthread_mutex_unlock(&ctx->lock);
-			usleep(200);
-			pthread_mutex_lock(&ctx->lock);
-		}
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	return NULL;
-}
-
-void vvb_notifier_stop(struct vvb_context *ctx)
-{
-	int started;
-
-	pthread_mutex_lock(&ctx->lock);
-	ctx->stop = 1;
-	started = ctx->thread_started;
-	pthread_cond_broadcast(&ctx->cond);
-	pthread_mutex_unlock(&ctx->lock);
-	/* bounded: the thread's longest wait is one slice */
-	if (started)
-		pthread_join(ctx->thread, NULL);
-}
-
-int vvb_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
-{
-	struct vvb_cq *cq = vvb_cq(ibcq);
-	struct vvb_context *ctx = cq->ctx;
-	int rc = 0;
-
-	(void)solicited_only;			/* any completion notifies */
-	if (!ibcq->channel)
-		return 0;			/* nowhere to deliver: nothing to do */
-	pthread_mutex_lock(&ctx->lock);
-	if (!ctx->thread_started) {
-		rc = pthread_create(&ctx->thread, NULL, vvb_notifier, ctx);
-		if (rc)
-			goto out;
-		ctx->thread_started = 1;
-	}
-	cq->armed = 1;
-	pthread_cond_broadcast(&ctx->cond);
-out:
-	pthread_mutex_unlock(&ctx->lock);
-	return rc;
-}
 
 /* ---- CQs ---- */
 
@@ -278,53 +62,41 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
 	if (channel) {
-		pthread_mutex_lock(&ctx->lock);
-		channel->refcnt++;
-		cq->next = ctx->cqs;
-		ctx->cqs = cq;
-		pthread_mutex_unlock(&ctx->lock);
+		rc = vvb_ev_create(cq);
+		if (rc)
+			goto err_destroy;
 	}
 	return &cq->ibcq;
+
+err_destroy:
+	pthread_cond_destroy(&cq->ibcq.cond);
+	pthread_mutex_destroy(&cq->ibcq.mutex);
+	vrdma_destroy_cq(cq->vcq);		/* new and unused: cannot be busy */
+	free(cq);
+	errno = rc;
+	return NULL;
 }
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct vvb_context *ctx;
-	struct vvb_cq *cq, **pp;
+	struct vvb_cq *cq;
 	int rc;
 
 	if (!ibcq)
 		return EINVAL;
 	cq = vvb_cq(ibcq);
-	ctx = cq->ctx;
-	if (ibcq->channel) {
-		/* out of the notifier's sight before libvrdma frees it */
-		pthread_mutex_lock(&ctx->lock);
-		for (pp = &ctx->cqs; *pp; pp = &(*pp)->next) {
-			if (*pp == cq) {
-				*pp = cq->next;
-				break;
-			}
-		}
-		while (ctx->busy == cq)
-			pthread_cond_wait(&ctx->cond, &ctx->lock);
-		pthread_mutex_unlock(&ctx->lock);
-	}
+	if (cq->ev)
+		vvb_ev_stop(cq);	/* its waiter out of libvrdma's CQ first */
 	vvb_events_lock_idle(&cq->events);
 	rc = vrdma_destroy_cq(cq->vcq);	/* drops its queued events */
 	vvb_events_unlock();
-	if (ibcq->channel) {
-		pthread_mutex_lock(&ctx->lock);
-		if (rc) {			/* EBUSY: a QP still uses it */
-			cq->next = ctx->cqs;
-			ctx->cqs = cq;
-		} else {
-			ibcq->channel->refcnt--;
-		}
-		pthread_mutex_unlock(&ctx->lock);
-	}
-	if (rc)
+	if (rc) {			/* EBUSY: a QP still uses it */
+		if (cq->ev)
+			vvb_ev_resume(cq);
 		return rc;
+	}
+	if (cq->ev)
+		vvb_ev_free(cq);
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
 	free(cq);
@@ -419,6 +191,28 @@ static void vvb_wc(struct ibv_wc *w, const struct vrdma_wc *v)
 	w->dlid_path_bits = 0;
 }
 
+/* n completions converted; the sends among them settle cq->due. */
+static inline void vvb_wcs(struct vvb_cq *cq, struct ibv_wc *wc, const struct vrdma_wc *v,
+			   int n)
+{
+	long sends = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		vvb_wc(&wc[i], &v[i]);
+		sends += !(wc[i].opcode & IBV_WC_RECV);
+	}
+	/* Flushed unsignaled WRs complete too: never below zero. */
+	if (sends && __atomic_sub_fetch(&cq->due, sends, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
+}
+
+void vvb_wc_batch(struct vvb_cq *cq, struct ibv_wc *wc, const struct vrdma_wc *v, int n)
+{
+	__atomic_store_n(&cq->empty, 0, __ATOMIC_RELAXED);
+	vvb_wcs(cq, wc, v, n);
+}
+
 /*
  * vvb_poll_cq() once its first poll took got completions into vwc (of
  * VVB_WC_BATCH): convert them, and poll again while the program wants
@@ -427,19 +221,11 @@ static void vvb_wc(struct ibv_wc *w, const struct vrdma_wc *v)
 static __attribute__((noinline)) int
 vvb_poll_took(struct vvb_cq *cq, int n, struct ibv_wc *wc, struct vrdma_wc *vwc, int got)
 {
-	int done = 0, want = n < VVB_WC_BATCH ? n : VVB_WC_BATCH, i;
-	long sends;
+	int done = 0, want = n < VVB_WC_BATCH ? n : VVB_WC_BATCH;
 
 	__atomic_store_n(&cq->empty, 0, __ATOMIC_RELAXED);
 	for (;;) {
-		sends = 0;
-		for (i = 0; i < got; i++) {
-			vvb_wc(&wc[done + i], &vwc[i]);
-			sends += !(wc[done + i].opcode & IBV_WC_RECV);
-		}
-		/* Flushed unsignaled WRs complete too: never below zero. */
-		if (sends && __atomic_sub_fetch(&cq->due, sends, __ATOMIC_RELAXED) < 0)
-			__atomic_store_n(&cq->due, 0, __ATOMIC_RELAXED);
+		vvb_wcs(cq, wc + done, vwc, got);
 		done += got;
 		if (got < want || done == n)
 			return done;
@@ -464,6 +250,8 @@ int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	if (vvb_unlikely(n <= 0))
 		return n < 0 ? -1 : 0;
+	if (vvb_unlikely(cq->ev != NULL))
+		return vvb_poll_ev(cq, n, wc);
 	got = vrdma_poll_cq(cq->vcq, n < VVB_WC_BATCH ? n : VVB_WC_BATCH, vwc);
 	if (got > 0)
 		return vvb_poll_took(cq, n, wc, vwc, got);
@@ -471,6 +259,14 @@ int vvb_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -1;
 	empty = __atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED);
 	if (vvb_unlikely(empty >= cq->spin))
+		vvb_poll_idle(cq);
+	return 0;
+}
+
+/* The idle rule of an empty poll of a CQ with a channel (vvb_poll_ev). */
+int vvb_poll_none(struct vvb_cq *cq)
+{
+	if (__atomic_add_fetch(&cq->empty, 1, __ATOMIC_RELAXED) >= cq->spin)
 		vvb_poll_idle(cq);
 	return 0;
 }

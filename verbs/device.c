@@ -176,7 +176,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (rc)
 		goto err_close;
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_cond_init(&ctx->cond, NULL);
 
 	c = &ctx->vctx.context;
 	c->device = device;
@@ -212,9 +211,8 @@ int ibv_close_device(struct ibv_context *context)
 	if (!context)
 		return EINVAL;
 	ctx = vvb_ctx(context);
-	vvb_notifier_stop(ctx);
+	vvb_waiters_stop(ctx);
 	vvb_dev_put(ctx->vdev);
-	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

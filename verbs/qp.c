@@ -225,6 +225,10 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	vvb_events_unlock();
 	if (rc)
 		return rc;
+	/* its completions an arm kept aside go as libvrdma's own did */
+	vvb_ev_forget_qp(qp->send_cq, qp->qp_num);
+	if (qp->recv_cq != qp->send_cq)
+		vvb_ev_forget_qp(qp->recv_cq, qp->qp_num);
 	vvb_qp_free(q);
 	return 0;
 }

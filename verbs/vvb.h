@@ -7,10 +7,12 @@
  * pointer handed to the program converts back with vvb_container_of.
  * Errors inside are 0 or a positive errno value, as both APIs use.
  *
- * Locks: vvb_context.lock guards the notifier (armed CQs, the CQ it is
- * waiting on); vvb_qp.sq_lock (a vvb_lock: on every post) serialises
- * posting, the inline slots and the wr_* batch; vvb_qp.rq_lock and
- * vvb_srq.lock the receive scratch.  libvrdma serialises its own objects.
+ * Locks: vvb_context.lock guards the list of CQs with a channel and
+ * their channels' counts; a CQ's vvb_cqev.lock (chan.c) its polls, arms
+ * and the completions an arm set aside; vvb_qp.sq_lock (a vvb_lock: on
+ * every post) serialises posting, the inline slots and the wr_* batch;
+ * vvb_qp.rq_lock and vvb_srq.lock the receive scratch.  libvrdma
+ * serialises its own objects.
  */
 #ifndef VVB_H
 #define VVB_H
@@ -77,7 +79,7 @@ static inline void vvb_unlock(struct vvb_lock *l)
 #define VVB_CQ_FACTOR		4	/* ... or requested cqe times this */
 #define VVB_OPEN_MS		10000	/* vrdma_open() handshake limit */
 #define VVB_PROBE_MS		VVB_OPEN_MS	/* the same, for ibv_get_device_list() */
-#define VVB_SLICE_MS		20	/* notifier wait on one armed CQ */
+#define VVB_SLICE_MS		20	/* a waiter's sleep: destroy waits one */
 #define VVB_POLL_SPIN		64	/* empty polls before yielding/sleeping */
 #define VVB_POLL_SPIN_CPU	8	/* ... with VRDMA_WAIT=cpu, then sleep */
 #define VVB_POLL_SLEEP_MS	1	/* longest sleep of an empty poll */
@@ -94,22 +96,19 @@ struct vvb_context {
 	uint8_t gid[VRDMA_GID_LEN];
 	struct vrdma_device_attr dattr;
 
-	/* completion-channel notifier (lock) */
+	/* CQs with a completion channel, whose waiters close stops (lock) */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t thread;
-	int thread_started;
-	int stop;
-	struct vvb_cq *cqs;			/* CQs with a channel */
-	struct vvb_cq *busy;			/* the CQ the thread waits on */
+	struct vvb_cq *cqs;
 };
+
+struct vvb_cqev;
 
 struct vvb_cq {
 	struct ibv_cq ibcq;
 	struct vvb_context *ctx;
 	struct vrdma_cq *vcq;
+	struct vvb_cqev *ev;			/* its channel's side (chan.c), or NULL */
 	struct vvb_cq *next;			/* ctx->cqs (ctx->lock) */
-	int armed;				/* ctx->lock */
 	/* ibv_poll_cq's idle rule (atomics): empty polls in a row, and
 	 * signaled send WRs posted and not polled yet (an estimate) */
 	unsigned int empty;
@@ -264,8 +263,19 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 
 /* cq.c */
 int vvb_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+/* n completions into the program's array, the due count settled */
+void vvb_wc_batch(struct vvb_cq *cq, struct ibv_wc *wc, const struct vrdma_wc *v, int n);
+int vvb_poll_none(struct vvb_cq *cq);	/* an empty poll's idle rule: 0 */
+
+/* chan.c: completion channels (the CQ's side of one: cq->ev) */
 int vvb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
-void vvb_notifier_stop(struct vvb_context *ctx);
+int vvb_poll_ev(struct vvb_cq *cq, int n, struct ibv_wc *wc);
+int vvb_ev_create(struct vvb_cq *cq);	/* ibv_create_cq with a channel */
+void vvb_ev_stop(struct vvb_cq *cq);	/* before vrdma_destroy_cq ... */
+void vvb_ev_resume(struct vvb_cq *cq);	/* ... if that failed */
+void vvb_ev_free(struct vvb_cq *cq);	/* ... if it worked */
+void vvb_ev_forget_qp(struct ibv_cq *cq, uint32_t qp_num);	/* a QP destroyed */
+void vvb_waiters_stop(struct vvb_context *ctx);	/* ibv_close_device */
 
 /* Signaled send WRs just posted on a QP whose send CQ is cq. */
 static inline void vvb_cq_due(struct vvb_cq *cq, long n)
