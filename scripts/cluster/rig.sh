@@ -6,8 +6,8 @@
 # framed for showing (demo: the bw table; bench: native beside vrdma;
 # prio: shares beside targets, high class solo vs loaded).
 # Usage: rig.sh SUITE BUILD_DIR
-# (SUITE xen|xcheck|xbench: the full Xen variant, suites xcluster, xcheck,
-# xbench in tests/cluster)
+# (SUITE xen|xcheck|xbench|xlat: the full Xen variant, suites xcluster,
+# xcheck, xbench, xlat in tests/cluster)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -17,13 +17,17 @@ B=$(cd "${2:?usage: rig.sh SUITE BUILD_DIR}" && pwd)
 "$HERE/../xen/fetch.sh"
 cl_host_pkgs
 case $SUITE in
-xen|xcheck|xbench)
+xen|xcheck|xbench|xlat)
 	# The full variant: Xen machines, guests in PV domUs (xen: suite
 	# xcluster).
 	[ "$SUITE" = xen ] && SUITE=xcluster
-	# xbench: perftest, ucx_perftest and vrdma-bw both ways, 10-12 min;
-	# xcheck: 5 min on a quiet 2-core machine, twice that beside other work
-	[ "$SUITE" = xbench ] && export TIMEOUT=${TIMEOUT:-1200}
+	# xbench: perftest in two CPU layouts and two modes, twice, then
+	# ucx_perftest and vrdma-bw, both ways, on nodes of two CPUs each
+	# (bench-matrix.sh): ~25 min; xcheck: 5 min on a quiet 2-core
+	# machine, twice that beside other work
+	[ "$SUITE" = xbench ] && export TIMEOUT=${TIMEOUT:-2700} SMP=${SMP:-2}
+	# xlat: one traced ib_send_lat and two native ones, ~6 min
+	[ "$SUITE" = xlat ] && export TIMEOUT=${TIMEOUT:-1200} SMP=${SMP:-2}
 	[ "$SUITE" = xcheck ] && export TIMEOUT=${TIMEOUT:-900}
 	# Speed and loss: the host UDP receive buffer is the wire (as below).
 	export RMEM=${RMEM-4194304}

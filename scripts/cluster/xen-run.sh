@@ -34,7 +34,7 @@ machine() { # name ip peer lport rport mac-suffix
 	local gd="dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=$(($4 + 2))"
 	gd="$gd,remote.type=inet,remote.host=127.0.0.1,remote.port=$(($5 + 2))"
 	local xc="console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$SMP loglvl=all guest_loglvl=all bootscrub=0"
-	local dc="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=${MTU:-9000} ${XARGS:-}"
+	local dc="console=hvc0 earlyprintk=xen loglevel=4 vrdma.suite=$SUITE vrdma.node=$1 vrdma.ip=$2 vrdma.peer=$3 vrdma.mtu=${MTU:-9000} vrdma.hostcpus=$(nproc) vrdma.hostload=$(cut -d' ' -f1 /proc/loadavg) ${XARGS:-}"
 	timeout -k 5 "$TIMEOUT" qemu-system-x86_64 -accel tcg -machine pc \
 		-cpu qemu64 -m "${MEM:-2048}" -smp "$SMP" \
 		-display none -serial stdio -monitor none -no-reboot -nodefaults \

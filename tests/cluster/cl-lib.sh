@@ -171,9 +171,10 @@ pt_run() {
 }
 
 # pt_pair TEST ARGS...: native perftest between the nodes' rxe0.
+# PT_PIN (e.g. "taskset -c 1 ") goes before the program (ut_pair's too).
 pt_pair() {
 	[ "$CL_NATIVE" = 1 ] || { PT_OUT=; return 0; }
-	pt_run pt "@T@ -d rxe0 -x $GIDX -F" "$@"
+	pt_run pt "${PT_PIN:-}@T@ -d rxe0 -x $GIDX -F" "$@"
 }
 
 # pv_pair TEST ARGS...: the same Debian perftest binary through vrdma,
@@ -200,7 +201,7 @@ ut_pair() {
 	_ut=$1
 	shift
 	UCX_PORT=$((UCX_PORT + 1))
-	pt_run ut "env $UCX_ENV UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=$GIDX ucx_perftest -p $UCX_PORT" \
+	pt_run ut "${PT_PIN:-}env $UCX_ENV UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=$GIDX ucx_perftest -p $UCX_PORT" \
 		$_ut -t $_ut "$@"
 }
 uv_pair() {

@@ -55,7 +55,10 @@ bench_one() {
 	echo "$2 $3 $1 ${_v:--}" >>$res
 }
 
+# (suite xbench runs perftest itself, in each CPU layout and mode:
+# bench-matrix.sh, and sets BENCH_PERFTEST=0)
 for kind in native vrdma; do
+	[ "${BENCH_PERFTEST:-1}" = 1 ] || break
 	[ $kind = vrdma ] && ! need_remote bench-remote-path-$NODE && break
 	[ $kind = native ] && pair=pt_pair || pair=pv_pair
 	for spec in $BW_SPECS; do
@@ -130,6 +133,7 @@ if [ "$NODE" = a ]; then
 	echo "== native: ${BENCH_NATIVE:-node processes}; vrdma: ${BENCH_GUESTS:-guest processes -> vrdmad -> rxe0}"
 	echo "== the same Debian perftest / ucx_perftest binary and flags on both sides (vrdma: through vrdma-run)"
 	echo "== ucx_*: UCP over rc_verbs + ud_verbs; ucx_perftest's overall figures (tag_lat one way)"
+	[ -n "${BENCH_LAYOUT:-}" ] && echo "== CPU layout: $BENCH_LAYOUT"
 	echo " test         #bytes    native            vrdma             vrdma/native      vrdma-bw/-lat"
 	awk '
 	{ v[$1 " " $2 " " $3] = $4; if (!seen[$1 " " $2]++) order[n++] = $1 " " $2 }
