@@ -11,8 +11,11 @@
 #   make check-cluster-host   the same across guest processes (suite-check.sh)
 #   make demo-cluster         vrdma-bw between domUs of the two nodes, MiB/s,
 #                             beside native perftest (suite-xcluster.sh)
-#   make bench-cluster        native perftest between the dom0s beside
-#                             vrdma-bw/-lat between the domUs (suite-xbench.sh)
+#   make bench-cluster        native perftest between the dom0s beside the
+#                             same through vrdma between the domUs, two CPU
+#                             layouts, poll and event mode (suite-xbench.sh)
+#   make bench-lat-budget     an 8-byte round trip through vrdma hop by hop,
+#                             beside native's (suite-xlat.sh)
 #   make demo-cluster-host | bench-cluster-host   the host variant's
 #   make smoke-cluster        the rig itself: rxe, native perftest, vrdmad up
 #   make bench-prio-cluster   issue 5's benchmark across the nodes (host
@@ -25,7 +28,7 @@ XCLUSTER_DEPS := $(CLUSTER_DEPS) $(B)/bin/vrdma-xen-rawcopy $(B)/tests/itest_hos
 
 .PHONY: check-cluster check-cluster-xen check-cluster-host demo-cluster \
 	demo-cluster-host bench-cluster bench-cluster-host smoke-cluster \
-	bench-prio-cluster
+	bench-prio-cluster bench-lat-budget
 
 # The QEMU runs one after the other, never beside each other (make -j).
 check-cluster: $(XCLUSTER_DEPS)
@@ -46,6 +49,9 @@ demo-cluster-host: $(CLUSTER_DEPS)
 
 bench-cluster: $(XCLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh xbench $(B)
+
+bench-lat-budget: $(XCLUSTER_DEPS)
+	$(Q)scripts/cluster/rig.sh xlat $(B)
 
 bench-cluster-host: $(CLUSTER_DEPS)
 	$(Q)scripts/cluster/rig.sh bench $(B)

@@ -25,6 +25,7 @@ mkdir -p "$R"
 rm -rf "${R:?}/init" "${R:?}/bin" "$R/usr/sbin/vrdmad" "$R/usr/sbin/vrdmactl"
 mv "$R/modules.list" "$R/vrdma/cluster-modules.list"
 cp "$TOP/tests/cluster/xen-pre-vrdmad.sh" "$R/vrdma/pre-vrdmad.sh"
+cp "$TOP/scripts/lat-trace.sh" "$R/vrdma/lat-trace.sh"	# suite xlat
 (cd "$R" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$OUT/overlay.cpio"
 cat "$OUT/dom0.cpio" "$OUT/overlay.cpio" >"$OUT/dom0-cluster.cpio"
 rm -rf "$R" "$OUT/plain/node.cpio.gz"

@@ -66,13 +66,14 @@ du_pair() {
 	[ "$_rc" = 0 ] && [ "${CL_MSG#* }" = 0 ]
 }
 
-# pv_pair TEST ARGS... as cl-lib.sh's, perftest's TEST in domu1 (du_pair).
+# pv_pair TEST ARGS... as cl-lib.sh's, perftest's TEST in domu1 (du_pair);
+# PV_ENV (VAR=VALUE ...) goes into the program's environment.
 PV_PORT=${PV_PORT:-19800}
 pv_pair() {
 	_t=$1
 	shift
 	PV_PORT=$((PV_PORT + 1))
-	du_pair pv-$_t $PV_PORT "ib_$_t -x 0 -F -p @P@ $*"
+	du_pair pv-$_t $PV_PORT "${PV_ENV:+env $PV_ENV }ib_$_t -x 0 -F -p @P@ $*"
 	_rc=$?
 	[ "$NODE" = a ] && echo "$PT_OUT" | tail -n 4
 	return $_rc
