@@ -14,7 +14,10 @@
 #   RIG: xen (make check-xen), cluster-host (check-cluster-host),
 #        cluster-xen (check-cluster-xen); default all three, in that order
 # env: SOAK_N runs of each (default 10), SOAK_LOAD busy loops (default 1,
-#      0 for none), SOAK_DIR logs and summary (default BUILD_DIR/soak)
+#      0 for none), SOAK_DIR logs and summary (default BUILD_DIR/soak),
+#      TIMEOUT each boot's limit (default 1800 s: a loaded machine runs
+#      the rigs at half speed; the limit guards against a hang, the
+#      checks' own waits are what a soak tries)
 # Output: one line per run, then per rig every check that failed with its
 #      count of N; SOAK_DIR/summary.csv (rig,run,rc,pass,fail,seconds,
 #      failed checks).  Exit status 1 if any run failed.
@@ -34,6 +37,7 @@ for r in $RIGS; do
 	esac
 done
 mkdir -p "$DIR" || exit 1
+export TIMEOUT=${TIMEOUT:-1800}
 
 hogs=
 stop_load() {
