@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "tlive.h"
+#include "tverbs.h"
 
 #define T_DEPTH		16		/* send WRs per QP */
 #define T_BUF		65536
@@ -51,28 +52,6 @@ struct vc {
 
 static struct vc v;
 static const char *const names[2] = { "A", "B" };
-
-static void vc_connect(struct ibv_qp *qp, uint32_t dest)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = dest, .max_dest_rd_atomic = 1,
-				  .min_rnr_timer = 12,
-				  .ah_attr = { .is_global = 1, .port_num = 1,
-					       .grh = { .dgid = v.gid, .hop_limit = 1 } } };
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				  .rnr_retry = 7, .max_rd_atomic = 1 };
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
 
 static void vc_open(void)
 {
@@ -113,8 +92,10 @@ static void vc_open(void)
 		v.qp[i] = ibv_create_qp(v.pd, &ia);
 		ck_assert_msg(v.qp[i] != NULL, "create_qp: %s", strerror(errno));
 	}
-	vc_connect(v.qp[0], v.qp[1]->qp_num);
-	vc_connect(v.qp[1], v.qp[0]->qp_num);
+	tv_qp_init(v.qp[0]);
+	tv_qp_init(v.qp[1]);
+	tv_qp_rts(v.qp[0], &v.gid, v.qp[1]->qp_num);
+	tv_qp_rts(v.qp[1], &v.gid, v.qp[0]->qp_num);
 }
 
 static void vc_close(void)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tlive.h"
+#include "tverbs.h"
 
 #define T_DEPTH		64		/* send WRs per QP */
 #define T_BUF		(1u << 20)
@@ -45,35 +46,6 @@ struct vv {
 };
 
 static struct vv v;
-
-static void vv_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
-}
-
-/* INIT -> RTR -> RTS towards dest (a QP of this context: our GID). */
-static void vv_modify(struct ibv_qp *qp, const union ibv_gid *gid, uint32_t dest)
-{
-	struct ibv_qp_attr a;
-
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = dest, .max_dest_rd_atomic = 1,
-				  .min_rnr_timer = 12,
-				  .ah_attr = { .is_global = 1, .port_num = 1,
-					       .grh = { .dgid = *gid, .hop_limit = 1 } } };
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				  .rnr_retry = 7, .max_rd_atomic = 1 };
-	ck_assert_int_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
 
 /* The device (vrdmad may not listen yet: retried), two QPs in INIT;
  * connected to each other unless connect is 0 (v.gid: the port's GID). */
@@ -111,11 +83,11 @@ static void vv_open_qps(int connect)
 	for (i = 0; i < 2; i++) {
 		v.qp[i] = ibv_create_qp(v.pd, &ia);
 		ck_assert_msg(v.qp[i] != NULL, "create_qp: %s", strerror(errno));
-		vv_init(v.qp[i]);
+		tv_qp_init(v.qp[i]);
 	}
 	if (connect) {
-		vv_modify(v.qp[0], &v.gid, v.qp[1]->qp_num);
-		vv_modify(v.qp[1], &v.gid, v.qp[0]->qp_num);
+		tv_qp_rts(v.qp[0], &v.gid, v.qp[1]->qp_num);
+		tv_qp_rts(v.qp[1], &v.gid, v.qp[0]->qp_num);
 	}
 }
 
@@ -309,7 +281,7 @@ START_TEST(test_inline_sq_full)
 
 	NEED_DAEMON();
 	vv_open_qps(0);
-	vv_modify(v.qp[0], &v.gid, v.qp[1]->qp_num);
+	tv_qp_rts(v.qp[0], &v.gid, v.qp[1]->qp_num);
 	for (i = 0; i <= T_DEPTH; i++) {
 		vv_pattern(data, 9, i);
 		wr.wr_id = (uint64_t)i;
@@ -317,7 +289,7 @@ START_TEST(test_inline_sq_full)
 		wr.wr.rdma.rkey = v.mr->rkey;
 		ck_assert_int_eq(ibv_post_send(v.qp[0], &wr, &bad), i < T_DEPTH ? 0 : ENOMEM);
 	}
-	vv_modify(v.qp[1], &v.gid, v.qp[0]->qp_num);
+	tv_qp_rts(v.qp[1], &v.gid, v.qp[0]->qp_num);
 	for (i = 0; i < T_DEPTH; i++)
 		ck_assert_uint_eq(vv_next().wr_id, (uint64_t)i);
 	for (i = 0; i <= T_DEPTH; i++) {
