@@ -351,6 +351,7 @@ struct vbe_guest {
 	bool connected, kick;
 	bool busy;			/* unused: vbe_node_poll visits everyone */
 	bool live;			/* sring.guest_live armed at connect: watch it */
+	bool polling;			/* inside vbe_ring_pull: no nested pull */
 	char why[128];
 
 	/* device area */
@@ -612,6 +613,7 @@ void vbe_xb_tick(struct vbe_guest *g);		/* domain gone? remove its dir */
 
 /* ring.c */
 int  vbe_ring_poll(struct vbe_guest *g);
+int  vbe_ring_recvs(struct vbe_guest *g);	/* only the receives at the head */
 void vbe_ring_flush(struct vbe_guest *g);
 int  vbe_evt_post(struct vbe_guest *g, const struct vrdma_evt *e, bool cmd);
 int  vbe_evt_post2(struct vbe_guest *g, const struct vrdma_evt *a, const struct vrdma_evt *b);

@@ -4,7 +4,8 @@
  * device/verbs_ud.c hands local/ud.c once the header parsed
  * (vbe_ud_from_node).  Delivered with a GRH whose SGID is the sending
  * node and src_qpn the sender's QP; every check of a datagram of this
- * node holds (no such QP, an RC QP, another Q_Key, no receive, a small
+ * node holds, and a receive published but not read yet counts (no such
+ * QP, an RC QP, another Q_Key, no receive, a small
  * one, the policy by the sender's group hash): dropped, never written
  * (a small receive completes LOC_LEN_ERR).  A datagram to another node
  * past the node's max-ud-msg fails its send.
@@ -106,6 +107,35 @@ START_TEST(udnode_deliver)
 		ck_assert_mem_eq(g + 40, pay, sizeof(pay));
 	}
 	ck_assert_uint_eq(bg(6)->ctr.ud_rx, 1);
+	tg_stop(&b);
+}
+END_TEST
+
+/* A receive b published that dom0 has not read yet takes a datagram
+ * from another node (the device's completion came before b's turn). */
+START_TEST(udnode_recv_unread)
+{
+	static const uint8_t pay[64] = { 7, [63] = 8 };
+	struct vbe_vud_hdr h;
+	struct vrdma_req r;
+	uint32_t qp, qpn, cons;
+	struct tg b;
+
+	tg_full(&b, 6);
+	qp = ud_qp(&b, &qpn);
+	r = mkreq(VRDMA_OP_RECV, qp);
+	r.id = 9;
+	add_sge(&r, DATA_OFF + 4096, 2048, b.key);
+	tg_push(&b, &r);
+	cons = bg(6)->req_cons;
+	h = hdr(qpn, sizeof(pay), vbe_policy_ghash(node, bg(6)->tenant));
+	ck_assert_ptr_null(vbe_ud_from_node(node, &h, pay));
+	ck_assert_uint_eq(bg(6)->req_cons, cons + 1);
+	vbe_node_poll(node);
+	ck_assert_uint_eq(expect_cqe(&b, 9, VRDMA_WS_SUCCESS).byte_len,
+			  VRDMA_GRH_LEN + sizeof(pay));
+	ck_assert_mem_eq(b.mem + DATA_OFF + 4096 + VRDMA_GRH_LEN, pay, sizeof(pay));
+	ck_assert_uint_eq(bg(6)->ctr.ud_rx_drop, 0);
 	tg_stop(&b);
 }
 END_TEST
@@ -291,6 +321,7 @@ TCase *backend_udnode_tcase(void)
 
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_add_test(t, udnode_deliver);
+	tcase_add_test(t, udnode_recv_unread);
 	tcase_add_test(t, udnode_drops);
 	tcase_add_test(t, udnode_policy);
 	tcase_add_test(t, udnode_max_msg);

@@ -296,7 +296,13 @@ vbe_wr_ext(struct vbe_guest *g, const struct vrdma_req *h, uint32_t prod,
 	return 0;
 }
 
-int vbe_ring_poll(struct vbe_guest *g)
+/*
+ * Pull requests: all of them, a bounded batch (the guest's turn), or with
+ * recvs_only only the receives at the ring's head, stopping at the first
+ * entry of any other kind (vbe_ring_recvs).  g->polling keeps a pull from
+ * starting inside another of the same guest's.
+ */
+static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only)
 {
 	struct vrdma_wire_sge xsge[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) * VRDMA_EXT_SGE];
 	const struct vrdma_req *e;
@@ -305,15 +311,17 @@ int vbe_ring_poll(struct vbe_guest *g)
 	uint32_t prod;
 	int n = 0;
 
-	if (!g->connected || g->dead)
+	if (!g->connected || g->dead || g->polling)
 		return 0;
-	g->sch.cmd_throttled = false;
+	if (!recvs_only)
+		g->sch.cmd_throttled = false;
 	prod = vring_load_acq(&g->sring->req.prod);
 	if (!vring_sane(prod, g->req_cons, g->req_size)) {
 		vbe_guest_fatal(g, "impossible number of requests: prod %u cons %u size %u",
 				prod, g->req_cons, g->req_size);
 		return 0;
 	}
+	g->polling = true;
 	/* A bounded batch per poll: the rest waits for the next round. */
 	while (g->req_cons != prod && !g->dead && (unsigned)n < g->node->poll_reqs) {
 		e = &g->req[g->req_cons & (g->req_size - 1)];
@@ -322,6 +330,11 @@ int vbe_ring_poll(struct vbe_guest *g)
 		/* The header first: a WR's body goes straight to its queue. */
 		memcpy(&r, e, offsetof(struct vrdma_req, u));
 		__asm__ __volatile__("" ::: "memory");
+		if (recvs_only && r.opcode != VRDMA_OP_RECV && r.opcode != VRDMA_OP_SRQ_RECV) {
+			g->req_cons--;
+			n--;
+			break;
+		}
 		/* Send WRs to one QP in a row run together: one sq_run, one
 		 * peer lookup for the lot.  Any other entry runs them first,
 		 * so effects keep the ring's order. */
@@ -362,8 +375,28 @@ int vbe_ring_poll(struct vbe_guest *g)
 	}
 	if (run)
 		vbe_wr_run(g, &run);
+	g->polling = false;
 	if (!g->dead)
 		vring_consumed(&g->sring->req, g->req_cons);
 	g->ctr.requests += n;
 	return n;
+}
+
+int vbe_ring_poll(struct vbe_guest *g)
+{
+	return vbe_ring_pull(g, false);
+}
+
+/*
+ * The receives g published and dom0 has not read yet, read now: a
+ * datagram finding no receive posted.  The guest may have posted one and
+ * told the sender before its turn came; on an HCA that receive would be
+ * there, and a datagram would not be lost to dom0's reading order.  Only
+ * receives at the ring's head: effects keep the ring's order, and the
+ * sends and commands behind them wait for the guest's turn.  0 (nothing
+ * read) when g is inside its own pull: later entries are later posts.
+ */
+int vbe_ring_recvs(struct vbe_guest *g)
+{
+	return vbe_ring_pull(g, true);
 }

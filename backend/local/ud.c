@@ -7,7 +7,8 @@
  * tenant group the connect policy lets the sender's reach or be reached
  * by (a datagram has no direction, as a binding by QP number), with the
  * Q_Key the WR names (VRDMA_QKEY_OWN: the sender's), a receive posted
- * that holds the GRH and the payload.  The receive gets the 40-byte IB
+ * that holds the GRH and the payload (posted: read by dom0, or published
+ * at the head of the guest's ring, vbe_ring_recvs).  The receive gets the 40-byte IB
  * GRH first, then the payload, and completes with byte_len = 40 +
  * payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else drops the
  * datagram and counts it (ud_tx_drop on the sender; ud_rx_drop on the
@@ -107,8 +108,8 @@ static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
 /*
  * Into pqp's next receive (of guest pg): the GRH (sgid -> dgid), then the
  * payload pieces pc (total bytes).  The receive's own bad SGEs fail it
- * (and its QP) as on RC; a small one completes LOC_LEN_ERR; no receive:
- * dropped.  NULL when delivered, else why not (pg's ud_rx_drop counted).
+ * (and its QP) as on RC; a small one completes LOC_LEN_ERR; no receive,
+ * neither read nor at the head of pg's ring: dropped.  NULL when delivered, else why not (pg's ud_rx_drop counted).
  */
 static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const uint8_t *sgid,
 			      const uint8_t *dgid, uint32_t src_qpn, uint32_t imm, bool has_imm,
@@ -122,6 +123,9 @@ static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const ui
 	int st;
 
 	rw = vbe_qp_rq_head(pg, pqp);
+	/* A receive pg posted before its turn came counts (ring.c). */
+	if (!rw && vbe_ring_recvs(pg) > 0 && !pg->dead && pqp->state == VBE_QPS_RTS)
+		rw = vbe_qp_rq_head(pg, pqp);
 	if (!rw) {
 		pg->ctr.ud_rx_drop++;
 		return "no receive posted";
