@@ -65,9 +65,15 @@
 #define VBE_KEY_IDX_BITS	13
 #define VBE_KEY_SLOTS		(1u << VBE_KEY_IDX_BITS)
 #define VBE_KEY_TAG_BITS	(32 - VBE_KEY_IDX_BITS)
+/* The tag's low bits that join the key slot in the key's device window
+ * (backend/device/verbs.h): key.c never gives a key slot a tag whose
+ * low VBE_KEY_WIN_TAG_BITS are 0 or those of the slot's previous key. */
+#define VBE_KEY_WIN_TAG_BITS	15
 #define VBE_MAX_MRS		4096
 _Static_assert(2 * VBE_MAX_MRS <= VBE_KEY_SLOTS, "half the key slots stay free");
 _Static_assert(VBE_KEY_TAG_BITS + 12 >= 24, "keys carry >= 24 unpredictable bits");
+_Static_assert(VBE_KEY_WIN_TAG_BITS < VBE_KEY_TAG_BITS && VBE_KEY_WIN_TAG_BITS <= 16,
+	       "a window tag is part of the tag and fits the slot's u16 (vbe_key_wtags)");
 #define VBE_MAX_CQS		256
 #define VBE_MAX_PDS		256
 #define VBE_MAX_BUFS		1024
@@ -178,7 +184,7 @@ struct vbe_pd {
 
 struct vbe_mr {
 	struct vbe_slot s;
-	uint32_t key;		/* kept after DEREG_MR: the slot's next key differs */
+	uint32_t key;		/* kept after DEREG_MR: the MR's next key differs */
 	uint32_t pd, buf;	/* table indexes */
 	uint64_t offset, length, iova;
 	uint32_t access;
@@ -566,19 +572,33 @@ static inline uint32_t vbe_key_idx(uint32_t key)
 	return key & (VBE_KEY_SLOTS - 1);
 }
 
+/* The low VBE_KEY_WIN_TAG_BITS of a key's tag (its device window's). */
+static inline uint32_t vbe_key_wtag(uint32_t key)
+{
+	return key >> VBE_KEY_IDX_BITS & ((1u << VBE_KEY_WIN_TAG_BITS) - 1);
+}
+
 /*
- * g->mrs sits in one mapping (obj.c) after the key map and an MR that is
- * never used: map[key slot] = (MR index + 1) * sizeof(struct vbe_mr), 0
- * naming that unused MR.  A lookup is one load more than a direct index
- * and no more instructions (the load replaces the multiply).  An entry
- * is left as it is at DEREG_MR: the MR it names is unused, or holds a
- * key of another slot, so it matches no key of this slot.
+ * g->mrs sits in one mapping (obj.c) after the slots' window tags, the
+ * key map and an MR that is never used: map[key slot] = (MR index + 1) *
+ * sizeof(struct vbe_mr), 0 naming that unused MR.  A lookup is one load
+ * more than a direct index and no more instructions (the load replaces
+ * the multiply).  An entry is left as it is at DEREG_MR: the MR it names
+ * is unused, or holds a key of another slot, so it matches no key of
+ * this slot.  That MR may have moved to another slot since, so the map
+ * does not remember the slot's last key: wtags[key slot] does (the
+ * vbe_key_wtag of the last key key.c gave that slot, 0 = none yet).
  */
+#define VBE_MR_WTAG_LEN		((size_t)VBE_KEY_SLOTS * sizeof(uint16_t))
 #define VBE_MR_MAP_LEN		((size_t)VBE_KEY_SLOTS * sizeof(uint32_t))
-#define VBE_MR_PRE		(VBE_MR_MAP_LEN + sizeof(struct vbe_mr))
+#define VBE_MR_PRE		(VBE_MR_WTAG_LEN + VBE_MR_MAP_LEN + sizeof(struct vbe_mr))
 static inline uint32_t *vbe_mr_map(const struct vbe_guest *g)
 {
-	return (uint32_t *)((char *)g->mrs - VBE_MR_PRE);
+	return (uint32_t *)((char *)g->mrs - sizeof(struct vbe_mr) - VBE_MR_MAP_LEN);
+}
+static inline uint16_t *vbe_key_wtags(const struct vbe_guest *g)
+{
+	return (uint16_t *)((char *)g->mrs - VBE_MR_PRE);
 }
 
 /* The MR whose key may be `key`: the caller checks used and the whole key. */
@@ -589,8 +609,9 @@ static inline struct vbe_mr *vbe_mr_key(const struct vbe_guest *g, uint32_t key)
 }
 
 /* key.c: a fresh key for g's MR idx in a random free key slot, never 0,
- * never the MR's or the slot's previous key: 0 or -errno (EAGAIN: no
- * random bytes yet). */
+ * never the MR's previous key, and its window tag (vbe_key_wtag) never 0
+ * nor the slot's previous key's: 0 or -errno (EAGAIN: no random bytes
+ * yet). */
 int vbe_key_new(struct vbe_guest *g, uint32_t idx, uint32_t *key);
 
 /* node.c */

@@ -5,7 +5,9 @@
  * every bit, the MRs of a full table sit in random key slots, a key with
  * a wrong tag or a wrong slot is refused, and guessing a key a peer never
  * disclosed does not work.  A refused key costs the guesser its QP (an
- * error completion, as in RC verbs) and nothing more.
+ * error completion, as in RC verbs) and nothing more.  A key slot's next
+ * key never has the window tag (device window, backend/device/verbs.h)
+ * of its previous one, nor 0.
  */
 #include <check.h>
 #include <errno.h>
@@ -151,10 +153,11 @@ static unsigned long rss_kib(const void *p, size_t len)
 }
 
 /*
- * What random key slots cost vrdmad: the key map (32 KiB) is touched at
- * random, the MRs stay dense.  A guest that churns 4000 registrations
- * with 32 live MRs costs the map and a page or two of MRs; a full table
- * the map and 4096 MRs (an MR table indexed by key slot would be 448 KiB).
+ * What random key slots cost vrdmad: the key map (32 KiB) and the slots'
+ * window tags (16 KiB) are touched at random, the MRs stay dense.  A
+ * guest that churns 4000 registrations with 32 live MRs costs those and
+ * a page or two of MRs; a full table those and 4096 MRs (an MR table
+ * indexed by key slot would be 448 KiB).
  */
 START_TEST(keys_memory)
 {
@@ -188,7 +191,7 @@ START_TEST(keys_memory)
 	full = rss_kib(tab, len);
 	fprintf(stderr, "keys_memory: MR table + key map resident: %lu KiB after churn"
 		" (32 live), %lu KiB full (%u MRs)\n", churn, full, VBE_MAX_MRS);
-	ck_assert_uint_le(churn, VBE_MR_MAP_LEN / 1024 + 8);
+	ck_assert_uint_le(churn, (VBE_MR_WTAG_LEN + VBE_MR_MAP_LEN) / 1024 + 8);
 	ck_assert_uint_le(full, len / 1024 + 4);
 	for (i = 0; i < n; i++)
 		dereg(&a, mrs[i]);
@@ -229,6 +232,82 @@ START_TEST(keys_no_random)
 			 VRDMA_CS_OK);
 	ck_assert_uint_ne(out[1] & TAG_MASK, 0);
 	dereg(&a, out[0]);
+	tg_stop(&a);
+}
+END_TEST
+
+/* Random bytes that make every draw a key of key slot one_slot whose
+ * window tag is 0, 1 or 2 (tag bits 15..18 at random): key.c must
+ * redraw the 0s and the slot's previous window tag. */
+static uint32_t one_slot, one_seed = 0x2545f491u;
+
+static ssize_t one_slot_fill(void *buf, size_t len, unsigned flags)
+{
+	uint8_t *p = buf;
+	uint32_t k, x;
+	size_t i;
+
+	(void)flags;
+	for (i = 0; i + 4 <= len; i += 4) {
+		one_seed ^= one_seed << 13;
+		one_seed ^= one_seed >> 17;
+		one_seed ^= one_seed << 5;
+		x = one_seed;
+		k = (x >> 8) % 3 << VBE_KEY_IDX_BITS |
+		    (x & 0xf) << (VBE_KEY_IDX_BITS + VBE_KEY_WIN_TAG_BITS) | one_slot;
+		p[i] = (uint8_t)k;	/* little endian, as key.c reads them */
+		p[i + 1] = (uint8_t)(k >> 8);
+		p[i + 2] = (uint8_t)(k >> 16);
+		p[i + 3] = (uint8_t)(k >> 24);
+	}
+	return (ssize_t)len;
+}
+
+/*
+ * One key slot used again and again (1000 registrations, each MR gone
+ * before the next): every key's window tag is nonzero and differs from
+ * the slot's previous key's, so a peer's stale translation of the
+ * previous key never aims at the window of the slot's next MR.  With
+ * only 1 and 2 offered besides 0, the tags must alternate.
+ */
+START_TEST(keys_slot_reuse_window_tags)
+{
+	uint32_t out[4], prev = 0, w, seen[3] = { 0 };
+	struct vbe_guest *bg;
+	struct tg a;
+	unsigned i;
+
+	tg_full(&a, 5);
+	bg = vbe_node_guest(node, a.domid, 0);
+	ck_assert_ptr_nonnull(bg);
+	one_slot = vbe_key_idx(a.key) ^ 1;	/* free: a's MR is elsewhere */
+	node->rng.fill = one_slot_fill;
+	node->rng.left = 0;
+	for (i = 0; i < 1000; i++) {
+		ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+				 VRDMA_CS_OK);
+		w = vbe_key_wtag(out[1]);
+		ck_assert_uint_eq(vbe_key_idx(out[1]), one_slot);
+		ck_assert_uint_ne(w, 0);
+		ck_assert_uint_ne(w, prev);
+		ck_assert_uint_lt(w, 3);
+		ck_assert_uint_eq(vbe_key_wtags(bg)[one_slot], w);
+		ck_assert_ptr_eq(vbe_mr_key(bg, out[1]), &bg->mrs[out[0] & 0xffff]);
+		seen[w]++;
+		prev = w;
+		dereg(&a, out[0]);
+	}
+	ck_assert_uint_eq(seen[1], 500);
+	ck_assert_uint_eq(seen[2], 500);
+	node->rng.fill = NULL;
+	node->rng.left = 0;
+	/* Real random bytes again: the slot's rule holds for any slot. */
+	ck_assert_int_eq(tg_reg_mr(&a, DATA_OFF, 4096, VRDMA_ACC_REMOTE_READ, out),
+			 VRDMA_CS_OK);
+	ck_assert_uint_ne(vbe_key_wtag(out[1]), 0);
+	ck_assert_uint_eq(vbe_key_wtags(bg)[vbe_key_idx(out[1])], vbe_key_wtag(out[1]));
+	dereg(&a, out[0]);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
 	tg_stop(&a);
 }
 END_TEST
@@ -435,6 +514,7 @@ TCase *backend_keys_tcase(void)
 	tcase_add_test(t, keys_wrong_slot);
 	tcase_add_test(t, keys_memory);
 	tcase_add_test(t, keys_no_random);
+	tcase_add_test(t, keys_slot_reuse_window_tags);
 	tcase_add_test(t, keys_guessing_refused);
 	tcase_add_test(t, keys_rng_wait);
 	tcase_set_timeout(t, 120);

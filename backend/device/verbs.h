@@ -31,12 +31,16 @@
  * enforces the MR's bounds and rights again.
  *
  * Device windows: the device MR of guest key K sits at device address
- * K << 32 | page offset (vbe_vx_va), not at the guest's iova.  Every
- * key owns its own 4 GiB of the PD's address space, so a device WR
- * built for K can land only in an MR registered for K: a cached entry
- * gone stale (K deregistered, its device rkey handed to a later MR) or
- * a torn one is refused by the device's bounds check, never redirected
- * to another MR.
+ * win(K) << 36 | page offset (vbe_vx_va), not at the guest's iova;
+ * win(K) is K's low 28 bits, its key slot and the low 15 bits of its
+ * tag.  Live keys of a guest have distinct slots, so each owns its 64
+ * GiB of the PD's address space, and key.c gives a slot's next key
+ * another window.  So a device WR built for K lands only in an MR
+ * registered for K: a cached entry gone stale (K deregistered, its
+ * device rkey handed to a later MR) or a torn one is refused by the
+ * device's bounds check, never redirected to another MR -- but for a
+ * later MR of K's slot that drew K's window again and got K's old
+ * device rkey too (docs/security.md section 8).
  */
 #ifndef VRDMA_VBE_VERBS_H
 #define VRDMA_VBE_VERBS_H
@@ -80,15 +84,19 @@ int      vbe_vx_access(uint32_t vrdma_acc);
  *   20 u32 the sender's guest's domain
  *   24 pdata[pdata_len]
  * A reject: 0 u8 magic | 1 u8 pdata_len | 2 u16 VRDMA_CS_* | 4 pdata. */
-/* 0xa6: MRs at per-key device windows and key-table entries with a
- * check word; 0xa5 had the group and domain in the hello (connect
- * policy, issue 12) and a 32-bit service hash, but MRs at the guest's
- * iova and unchecked entries, as 0xa4; 0xa4 to 0xa6: keys are tag19 << 13 | key slot (8192
- * entries); 0xa3 had tag24 << 8 | index (256 entries), 0xa2 index << 8
- * | gen8, 0xa1 no dest_qpn.  Older ones are refused: both vrdmads of a
- * cluster run one version, and an old peer would read the other's key
- * table wrongly. */
-#define VBE_VX_PD_MAGIC		0xa6
+/* 0xa7: device windows of 64 GiB (key slot and 15 tag bits, << 36) and
+ * key-table entries whose length has 40 bits (byte 25); 0xa6 brought
+ * per-key device windows, of 4 GiB (the whole key << 32), and entries
+ * with a check word, but 32-bit lengths (MRs of at most 4 GiB less a
+ * page across nodes); 0xa5 had the group and domain in the hello
+ * (connect policy, issue 12) and a 32-bit service hash, but MRs at the
+ * guest's iova and unchecked entries, as 0xa4; 0xa4 to 0xa7: keys are
+ * tag19 << 13 | key slot (8192 entries); 0xa3 had tag24 << 8 | index
+ * (256 entries), 0xa2 index << 8 | gen8, 0xa1 no dest_qpn.  Older ones
+ * are refused: both vrdmads of a cluster run one version, and an old
+ * peer would read the other's key table wrongly (or aim at the wrong
+ * device window). */
+#define VBE_VX_PD_MAGIC		0xa7
 #define VBE_VX_HELLO_BIND	0x80
 #define VBE_VX_HELLO_QUAL	0x40
 #define VBE_VX_HELLO_HDR	24
@@ -118,19 +126,40 @@ int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
 		      uint8_t *pdata, uint32_t *pdata_len);
 
 /*
- * Device window of guest key K: the device MR sits at K << 32 plus the
- * page offset of its first byte (the kernel wants address and iova at
- * the same page offset).  Windows of distinct keys are disjoint, and
- * none overlaps the key table at iova 0 (a key's tag is never 0).  An MR
- * longer than the window (4 GiB less a page) gets no device MR: it works
- * within its node, and a WR through the device naming it fails as a bad
- * key would (docs/rdma.md).
+ * Device window of guest key K: window id win(K) = K's low 28 bits (its
+ * key slot and the low VBE_KEY_WIN_TAG_BITS of its tag); the device MR
+ * sits at win(K) << 36 plus the page offset of its first byte (the
+ * kernel wants address and iova at the same page offset).  Windows of
+ * keys of distinct slots are disjoint, and key.c gives a slot's next
+ * key another window tag.  None overlaps the key table at iova 0 (a
+ * window tag is never 0).  Every MR vrdma allows fits its window (pgoff
+ * + length <= 64 GiB, the asserts below); one that would not gets no
+ * device MR: it works within its node, and a WR through the device
+ * naming it fails as a bad key would (docs/rdma.md).  The last window
+ * ends at 2^64: an address computed as window + offset wraps to 0 only
+ * one past an MR that ends there, where no byte is reached.
  */
-#define VBE_VX_WIN_SHIFT	32
-#define VBE_VX_MR_MAX		((1ull << VBE_VX_WIN_SHIFT) - VRDMA_PAGE_SIZE)
+#define VBE_VX_WIN_SHIFT	36
+#define VBE_VX_WIN_BITS		(VBE_KEY_IDX_BITS + VBE_KEY_WIN_TAG_BITS)
+#define VBE_VX_WIN_LEN		(1ull << VBE_VX_WIN_SHIFT)
+#define VBE_VX_MR_MAX		VBE_VX_WIN_LEN	/* with page offset 0 */
+_Static_assert(VBE_VX_WIN_BITS + VBE_VX_WIN_SHIFT == 64,
+	       "windows tile the device address space");
+_Static_assert((uint64_t)VRDMA_BUF_MAX_PAGES_IND * VRDMA_PAGE_SIZE <= VBE_VX_WIN_LEN,
+	       "every MR vrdma allows gets its device MR");
+_Static_assert(VBE_VX_MR_MAX < 1ull << 40, "a length fits the entry's 40 bits");
+static inline uint32_t vbe_vx_win(uint32_t key)
+{
+	return key & ((1u << VBE_VX_WIN_BITS) - 1);
+}
 static inline uint64_t vbe_vx_va(uint32_t key, uint32_t pgoff)
 {
-	return (uint64_t)key << VBE_VX_WIN_SHIFT | pgoff;
+	return (uint64_t)vbe_vx_win(key) << VBE_VX_WIN_SHIFT | pgoff;
+}
+/* [pgoff, pgoff + len) inside one window. */
+static inline bool vbe_vx_win_fits(uint32_t pgoff, uint64_t len)
+{
+	return pgoff < VRDMA_PAGE_SIZE && len <= VBE_VX_WIN_LEN - pgoff;
 }
 static inline uint32_t vbe_vx_pgoff(const void *p)
 {
@@ -143,16 +172,21 @@ static inline uint32_t vbe_vx_pgoff(const void *p)
  *                 entry is written and first when it is wiped
  *   4 u32 rkey    device rkey
  *   8 u64 iova    the guest's iova of the MR's first byte
- *  16 u32 length  1 .. VBE_VX_MR_MAX
+ *  16 u32 length  bits 0..31 of the length (1 .. VBE_VX_MR_MAX, and
+ *                 pgoff + length <= VBE_VX_WIN_LEN)
  *  20 u16 pd      vbe PD index
  *  22 u16 pgoff   the device window's page offset (vbe_vx_va)
  *  24 u8  access  VRDMA_ACC_*
- *  25 u8[3]       0
+ *  25 u8          bits 32..39 of the length
+ *  26 u8[2]       0
  *  28 u32 check   vbe_vx_rkt_sum of bytes 0..27
  * A peer's RDMA READ may overlap our writes (no atomicity), so a reader
  * takes an entry only if its check word matches the rest.
  */
 #define VBE_VX_RKT_ENT		32
+_Static_assert((uint64_t)VBE_KEY_SLOTS * VBE_VX_RKT_ENT <=
+	       (uint64_t)VBE_KEY_SLOTS << VBE_VX_WIN_SHIFT,
+	       "the key table ends below the first window (window tag >= 1)");
 struct vbe_rkt {
 	uint32_t gkey;			/* guest key; 0 = slot empty */
 	uint32_t rkey;			/* device rkey */

@@ -223,7 +223,8 @@ static uint64_t vbe_vx_mr_drop(struct vbe_vx *vx, struct vbe_vguest *vg, uint32_
 	uint8_t *ent;
 
 	/* Peers holding the key in their cache post to its device window:
-	 * once the reaper deregistered the MR, nothing is there. */
+	 * once the reaper deregistered the MR, nothing is there (the key
+	 * slot's next key gets another window: key.c). */
 	if (vg->mr[i])
 		seq = vbe_reap_mr(vx, vg->mr[i], answer ? vg->ten : NULL);
 	/* The key table is indexed by key slot: wipe the entry only if it
@@ -334,10 +335,10 @@ void vbe_vx_guest_sync(struct vbe_vx *vx, struct vbe_vguest *vg, struct vbe_gues
 			continue;
 		vg->key[i] = m->key;
 		vg->addr[i] = addr;
-		/* In the key's own device window (verbs.h): a device rkey the
-		 * driver hands out again can never take a stale key elsewhere. */
+		/* In the key's device window (verbs.h): a device rkey the
+		 * driver hands out again does not take a stale key elsewhere. */
 		errno = EFBIG;		/* past its key's window (verbs.h) */
-		vg->mr[i] = m->length <= VBE_VX_MR_MAX ?
+		vg->mr[i] = vbe_vx_win_fits(vbe_vx_pgoff(addr), m->length) ?
 			ibv_reg_mr_iova(vg->pd, addr, m->length,
 					vbe_vx_va(m->key, vbe_vx_pgoff(addr)),
 					vbe_vx_access(m->access)) : NULL;

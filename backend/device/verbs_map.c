@@ -229,7 +229,8 @@ void vbe_vx_rkt_pack(const struct vbe_rkt *e, uint8_t *buf)
 	vbe_put16(buf + 20, (uint16_t)e->pd);
 	vbe_put16(buf + 22, (uint16_t)e->pgoff);
 	buf[24] = (uint8_t)e->access;
-	buf[25] = buf[26] = buf[27] = 0;
+	buf[25] = (uint8_t)(e->length >> 32);
+	buf[26] = buf[27] = 0;
 	vbe_put32(buf + 28, vbe_vx_rkt_sum(buf));
 }
 
@@ -250,15 +251,16 @@ int vbe_vx_rkt_parse(const uint8_t *buf, uint32_t gkey, struct vbe_rkt *e)
 	e->gkey = gkey;
 	e->rkey = vbe_get32(buf + 4);
 	e->iova = vbe_get64(buf + 8);
-	e->length = vbe_get32(buf + 16);
+	e->length = vbe_get32(buf + 16) | (uint64_t)buf[25] << 32;
 	e->pd = vbe_get16(buf + 20);
 	e->pgoff = vbe_get16(buf + 22);
 	e->access = buf[24];
-	/* What REG_MR and key.c guarantee for every entry we write. */
-	if (!(gkey >> VBE_KEY_IDX_BITS) || !e->length || e->length > VBE_VX_MR_MAX ||
+	/* What REG_MR and key.c guarantee for every entry we write: a
+	 * window tag, and an MR that fits its window. */
+	if (!vbe_key_wtag(gkey) || !e->length || e->length > VBE_VX_MR_MAX ||
+	    !vbe_vx_win_fits(e->pgoff, e->length) ||
 	    e->iova + e->length < e->iova || e->pd >= VBE_MAX_PDS ||
-	    e->pgoff >= VRDMA_PAGE_SIZE || (e->access & ~VRDMA_ACC_ALL) ||
-	    (buf[25] | buf[26] | buf[27])) {
+	    (e->access & ~VRDMA_ACC_ALL) || (buf[26] | buf[27])) {
 		memset(e, 0, sizeof(*e));
 		return -EPROTO;
 	}
@@ -326,7 +328,7 @@ int vbe_vx_rkt_check(const struct vbe_rkt *e, uint32_t gkey, uint32_t pd,
 
 	if (!e->gkey || e->gkey != gkey || e->pd != pd || (e->access & acc) != acc)
 		return VRDMA_WS_REM_ACCESS_ERR;
-	if (e->length > VBE_VX_MR_MAX || e->pgoff >= VRDMA_PAGE_SIZE || addr < e->iova)
+	if (!vbe_vx_win_fits(e->pgoff, e->length) || addr < e->iova)
 		return VRDMA_WS_REM_ACCESS_ERR;
 	off = addr - e->iova;
 	if (off > e->length || len > e->length - off)

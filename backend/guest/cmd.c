@@ -227,8 +227,9 @@ static int vbe_cmd_dereg_mr(struct vbe_guest *g, const struct vrdma_req *r, uint
 	g->bufs[mr->buf].users--;
 	g->mr_bytes -= mr->length;
 	g->nmrs--;
-	/* mr->key stays, and so does its key-map entry: the next keys of
-	 * this MR and of that key slot must differ from it (key.c). */
+	/* mr->key stays, and so does its key-map entry: the next key of
+	 * this MR must differ from it, and the key slot's next key differs
+	 * by its window tag (key.c, vbe_key_wtags). */
 	_Static_assert(offsetof(struct vbe_mr, key) < offsetof(struct vbe_mr, pd),
 		       "key is outside the wiped part");
 	memset((char *)mr + offsetof(struct vbe_mr, pd), 0,

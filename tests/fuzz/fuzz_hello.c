@@ -97,7 +97,8 @@ static void fz_rkt(const uint8_t *p, size_t len)
 	/* Taken: it is what its writer writes. */
 	vbe_vx_rkt_pack(&e, buf);
 	CHECK(!memcmp(buf, ent, sizeof(buf)));
-	CHECK(e.length && e.length <= VBE_VX_MR_MAX && e.pgoff < VRDMA_PAGE_SIZE);
+	CHECK(e.length && e.length <= VBE_VX_MR_MAX && e.pgoff < VRDMA_PAGE_SIZE &&
+	      e.pgoff + e.length <= VBE_VX_WIN_LEN && vbe_key_wtag(gkey));
 	p += VBE_VX_RKT_ENT;
 	memcpy(&pd, p + 4, 4);
 	addr = fz_get64(p + 8);
@@ -109,10 +110,15 @@ static void fz_rkt(const uint8_t *p, size_t len)
 	want = e.gkey == gkey && e.pd == pd && (e.access & acc) == acc &&
 	       addr >= e.iova && end <= (unsigned __int128)e.iova + e.length;
 	CHECK(st == (want ? VRDMA_WS_SUCCESS : VRDMA_WS_REM_ACCESS_ERR));
-	/* ... and the device address never leaves gkey's window. */
-	if (!st)
-		CHECK(va >> VBE_VX_WIN_SHIFT == gkey &&
-		      ((va & ((1ull << VBE_VX_WIN_SHIFT) - 1)) + rlen) <= (1ull << VBE_VX_WIN_SHIFT));
+	/* ... and the device address never leaves gkey's window: its
+	 * offset in the window (modulo 2^64: one past an MR that ends at
+	 * 2^64 wraps) plus the length fits, and a byte it reaches is in it. */
+	if (!st) {
+		end = (unsigned __int128)(uint64_t)(va - vbe_vx_va(gkey, 0)) + rlen;
+		CHECK(end <= VBE_VX_WIN_LEN);
+		CHECK(!rlen || (va >> VBE_VX_WIN_SHIFT == vbe_vx_win(gkey) &&
+				(va + rlen - 1) >> VBE_VX_WIN_SHIFT == vbe_vx_win(gkey)));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

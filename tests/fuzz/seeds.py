@@ -218,14 +218,20 @@ def hostmsg_seeds():
 # ---- fuzz_hello: data[0] % 3 picks hello / reject / key-table entry ----
 def hello_seeds():
     d = os.path.join(HERE, "corpus", "hello")
-    hello = struct.pack("<BBHIIQI", 0xa4, 2, 1, 5, 0x1234, 0x5eed, 0) + b"hi"
-    bind = struct.pack("<BBHIIQI", 0xa4, 0, 1, 5, 0x1234, 0, 7)
+    magic = 0xa7        # VBE_VX_PD_MAGIC
+    hello = struct.pack("<BBHIIQI", magic, 2, 1, 5, 0x1234, 0x5eed, 0) + b"hi"
+    bind = struct.pack("<BBHIIQI", magic, 0, 1, 5, 0x1234, 0, 7)
     write(os.path.join(d, "seed-hello"), b"\0" + hello)
     write(os.path.join(d, "seed-bind"), b"\0" + bind)
-    write(os.path.join(d, "seed-reject"), b"\1" + struct.pack("<BBH", 0xa4, 2, 3) + b"no")
-    # entry: gkey rkey iova length access pd; then gkey pd addr len access
-    ent = struct.pack("<IIQQII", 0x2001, 77, IOVA, 65536, 15, 1)
-    ask = struct.pack("<IIQQI", 0x2001, 1, IOVA + 4096, 64, 2)
+    write(os.path.join(d, "seed-reject"), b"\1" + struct.pack("<BBH", magic, 2, 3) + b"no")
+    # entry (backend/device/verbs.h): gkey rkey iova length[0..31] pd pgoff
+    # access length[32..39] 0 check; then gkey pd addr len access, and an
+    # odd byte: the harness makes the check word fit.  An MR of 4 GiB +
+    # 8 KiB, a WRITE at 4 GiB + 100 of it.
+    length = (4 << 30) + 8192
+    ent = struct.pack("<IIQIHHBBHI", 0x2001, 77, IOVA, length & 0xffffffff, 1, 0x100, 15,
+                      length >> 32, 0, 0)
+    ask = struct.pack("<IIQQI", 0x2001, 1, IOVA + (4 << 30) + 100, 8000, 2) + b"\1"
     write(os.path.join(d, "seed-rkt"), b"\2" + ent + ask)
 
 
