@@ -20,10 +20,12 @@ mpi_moved() {
 # (mpirun's --host: guest-network addresses, DOM's own first), at most
 # SECONDS a try.  0 iff every rank exited 0 and mpi_check found every byte
 # right; MPI_BYTES what it says crossed between ranks, MPI_OUT the tail of
-# the output.  UCX 1.13's UD endpoints race when datagrams come late, as
-# a TCG rig makes them (openucx/ucx#8743, fixed in 1.20): a stale ACK or
-# wireup message for a reused endpoint id aborts a rank in
-# uct_ud_ep_process_rx.  Such a job runs once more, and says so.
+# the output.  UCX before 1.20 (the rig's is the host's Debian 12 UCX
+# 1.13) reuses a UD endpoint id while its peer may still ACK the old one
+# (openucx/ucx#8743; fixed by #11092 and #11800): a late ACK or wireup
+# message aborts a rank in uct_ud_ep_process_rx.  A loaded rig delays the
+# peer's process, not the datagram.  Such a job runs once more, and says
+# so (tests/middleware.sh does it only for a UCX older than 1.20).
 mpi_job() {
 	MPI_BYTES=
 	for _mt in 1 2; do
@@ -35,7 +37,8 @@ mpi_job() {
 		MPI_OUT=$(du_out $1 $_mn)
 		[ "$_mrc" != 0 ] && [ $_mt = 1 ] && echo "$MPI_OUT" | grep -q uct_ud_ep_process_rx ||
 			break
-		echo "mpirun in dom$1: a rank died in UCX's UD receive path; once more"
+		echo "mpirun in dom$1: a rank died in UCX's UD receive path" \
+			"($(echo "$MPI_OUT" | grep -m 1 -o 'Assertion.*')); once more"
 	done
 	MPI_BYTES=$(echo "$MPI_OUT" |
 		sed -n 's/^mpi_check: .*, all correct, \([0-9]*\) bytes between ranks$/\1/p')
