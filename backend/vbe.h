@@ -340,6 +340,7 @@ struct vbe_sched {
 	uint32_t cmd_tokens;		/* command bucket (prio.cmds) */
 	int64_t cmd_fill;		/* ... us its tokens are counted to */
 	bool cmd_throttled;		/* its last poll stopped at a command */
+	unsigned ahead;			/* receives read out of turn since (ring.c) */
 };
 
 struct vbe_guest {

@@ -493,3 +493,48 @@ void tg_flood(struct tg *g, unsigned n, const char *svc, int want)
 		ck_assert_int_eq(tg_connect_to(g, out[0], svc), want);
 	}
 }
+
+uint32_t tg_ud_qp(struct tg *g, uint32_t srq, uint32_t qkey, uint32_t *qpn)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_CREATE_QP, 0);
+	uint32_t out[4];
+
+	r.u.create_qp.pd = g->pd;
+	r.u.create_qp.send_cq = g->cq;
+	r.u.create_qp.recv_cq = g->cq;
+	r.u.create_qp.max_send_wr = DEPTH;
+	r.u.create_qp.max_recv_wr = srq ? 0 : DEPTH;
+	r.u.create_qp.max_sge = 2;
+	r.u.create_qp.srq = srq;
+	r.u.create_qp.type = VRDMA_QP_TYPE_UD;
+	ck_assert_int_eq(tg_cmd(g, &r, out), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_MODIFY_QP, out[0]);
+	r.u.modify_qp.state = VRDMA_MQ_UD_RTS;
+	r.u.modify_qp.qkey = qkey;
+	ck_assert_int_eq(tg_cmd(g, &r, NULL), VRDMA_CS_OK);
+	*qpn = out[1];
+	return out[0];
+}
+
+void tg_push_recv(struct tg *g, uint32_t qp, uint64_t id, uint64_t off, uint32_t len)
+{
+	struct vrdma_req r = mkreq(VRDMA_OP_RECV, qp);
+
+	r.id = id;
+	add_sge(&r, off, len, g->key);
+	tg_push(g, &r);
+}
+
+void tg_push_ud(struct tg *g, uint32_t qp, uint64_t id, uint32_t len, const uint8_t gid[16],
+		uint32_t qpn, uint32_t qkey)
+{
+	struct vrdma_req r = mkreq(VRDMA_OP_SEND, qp);
+
+	r.flags = VRDMA_WR_F_SIGNALED;
+	r.id = id;
+	memcpy(r.u.wr.ud.dgid, gid, 16);
+	r.u.wr.ud.remote_qpn = qpn;
+	r.u.wr.ud.remote_qkey = qkey;
+	add_sge(&r, DATA_OFF, len, g->key);
+	tg_push(g, &r);
+}

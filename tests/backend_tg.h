@@ -79,6 +79,13 @@ struct vrdma_cqe expect_cqe(struct tg *g, uint64_t id, uint8_t status);
 void expect_no_cqe(struct tg *g);
 void write_works(struct tg *a, struct tg *b);
 void node_gid(struct tg *g, uint8_t gid[16]);
+/* A UD QP of g (on SRQ srq if not 0) in RTS with qkey; *qpn its number. */
+uint32_t tg_ud_qp(struct tg *g, uint32_t srq, uint32_t qkey, uint32_t *qpn);
+/* Into g's ring, not read: a receive of len bytes at off of g's buffer;
+ * a signaled datagram of len bytes at DATA_OFF to (gid, qpn, qkey). */
+void tg_push_recv(struct tg *g, uint32_t qp, uint64_t id, uint64_t off, uint32_t len);
+void tg_push_ud(struct tg *g, uint32_t qp, uint64_t id, uint32_t len, const uint8_t gid[16],
+		uint32_t qpn, uint32_t qkey);
 /* g as tg_full, of `tenant` (NULL: its domain); its buffer's first npages
  * attached once more; a tenant's limit written as an operator would. */
 void tg_tenant(struct tg *g, uint32_t domid, const char *tenant);
@@ -108,6 +115,7 @@ TCase *backend_policy_tcase(void);
 TCase *backend_share_tcase(void);
 TCase *backend_ud_tcase(void);			/* test_backend_ud.c */
 TCase *backend_udnode_tcase(void);		/* test_backend_udnode.c */
+TCase *backend_udahead_tcase(void);		/* test_backend_udahead.c */
 TCase *backend_sge_tcase(void);
 TCase *backend_buf_tcase(void);			/* test_backend_buf.c */			/* test_backend_sge.c */		/* test_backend_share.c */
 

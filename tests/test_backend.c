@@ -898,6 +898,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_buf_tcase());
 	suite_add_tcase(s, backend_ud_tcase());
 	suite_add_tcase(s, backend_udnode_tcase());
+	suite_add_tcase(s, backend_udahead_tcase());
 	return s;
 }
 

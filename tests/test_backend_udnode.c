@@ -23,23 +23,7 @@
 
 static uint32_t ud_qp(struct tg *g, uint32_t *qpn)
 {
-	struct vrdma_req r = mkreq(VRDMA_CMD_CREATE_QP, 0);
-	uint32_t out[4];
-
-	r.u.create_qp.pd = g->pd;
-	r.u.create_qp.send_cq = g->cq;
-	r.u.create_qp.recv_cq = g->cq;
-	r.u.create_qp.max_send_wr = DEPTH;
-	r.u.create_qp.max_recv_wr = DEPTH;
-	r.u.create_qp.max_sge = 2;
-	r.u.create_qp.type = VRDMA_QP_TYPE_UD;
-	ck_assert_int_eq(tg_cmd(g, &r, out), VRDMA_CS_OK);
-	r = mkreq(VRDMA_CMD_MODIFY_QP, out[0]);
-	r.u.modify_qp.state = VRDMA_MQ_UD_RTS;
-	r.u.modify_qp.qkey = QKEY;
-	ck_assert_int_eq(tg_cmd(g, &r, NULL), VRDMA_CS_OK);
-	*qpn = out[1];
-	return out[0];
+	return tg_ud_qp(g, 0, QKEY, qpn);
 }
 
 static void recv_on(struct tg *g, uint32_t qp, uint64_t id, uint32_t len)

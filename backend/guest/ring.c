@@ -297,12 +297,13 @@ vbe_wr_ext(struct vbe_guest *g, const struct vrdma_req *h, uint32_t prod,
 }
 
 /*
- * Pull requests: all of them, a bounded batch (the guest's turn), or with
+ * Pull at most max requests: any kind (the guest's turn), or with
  * recvs_only only the receives at the ring's head, stopping at the first
- * entry of any other kind (vbe_ring_recvs).  g->polling keeps a pull from
- * starting inside another of the same guest's.
+ * entry of another kind (vbe_ring_recvs).  g->polling keeps a pull from
+ * starting inside another of the same guest's: later entries are later
+ * posts.
  */
-static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only)
+static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only, unsigned max)
 {
 	struct vrdma_wire_sge xsge[VRDMA_SGE_EXT_ENTRIES(VRDMA_MAX_SGE) * VRDMA_EXT_SGE];
 	const struct vrdma_req *e;
@@ -323,7 +324,7 @@ static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only)
 	}
 	g->polling = true;
 	/* A bounded batch per poll: the rest waits for the next round. */
-	while (g->req_cons != prod && !g->dead && (unsigned)n < g->node->poll_reqs) {
+	while (g->req_cons != prod && !g->dead && (unsigned)n < max) {
 		e = &g->req[g->req_cons & (g->req_size - 1)];
 		g->req_cons++;
 		n++;
@@ -376,7 +377,7 @@ static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only)
 	if (run)
 		vbe_wr_run(g, &run);
 	g->polling = false;
-	if (!g->dead)
+	if (!g->dead && (n || !recvs_only))
 		vring_consumed(&g->sring->req, g->req_cons);
 	g->ctr.requests += n;
 	return n;
@@ -384,7 +385,7 @@ static int vbe_ring_pull(struct vbe_guest *g, bool recvs_only)
 
 int vbe_ring_poll(struct vbe_guest *g)
 {
-	return vbe_ring_pull(g, false);
+	return vbe_ring_pull(g, false, g->node->poll_reqs);
 }
 
 /*
@@ -393,10 +394,18 @@ int vbe_ring_poll(struct vbe_guest *g)
  * told the sender before its turn came; on an HCA that receive would be
  * there, and a datagram would not be lost to dom0's reading order.  Only
  * receives at the ring's head: effects keep the ring's order, and the
- * sends and commands behind them wait for the guest's turn.  0 (nothing
- * read) when g is inside its own pull: later entries are later posts.
+ * sends and commands behind them wait for the guest's turn.  At most
+ * poll_reqs of them between two of g's turns, as a turn reads: senders
+ * of datagrams cannot make dom0 read more of g's ring than g may ask.
  */
 int vbe_ring_recvs(struct vbe_guest *g)
 {
-	return vbe_ring_pull(g, true);
+	unsigned max = g->node->poll_reqs;
+	int n;
+
+	if (g->sch.ahead >= max)
+		return 0;
+	n = vbe_ring_pull(g, true, max - g->sch.ahead);
+	g->sch.ahead += (unsigned)n;
+	return n;
 }

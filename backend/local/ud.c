@@ -6,11 +6,11 @@
  * ud); it must be this node's GID and a UD QP in RTS of any guest whose
  * tenant group the connect policy lets the sender's reach or be reached
  * by (a datagram has no direction, as a binding by QP number), with the
- * Q_Key the WR names (VRDMA_QKEY_OWN: the sender's), a receive posted
- * that holds the GRH and the payload (posted: read by dom0, or published
- * at the head of the guest's ring, vbe_ring_recvs).  The receive gets the 40-byte IB
- * GRH first, then the payload, and completes with byte_len = 40 +
- * payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else drops the
+ * Q_Key the WR names (VRDMA_QKEY_OWN: the sender's), and a receive
+ * posted that holds the GRH and the payload (posted: read by dom0, or
+ * at the head of the guest's ring, vbe_ring_recvs).  The receive gets
+ * the 40-byte IB GRH first, then the payload, and completes with
+ * byte_len = 40 + payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else drops the
  * datagram and counts it (ud_tx_drop on the sender; ud_rx_drop on the
  * destination guest when its QP is at fault).  The sender's WR always
  * completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
@@ -109,7 +109,8 @@ static struct vbe_qp *vbe_ud_dest(struct vbe_guest *g, struct vbe_qp *qp,
  * Into pqp's next receive (of guest pg): the GRH (sgid -> dgid), then the
  * payload pieces pc (total bytes).  The receive's own bad SGEs fail it
  * (and its QP) as on RC; a small one completes LOC_LEN_ERR; no receive,
- * neither read nor at the head of pg's ring: dropped.  NULL when delivered, else why not (pg's ud_rx_drop counted).
+ * read or at the head of pg's ring: dropped.  NULL when delivered, else
+ * why not (pg's ud_rx_drop counted).
  */
 static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const uint8_t *sgid,
 			      const uint8_t *dgid, uint32_t src_qpn, uint32_t imm, bool has_imm,
@@ -124,7 +125,8 @@ static const char *vbe_ud_put(struct vbe_guest *pg, struct vbe_qp *pqp, const ui
 
 	rw = vbe_qp_rq_head(pg, pqp);
 	/* A receive pg posted before its turn came counts (ring.c). */
-	if (!rw && vbe_ring_recvs(pg) > 0 && !pg->dead && pqp->state == VBE_QPS_RTS)
+	if (!rw && vbe_ring_recvs(pg) > 0 && !pg->dead &&
+	    pqp->state == VBE_QPS_RTS)
 		rw = vbe_qp_rq_head(pg, pqp);
 	if (!rw) {
 		pg->ctr.ud_rx_drop++;

@@ -191,6 +191,7 @@ static void vbe_sched_settle(struct vbe_guest *g, int64_t now)
 		g->ctr.throttled_us += (uint64_t)(now - s->t_round);
 	s->t_round = now;
 	s->given = 0;
+	s->ahead = 0;
 	g->budget_bytes = 0;
 	g->budget_wrs = 0;
 	vbe_sched_refill(g, now);
