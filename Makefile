@@ -121,7 +121,7 @@ GT_BINS      := $(B)/bin/vrdma-bw $(B)/bin/vrdma-lat
 GT_INST_BINS := $(B)/inst/bin/vrdma-bw $(B)/inst/bin/vrdma-lat
 VRDMAD_UNIT  := $(B)/vrdmad.service
 MANS         := $(wildcard docs/man/*.[13578])
-BENCH_BINS   := $(B)/bin/vrdma-refbench $(B)/bin/vrdma-verbs-cost
+BENCH_BINS   := $(B)/bin/vrdma-refbench $(B)/bin/vrdma-verbs-cost $(B)/bin/vrdma-coll-bench
 
 # tests/*.mk append to CHECK_BINS (Check suites run by check-unit).
 CHECK_BINS   :=
@@ -183,6 +183,13 @@ $(B)/bin/vrdma-verbs-cost: $(B)/obj/bench/verbs_cost.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ -libverbs
+
+# The collectives' reduction kernels beside memcpy (timed), and their
+# instructions per element (scripts/bench-cost.sh).
+$(B)/bin/vrdma-coll-bench: $(call obj,bench/coll_bench.c common/coll/vcoll_reduce.c)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^
 
 # Files that name install paths are remade when a path changes (`make`,
 # then `make install PREFIX=/usr`): the paths are kept in a file that is

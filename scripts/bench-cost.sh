@@ -36,6 +36,12 @@
 #            ib_write_bw posts until tx-depth WRs are out and then polls
 #            once per round, ib_write_lat spins on empty polls until each
 #            completion, so the polls a WR pays there depend on timing.
+#   coll:    the collectives' reduction kernels (common/coll/vcoll_reduce.c):
+#            vrdma-coll-bench cost under callgrind, only inside vcoll_fold,
+#            COST_COLL_REPS folds (4) of two 1 MiB sources, sum of int32
+#            and of double; instructions per element of the result.  They
+#            depend on the build's instruction set (SSE2 unless CFLAGS
+#            say more), not on the machine's load.
 # Usage: bench-cost.sh BUILD_DIR [--csv]
 #   COST_KEEP=DIR keeps the callgrind files there (callgrind_annotate them).
 set -u
@@ -43,11 +49,13 @@ b=${1:?usage: bench-cost.sh BUILD_DIR [--csv]}
 fmt=${2:-text}
 N1=${COST_N1:-2000}
 N2=${COST_N2:-12000}
+COLL_REPS=${COST_COLL_REPS:-4}
 T=${BENCH_TIMEOUT:-300}
 for t in valgrind callgrind_annotate; do
 	command -v $t >/dev/null || { echo "bench-cost: $t not installed: skipped"; exit 0; }
 done
-for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-run bin/vrdma-verbs-cost; do
+for f in sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-run bin/vrdma-verbs-cost \
+	bin/vrdma-coll-bench; do
 	[ -x "$b/$f" ] || { echo "bench-cost: $b/$f missing (make first)" >&2; exit 1; }
 done
 run=$(mktemp -d "${TMPDIR:-/tmp}/vrdma-cost.XXXXXX") || exit 1
@@ -56,7 +64,7 @@ cleanup() {
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
 	if [ -n "${COST_KEEP:-}" ]; then
-		mkdir -p "$COST_KEEP" && cp "$run"/be.* "$run"/fe.* "$run"/vb.* "$COST_KEEP"/ 2>/dev/null
+		mkdir -p "$COST_KEEP" && cp "$run"/be.* "$run"/fe.* "$run"/vb.* "$run"/co.* "$COST_KEEP"/ 2>/dev/null
 	fi
 	rm -rf "$run"
 }
@@ -158,6 +166,10 @@ for n in $N1 $N2; do
 	vpair "$n" $cg="$run/vb.$n" --toggle-collect=vc_post --toggle-collect=vc_poll || exit 1
 done
 daemon_stop
+for t in int32 double; do
+	$cg="$run/co.$t" --toggle-collect=vcoll_fold "$b/bin/vrdma-coll-bench" cost $t $COLL_REPS \
+		>"$run/co.$t.log" 2>&1 || { cat "$run/co.$t.log" >&2; exit 1; }
+done
 
 per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (b - a) / n }'; }
 p1=$(ir_incl "$run/be.$N1" vd_poll) p2=$(ir_incl "$run/be.$N2" vd_poll)
@@ -175,6 +187,10 @@ l2=$(ir_incl "$run/vb.$N2" vrdma_post_send vrdma_poll_cq)
 vb=$(per "$v1" "$v2" $((N2 - N1)))
 vb_lib=$(per "$l1" "$l2" $((N2 - N1)))
 vb_own=$(per $((v1 - l1)) $((v2 - l2)) $((N2 - N1)))
+# per element of the result: 1 MiB of int32 is 262144, of double 131072
+coll() { awk -v a="$(ir "$run/co.$1")" -v n="$2" 'BEGIN { printf "%.2f", a / n }'; }
+co_i32=$(coll int32 $((262144 * COLL_REPS)))
+co_f64=$(coll double $((131072 * COLL_REPS)))
 if [ "$fmt" = --csv ]; then
 	echo "cost,where,instructions_per_wr"
 	echo "cost,backend_forwarded_8B_write,$be"
@@ -183,6 +199,8 @@ if [ "$fmt" = --csv ]; then
 	echo "cost,guest_verbs_post_and_poll,$vb"
 	echo "cost,guest_verbs_libvrdma_part,$vb_lib"
 	echo "cost,guest_verbs_layer_own,$vb_own"
+	echo "cost,coll_fold_sum_int32_2x1MiB_per_element,$co_i32"
+	echo "cost,coll_fold_sum_double_2x1MiB_per_element,$co_f64"
 else
 	echo "---------------------------------------------------------------------------------------"
 	echo " instructions per WR (callgrind; $N2 - $N1 WRs of 8 B RDMA WRITE, tx-depth 64)"
@@ -192,5 +210,8 @@ else
 	printf " %-44s %10s\n" "verbs program, ibv_post_send + ibv_poll_cq" "$vb"
 	printf " %-44s %10s\n" "  ... of which in libvrdma's two calls" "$vb_lib"
 	printf " %-44s %10s\n" "  ... the verbs layer's own (verbs/)" "$vb_own"
+	echo " instructions per element (callgrind; vcoll_fold sum, 2 sources of 1 MiB)"
+	printf " %-44s %10s\n" "collectives' kernel, int32" "$co_i32"
+	printf " %-44s %10s\n" "collectives' kernel, double" "$co_f64"
 	echo "---------------------------------------------------------------------------------------"
 fi
