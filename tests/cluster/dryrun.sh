@@ -27,13 +27,19 @@ for _ in $(seq 100); do
 done
 FDS0=$(vrdmactl -S "$VRDMA_RUN_DIR" -j census | sed -n 's/.*"fds": *\([0-9]*\).*/\1/p')
 
+# The node scripts' stdin: a FIFO nobody writes, held open here.  busybox
+# nc (cl_tell, cl_await) gives up a connection once its stdin ends, as
+# /dev/null does at once for a background job: meeting points got lost.
+mkfifo "$W/stdin"
+exec 3<>"$W/stdin"
+
 node() { # name
 	NODE=$1 IP=127.0.0.1 PEER=127.0.0.1 VRNODE=dry CL_TMP=$W/$1 CL_REMOTE=1 \
 	CL_NATIVE=0 FDS0=$FDS0 SUITE=$SUITE timeout 600 sh -c '
 		. '"$HERE"'/cl-lib.sh
 		. '"$HERE"'/suite-$SUITE.sh
 		echo "VRDMA-CLUSTER-DONE node=$NODE suite=$SUITE pass=$VT_PASS fail=$VT_FAIL"' \
-		>"$W/$1.log" 2>&1
+		<"$W/stdin" >"$W/$1.log" 2>&1
 }
 start=$SECONDS
 node b &
