@@ -4,6 +4,12 @@ $(B)/tests/itest_guest: $(call obj,tests/itest_guest.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(LIBS)
 
+# An MR past 4 GiB reached from another node (cluster rig, suite check).
+ITEST_BINS += $(B)/tests/itest_bigmr
+$(B)/tests/itest_bigmr: $(call obj,tests/itest_bigmr.c) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(LIBS)
+
 # The hostile guest links the frontend directly to write raw ring entries.
 ITEST_BINS += $(B)/tests/itest_hostile
 $(B)/obj/tests/itest_hostile.o: EXTRA_CFLAGS_tests += -Ifrontend

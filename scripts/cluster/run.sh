@@ -18,7 +18,7 @@
 #          prio.lat=N prio.bw=N via NODE_EXTRA)
 #   (tests/cluster/suite-SUITE.sh, run by both nodes' /init).
 # Env knobs: TIMEOUT (s per boot, default 300), CPU (default qemu64),
-#   MEM (per node, default 512), PORT (UDP ports PORT and PORT+1, default
+#   MEM (per node, default 512; rig.sh gives check 6144), PORT (UDP ports PORT and PORT+1, default
 #   45700), MTU (default 9000), RMEM (host net.core.rmem_default during the
 #   boot, restored after; unset = leave the host alone; rig.sh sets 4 MiB
 #   for demo and bench: with the 208 KiB default, QEMU's UDP socket drops

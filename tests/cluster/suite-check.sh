@@ -15,6 +15,11 @@
 #   f. device QPs are a table of the node's, a quarter a tenant (devqps):
 #      with a's tenant held to 2, a client's third QP to b is refused
 #      (ENOMEM, logged naming the tenant); back to the default, it runs
+#   g. an MR of 4 GiB + 8 KiB of a guest on b (vrdmad pins it all on b's
+#      rxe0: rig.sh gives this suite's nodes 6 GiB), a guest on a WRITEs
+#      at 4 GiB + 100 and READs it back, and the MR's last bytes; b
+#      confirms the bytes landed there (itest_bigmr; the device windows
+#      of 64 GiB)
 # Every wait has a limit.
 
 # itest_guest's ITEST lines as markers: itest-<side>-<check>.
@@ -283,6 +288,44 @@ if need_remote devqps-share-$NODE; then
 	vr_pair vrdma-bw dq2 -q 3 -n 100 --verify --timeout 30
 	vt_check devqps-default-runs-$NODE [ $? = 0 ]
 	vt_check devqps-clean-$NODE leak_free
+fi
+
+# ---- g. an MR past 4 GiB reached from the other node ----
+# b's guest (VM bigmr, mem quota 6 GiB) makes the MR's pages exist once
+# connected, registers it (its vrdmad pins the 4 GiB while REG_MR's answer
+# waits: libvrdma's 5 s for a command bound that pin), then tells a's
+# guest where it is.  Minutes under TCG: the limits are generous.
+if need_remote bigmr-remote-path-$NODE; then
+	if [ "$NODE" = b ]; then
+		ctl set bigmr mem=6G >/dev/null
+		bg "env VRDMA_VM=bigmr timeout 900 itest_bigmr server bigmr" $T/bigmr.out
+		pid=$BG_PID
+		if wait_text $T/bigmr.out bigmr-server-ready $pid 60; then
+			cl_tell bigmr-ready 60
+			wait_exit $pid 920
+			vt_check bigmr-server-exit [ $? = 0 ]
+		else
+			cl_tell bigmr-failed 60
+			vt_fail bigmr-server-ready "$(tail -n 5 $T/bigmr.out)"
+		fi
+		grep '^bigmr:' $T/bigmr.out
+		itest_markers server $T/bigmr.out
+		grep -q 'ITEST .* FAIL' $T/bigmr.out && tail -n 20 $T/bigmr.out
+	else
+		if cl_await bigmr-ready 120; then
+			timeout 900 itest_bigmr client bigmr "$VRNODE" >$T/bigmr.out 2>&1
+			vt_check bigmr-client-exit [ $? = 0 ]
+			itest_markers client $T/bigmr.out
+			grep -q 'ITEST .* FAIL' $T/bigmr.out && tail -n 20 $T/bigmr.out
+		else
+			vt_fail bigmr-client-start "server not ready"
+		fi
+	fi
+	if [ "$NODE" = a ]; then cl_tell bigmr-done 300; else cl_await bigmr-done 950; fi
+	# b's reaper unpins the 4 GiB: give it up to 2 min more before the census
+	_n=0
+	until [ $_n -ge 5 ] || leak_free >/dev/null; do _n=$((_n + 1)); done
+	vt_check bigmr-clean-$NODE leak_free
 fi
 
 # ---- c. nothing left on either node ----
