@@ -12,9 +12,9 @@
  * pins the pages while REG_MR's answer waits (verbs_dev.c, so that the
  * key is in the key table before the guest can hand it out), and
  * libvrdma gives a command 5 s: the server writes a byte of every page
- * first, so that the pin only maps pages that exist (0.35 s for 4 GiB on
- * a 2-core host, where allocating them took 8.6 s).  "sparse" leaves
- * that to the pin.  The
+ * first, so that the pin only maps pages that exist (on a 2-core host,
+ * making 4 GiB of them took 7.8 s, mapping them again 0.35 s).
+ * "sparse" leaves that to the pin.  The
  * client RDMA-WRITEs 8000 bytes at 4 GiB + 100 (across a page boundary),
  * READs them back and READs the MR's last 64 bytes, checking every byte;
  * the server then confirms the bytes landed at 4 GiB + 100 and the bytes
