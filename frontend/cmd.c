@@ -81,13 +81,13 @@ int vfe_cmd(struct vfe_dev *d, struct vrdma_req *req, uint32_t out[4])
 	if (rc)
 		goto out;
 
-	rc = vfe_wait(d, vfe_cmd_ready, NULL, d, VFE_CMD_TIMEOUT_MS);
+	rc = vfe_wait(d, vfe_cmd_ready, NULL, d, d->cmd_timeout_ms);
 	if (rc == -ETIMEDOUT) {
 		/* dom0 is wedged and the object's fate unknown: stop here
-		 * rather than pile up more 5 s waits.  Callers that free
+		 * rather than pile up more such waits.  Callers that free
 		 * objects treat it as -EIO. */
 		vlog_err("vrdma: dom0 did not answer command 0x%x in %d ms",
-			 req->opcode, VFE_CMD_TIMEOUT_MS);
+			 req->opcode, d->cmd_timeout_ms);
 		vfe_set_broken(d, "command timed out");
 		goto out;
 	}

@@ -467,6 +467,31 @@ int vfe_check_backend(struct vfe_dev *d)
 	return vfe_is_broken(d) ? -EIO : 0;
 }
 
+/*
+ * How long a command may wait for dom0's answer: VFE_CMD_TIMEOUT_MS, or
+ * env VRDMA_CMD_TIMEOUT_MS (1000 .. VFE_CMD_TIMEOUT_MAX) for a dom0 that
+ * is slow on purpose: it pins an MR on the device inside the command
+ * that first needs it, at the host's page-pinning speed (a 4 GiB MR
+ * takes seconds under emulation).  A bad value is said and ignored.
+ */
+static int vfe_env_cmd_timeout(void)
+{
+	const char *s = getenv("VRDMA_CMD_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return VFE_CMD_TIMEOUT_MS;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1000 || v > VFE_CMD_TIMEOUT_MAX) {
+		vlog_warn("vrdma: VRDMA_CMD_TIMEOUT_MS=%s is not 1000..%d: %d", s,
+			  VFE_CMD_TIMEOUT_MAX, VFE_CMD_TIMEOUT_MS);
+		return VFE_CMD_TIMEOUT_MS;
+	}
+	return (int)v;
+}
+
 int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	     vfe_evt_fn *cb, void *cb_arg)
 {
@@ -478,6 +503,7 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	d->evt_cb = cb;
 	d->evt_arg = cb_arg;
 	d->cmd_next_id = 1;
+	d->cmd_timeout_ms = vfe_env_cmd_timeout();
 	d->live = &vfe_untracked;
 	vfe_init_locks(d);
 

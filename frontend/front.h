@@ -35,6 +35,7 @@
 #define vfe_unlikely(x)	__builtin_expect(!!(x), 0)
 
 #define VFE_CMD_TIMEOUT_MS	5000	/* dom0 answers commands quickly */
+#define VFE_CMD_TIMEOUT_MAX	3600000	/* ... VRDMA_CMD_TIMEOUT_MS at most */
 #define VFE_RING_FULL_MS	2000	/* request ring full this long: EAGAIN */
 #define VFE_CLOSE_WAIT_MS	1000	/* backend Closed after our Closing */
 #define VFE_SPIN_US		50	/* busy-poll before arming (latency) */
@@ -114,6 +115,7 @@ struct vfe_dev {
 	uint64_t cmd_next_id;
 	uint64_t cmd_wait_id;
 	uint32_t cmd_wait_handle;	/* CMD_DONE must echo it */
+	int cmd_timeout_ms;		/* VFE_CMD_TIMEOUT_MS or the env's */
 	int cmd_done;			/* atomic */
 	uint16_t cmd_status;
 	uint32_t cmd_out[4];

@@ -11,9 +11,11 @@
  * 4.5 GiB of RAM) and SENDs its address, rkey and length.  Its vrdmad
  * pins the pages while REG_MR's answer waits (verbs_dev.c, so that the
  * key is in the key table before the guest can hand it out), and
- * libvrdma gives a command 5 s: the server writes a byte of every page
- * first, so that the pin only maps pages that exist (on a 2-core host,
- * making 4 GiB of them took 7.8 s, mapping them again 0.35 s).
+ * libvrdma gives a command 5 s unless VRDMA_CMD_TIMEOUT_MS says more
+ * (the rig does: under TCG the pin takes longer): the server writes a
+ * byte of every page first, so that the pin only maps pages that exist
+ * (on a 2-core host, making 4 GiB of them took 7.8 s, mapping them
+ * again 0.35 s).
  * "sparse" leaves that to the pin.  The
  * client RDMA-WRITEs 8000 bytes at 4 GiB + 100 (across a page boundary),
  * READs them back and READs the MR's last 64 bytes, checking every byte;

@@ -4,7 +4,8 @@
  * vrdma_async_fd): a CQ that its QPs overrun is a CQ error for that
  * guest (the device lives on), an SRQ's QP in error says LAST_WQE_REACHED,
  * a destroyed object's events are dropped, and dom0's death is
- * DEVICE_FATAL to a program that only polls.
+ * DEVICE_FATAL to a program that only polls.  A command's wait for dom0
+ * is VRDMA_CMD_TIMEOUT_MS's when set.
  */
 #include <check.h>
 #include <errno.h>
@@ -12,12 +13,14 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "vrdma/vrdma.h"
 #include "tlive.h"
+#include "../libvrdma/vlib.h"
 
 struct ta {
 	struct vrdma_device *dev;
@@ -212,6 +215,38 @@ START_TEST(t_srq_last_wqe)
 }
 END_TEST
 
+/* VRDMA_CMD_TIMEOUT_MS sets how long a command waits for dom0 (1000 ..
+ * 3600000 ms, else the 5 s default); a stopped vrdmad times one out and
+ * the device is broken from then on, as with the default. */
+START_TEST(t_cmd_timeout_env)
+{
+	static const char *const bad[] = { "999", "3600001", "10x", "-5", "" };
+	struct vrdma_device *dev;
+	unsigned i;
+
+	NEED_DAEMON();
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("VRDMA_CMD_TIMEOUT_MS", bad[i], 1);
+		dev = open_dev();
+		ck_assert_int_eq(dev->fe.cmd_timeout_ms, 5000);
+		ck_assert_int_eq(vrdma_close(dev), 0);
+	}
+	setenv("VRDMA_CMD_TIMEOUT_MS", "1000", 1);
+	dev = open_dev();
+	unsetenv("VRDMA_CMD_TIMEOUT_MS");
+	ck_assert_int_eq(dev->fe.cmd_timeout_ms, 1000);
+	ck_assert_int_eq(kill(d_pid, SIGSTOP), 0);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_pd(dev));
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_eq(kill(d_pid, SIGCONT), 0);
+	errno = 0;
+	ck_assert_ptr_null(vrdma_alloc_pd(dev));
+	ck_assert_int_eq(errno, EIO);
+	vrdma_close(dev);
+}
+END_TEST
+
 /* dom0 dies: an async-event thread gets DEVICE_FATAL (the fd is readable
  * first), then EIO; nothing hangs. */
 START_TEST(t_device_fatal)
@@ -286,6 +321,7 @@ int main(void)
 	tcase_add_test(live, t_args);
 	tcase_add_test(live, t_cq_overrun);
 	tcase_add_test(live, t_srq_last_wqe);
+	tcase_add_test(live, t_cmd_timeout_env);
 	tcase_add_test(live, t_device_fatal);
 	tcase_add_test(live, t_poll_dom0_gone);
 	suite_add_tcase(s, live);

@@ -293,12 +293,14 @@ fi
 # ---- g. an MR past 4 GiB reached from the other node ----
 # b's guest (VM bigmr, mem quota 6 GiB) makes the MR's pages exist once
 # connected, registers it (its vrdmad pins the 4 GiB while REG_MR's answer
-# waits: libvrdma's 5 s for a command bound that pin), then tells a's
-# guest where it is.  Minutes under TCG: the limits are generous.
+# waits: longer than libvrdma's 5 s for a command under TCG, so the
+# guest waits up to 10 min, VRDMA_CMD_TIMEOUT_MS), then tells a's guest
+# where it is.  Minutes under TCG: the limits are generous.
 if need_remote bigmr-remote-path-$NODE; then
 	if [ "$NODE" = b ]; then
 		ctl set bigmr mem=6G >/dev/null
-		bg "env VRDMA_VM=bigmr timeout 900 itest_bigmr server bigmr" $T/bigmr.out
+		bg "env VRDMA_VM=bigmr VRDMA_CMD_TIMEOUT_MS=600000 timeout 900 itest_bigmr server bigmr" \
+			$T/bigmr.out
 		pid=$BG_PID
 		if wait_text $T/bigmr.out bigmr-server-ready $pid 60; then
 			cl_tell bigmr-ready 60
