@@ -579,6 +579,16 @@ static inline uint32_t vbe_key_wtag(uint32_t key)
 	return key >> VBE_KEY_IDX_BITS & ((1u << VBE_KEY_WIN_TAG_BITS) - 1);
 }
 
+/* A window tag key.c gives: not 0 (no window meets the key table at
+ * device address 0) and not all ones (no window ends at 2^64, where a
+ * device's range check wraps: rxe's refuses such an MR). */
+static inline bool vbe_key_wtag_ok(uint32_t key)
+{
+	uint32_t w = vbe_key_wtag(key);
+
+	return w && w != (1u << VBE_KEY_WIN_TAG_BITS) - 1;
+}
+
 /*
  * g->mrs sits in one mapping (obj.c) after the slots' window tags, the
  * key map and an MR that is never used: map[key slot] = (MR index + 1) *

@@ -151,9 +151,17 @@ START_TEST(test_hello_hostile)
 	ck_assert_int_eq(vbe_vx_hello_unpack(buf, VBE_VX_HELLO_HDR - 1, &o), -EPROTO);
 	ck_assert_int_eq(vbe_vx_hello_unpack(NULL, 0, &o), -EPROTO);
 	/* Wrong magic: not a vrdmad. */
+	ck_assert_uint_eq(vbe_vx_magic_other(buf, (size_t)len), 0);
 	buf[0] ^= 0xff;
 	ck_assert_int_eq(vbe_vx_hello_unpack(buf, (size_t)len, &o), -EPROTO);
+	ck_assert_uint_eq(vbe_vx_magic_other(buf, (size_t)len), 0);
 	buf[0] ^= 0xff;
+	/* An older vrdmad (0xa6: 4 GiB windows): refused, and named. */
+	buf[0] = 0xa6;
+	ck_assert_int_eq(vbe_vx_hello_unpack(buf, (size_t)len, &o), -EPROTO);
+	ck_assert_uint_eq(vbe_vx_magic_other(buf, (size_t)len), 0xa6);
+	ck_assert_uint_eq(vbe_vx_magic_other(buf, 0), 0);
+	buf[0] = VBE_VX_PD_MAGIC;
 	/* pdata_len beyond the limit. */
 	buf[1] = VRDMA_PDATA_MAX + 1;
 	ck_assert_int_eq(vbe_vx_hello_unpack(buf, sizeof(buf), &o), -EPROTO);
@@ -679,8 +687,9 @@ END_TEST
 /*
  * The residual risk of docs/security.md: the peer's guest deregisters K
  * and its driver hands K's device rkey to the MR registered next (K2,
- * the key slot's next key: key.c gave it another window tag).  Our cache still says K -> that rkey; the WR still goes
- * out, but into K's window, where the MR with that rkey is not: the
+ * the key slot's next key: key.c gave it another window tag).  Our
+ * cache still says K -> that rkey; the WR still goes out, but into K's
+ * window, where the MR with that rkey is not: the
  * device refuses it.  K2's memory is never reached through K.
  */
 START_TEST(test_rkc_stale_rkey_reused)

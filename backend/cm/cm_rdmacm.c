@@ -341,6 +341,14 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 		vbe_rqpn_request(vx, id, &h);
 		return;
 	}
+	if (vbe_vx_magic_other(pd, pd_len)) {
+		vlog_limited(&vx->hello_lim, VLOG_WARN, "rdma: a request refused: the other "
+			     "node's vrdmad speaks node protocol %#x, this one %#x: run one "
+			     "vrdma version on every node", vbe_vx_magic_other(pd, pd_len),
+			     VBE_VX_PD_MAGIC);
+		vbe_rcm_reject_id(id, VRDMA_CS_REFUSED, NULL, 0);
+		return;
+	}
 	if (vbe_vx_hello_unpack(pd, pd_len, &h) || !h.svc_hash) {
 		vlog_limited(&vx->hello_lim, VLOG_INFO, "rdma: a request refused: its hello "
 			     "does not parse (%zu bytes, first %#x)", pd_len,
@@ -570,6 +578,11 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		if (vbe_vx_rej_unpack(pd, pd_len, &rst, rpd, &rlen)) {
+			if (vbe_vx_magic_other(pd, pd_len))
+				vlog_limited(&vx->rej_lim, VLOG_WARN, "rdma: the other node's "
+					     "vrdmad speaks node protocol %#x, this one %#x: run "
+					     "one vrdma version on every node",
+					     vbe_vx_magic_other(pd, pd_len), VBE_VX_PD_MAGIC);
 			vlog_dbg("rdma: rejected without vrdmad data (status %d)", status);
 			rst = VRDMA_CS_UNREACH;
 		}

@@ -119,6 +119,9 @@ struct vbe_vx_hello {
 };
 
 int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len);
+/* The magic of private data from a vrdmad of another version (0xa0 ..
+ * 0xaf, not ours), else 0: worth a warning that names both. */
+uint8_t vbe_vx_magic_other(const void *buf, size_t len);
 int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h);
 int vbe_vx_rej_pack(uint16_t status, const uint8_t *pdata, uint32_t pdata_len,
 		    uint8_t *buf, size_t len);
@@ -131,13 +134,11 @@ int vbe_vx_rej_unpack(const void *buf, size_t len, uint16_t *status,
  * sits at win(K) << 36 plus the page offset of its first byte (the
  * kernel wants address and iova at the same page offset).  Windows of
  * keys of distinct slots are disjoint, and key.c gives a slot's next
- * key another window tag.  None overlaps the key table at iova 0 (a
- * window tag is never 0).  Every MR vrdma allows fits its window (pgoff
+ * key another window tag.  None overlaps the key table at iova 0, and
+ * none reaches 2^64 (vbe_key_wtag_ok).  Every MR vrdma allows fits its window (pgoff
  * + length <= 64 GiB, the asserts below); one that would not gets no
  * device MR: it works within its node, and a WR through the device
- * naming it fails as a bad key would (docs/rdma.md).  The last window
- * ends at 2^64: an address computed as window + offset wraps to 0 only
- * one past an MR that ends there, where no byte is reached.
+ * naming it fails as a bad key would (docs/rdma.md).
  */
 #define VBE_VX_WIN_SHIFT	36
 #define VBE_VX_WIN_BITS		(VBE_KEY_IDX_BITS + VBE_KEY_WIN_TAG_BITS)

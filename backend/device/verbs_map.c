@@ -124,6 +124,13 @@ int vbe_vx_hello_pack(const struct vbe_vx_hello *h, uint8_t *buf, size_t len)
 	return (int)need;
 }
 
+uint8_t vbe_vx_magic_other(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	return p && len && (p[0] & 0xf0) == 0xa0 && p[0] != VBE_VX_PD_MAGIC ? p[0] : 0;
+}
+
 /* The peer is another vrdmad, but over a network: check every length.
  * rdma_cm may pad private data with zeros, so longer is fine. */
 int vbe_vx_hello_unpack(const void *buf, size_t len, struct vbe_vx_hello *h)
@@ -257,7 +264,7 @@ int vbe_vx_rkt_parse(const uint8_t *buf, uint32_t gkey, struct vbe_rkt *e)
 	e->access = buf[24];
 	/* What REG_MR and key.c guarantee for every entry we write: a
 	 * window tag, and an MR that fits its window. */
-	if (!vbe_key_wtag(gkey) || !e->length || e->length > VBE_VX_MR_MAX ||
+	if (!vbe_key_wtag_ok(gkey) || !e->length || e->length > VBE_VX_MR_MAX ||
 	    !vbe_vx_win_fits(e->pgoff, e->length) ||
 	    e->iova + e->length < e->iova || e->pd >= VBE_MAX_PDS ||
 	    (e->access & ~VRDMA_ACC_ALL) || (buf[26] | buf[27])) {

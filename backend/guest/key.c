@@ -9,12 +9,12 @@
  *
  * A key's tag also places its MR on the RDMA device: the device window
  * is the key slot with the tag's low VBE_KEY_WIN_TAG_BITS (vbe.h,
- * backend/device/verbs.h).  Those bits are never 0 (no window meets the
- * key table at device address 0) and never those of the slot's previous
+ * backend/device/verbs.h).  Those bits are never 0 or all ones
+ * (vbe_key_wtag_ok) and never those of the slot's previous
  * key, which vbe_key_wtags remembers per slot: a peer's cached
  * translation of that key, whose device rkey the driver may hand to
  * the slot's next MR, then aims at a window that MR is not in.  That
- * takes 2 of the 2^15 window tags out of a draw: less than 0.001 bit of
+ * takes 3 of the 2^15 window tags out of a draw: less than 0.001 bit of
  * the key's unpredictable ones.
  *
  * The random bits come from the kernel's CSPRNG (getrandom(2)) in
@@ -77,14 +77,15 @@ int vbe_key_new(struct vbe_guest *g, uint32_t idx, uint32_t *key)
 		    (uint32_t)b[3] << 24;
 		m = vbe_mr_key(g, k);
 		w = vbe_key_wtag(k);
-		/* Window tag 0 is never used (so no tag 0 either: key 0 marks
-		 * an empty key-table entry), nor the slot's previous key's
+		/* Window tags 0 and all ones are never used (vbe_key_wtag_ok;
+		 * so no tag 0 either: key 0 marks an empty key-table entry),
+		 * nor the slot's previous key's
 		 * (so never that key: a stale key then fails for sure).  Never
 		 * the MR's previous key (vbe_vx_guest_sync tells a replaced MR
 		 * by its key).  A taken slot is redrawn as a whole, so the slot
 		 * stays uniform (MR idx is taken already: its previous slot is
 		 * free for it). */
-		if (!w || w == wtags[vbe_key_idx(k)] || k == old ||
+		if (!vbe_key_wtag_ok(k) || w == wtags[vbe_key_idx(k)] || k == old ||
 		    (m != &g->mrs[idx] && m->s.used && vbe_key_idx(m->key) == vbe_key_idx(k)))
 			continue;
 		wtags[vbe_key_idx(k)] = (uint16_t)w;

@@ -172,7 +172,7 @@ static void fz_guest_fresh(struct fz_guest *g)
 	bg->cq_err = false;
 	FZ_RESET(bg->bufs, VBE_MAX_BUFS);
 	FZ_RESET(bg->pds, VBE_MAX_PDS);
-	memset(vbe_mr_map(bg), 0, VBE_MR_PRE);
+	memset(vbe_key_wtags(bg), 0, VBE_MR_PRE);	/* window tags, key map */
 	FZ_RESET(bg->mrs, VBE_MAX_MRS);
 	FZ_RESET(bg->cqs, VBE_MAX_CQS);
 	FZ_RESET(bg->qps, VBE_MAX_QPS);
