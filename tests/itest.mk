@@ -1,12 +1,12 @@
 # Integration test programs (run by tests/integration.sh, not Check suites).
 ITEST_BINS += $(B)/tests/itest_guest
-$(B)/tests/itest_guest: $(call obj,tests/itest_guest.c) $(LIBSO)
+$(B)/tests/itest_guest: $(call obj,tests/itest_guest.c tests/itest_lib.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(LIBS)
 
 # An MR past 4 GiB reached from another node (cluster rig, suite check).
 ITEST_BINS += $(B)/tests/itest_bigmr
-$(B)/tests/itest_bigmr: $(call obj,tests/itest_bigmr.c) $(LIBSO)
+$(B)/tests/itest_bigmr: $(call obj,tests/itest_bigmr.c tests/itest_lib.c) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma -Wl,-rpath,$(abspath $(B))/lib $(LIBS)
 

@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "vrdma/vrdma.h"
+#include "itest_lib.h"
 
 #define T_MS		10000
 #define LONG_MS		600000	/* a wait behind 4 GiB made and pinned under QEMU/TCG */
@@ -74,52 +75,6 @@ struct ctx {
 	unsigned nheld;
 };
 
-static int failures;
-
-static void report(const char *name, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ITEST %s %s", name, ok ? "PASS" : "FAIL");
-	if (fmt) {
-		printf(" ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "itest_bigmr: %s: %s\n", what, strerror(err));
-	printf("ITEST fatal FAIL %s: %s\n", what, strerror(err));
-	exit(1);
-}
-
-static uint8_t pat(uint32_t seed, uint64_t i)
-{
-	return (uint8_t)(seed * 31u + i * 7u + (i >> 8));
-}
-
-static void fill(uint8_t *p, uint64_t len, uint32_t seed)
-{
-	for (uint64_t i = 0; i < len; i++)
-		p[i] = pat(seed, i);
-}
-
-/* The first byte that differs, or -1. */
-static int64_t bad_byte(const uint8_t *p, uint64_t len, uint32_t seed)
-{
-	for (uint64_t i = 0; i < len; i++)
-		if (p[i] != pat(seed, i))
-			return (int64_t)i;
-	return -1;
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -135,20 +90,20 @@ static void ctx_init(struct ctx *c)
 	memset(c, 0, sizeof(*c));
 	c->dev = vrdma_open(NULL, T_MS);
 	if (!c->dev)
-		die("vrdma_open", errno);
+		itest_die("vrdma_open", errno);
 	c->pd = vrdma_alloc_pd(c->dev);
 	c->cq = vrdma_create_cq(c->dev, 64, NULL);
 	c->buf = vrdma_alloc_buf(c->dev, CTL_LEN);
 	if (!c->pd || !c->cq || !c->buf)
-		die("pd, cq, control buffer", errno);
+		itest_die("pd, cq, control buffer", errno);
 	c->mr = vrdma_reg_mr(c->pd, c->buf, CTL_LEN, VRDMA_ACCESS_LOCAL_WRITE);
 	if (!c->mr)
-		die("reg_mr control buffer", errno);
+		itest_die("reg_mr control buffer", errno);
 	a.send_cq = a.recv_cq = c->cq;
 	a.cap = (struct vrdma_qp_cap){ 8, NRECV, 1, 1 };
 	c->qp = vrdma_create_qp(c->pd, &a);
 	if (!c->qp)
-		die("create_qp", errno);
+		itest_die("create_qp", errno);
 }
 
 static int post_recv(struct ctx *c, unsigned slot)
@@ -166,7 +121,7 @@ static void post_recvs(struct ctx *c)
 
 	for (unsigned i = 0; i < NRECV; i++)
 		if ((err = post_recv(c, i)))
-			die("post_recv", err);
+			itest_die("post_recv", err);
 }
 
 /* One signaled WR: a SEND of the message at OFF_SEND (len 0), or an RDMA
@@ -278,31 +233,31 @@ static int serve(const char *service, bool sparse)
 	ctx_init(&c);
 	l = vrdma_listen(c.dev, service);
 	if (!l)
-		die("listen", errno);
+		itest_die("listen", errno);
 	post_recvs(&c);
-	report("bigmr-server-ready", true, NULL);
+	itest_report("bigmr-server-ready", true, NULL);
 	if ((err = vrdma_get_request(l, &req, 120000)))
-		die("get_request", err);
+		itest_die("get_request", err);
 	if ((err = vrdma_accept(l, c.qp, &req, NULL, 0)))
-		die("accept", err);
+		itest_die("accept", err);
 
 	/* After the connection: the device pins the 4 GiB at the next sync
 	 * of this guest's MRs, which must not hold up rdma_cm's handshake. */
 	big = vrdma_alloc_buf(c.dev, BIG);
-	report("bigmr-server-alloc", big != NULL, "%llu bytes: %s", (unsigned long long)BIG,
-	       big ? "ok" : strerror(errno));
+	itest_report("bigmr-server-alloc", big != NULL, "%llu bytes: %s", (unsigned long long)BIG,
+		     big ? "ok" : strerror(errno));
 	if (!big)
 		return 1;
 	t0 = now_ms();
 	if (!sparse)
 		touch(big, BIG);
-	fill(big + BIG - END_LEN, END_LEN, SEED_END);
+	itest_fill(big + BIG - END_LEN, END_LEN, SEED_END);
 	printf("bigmr: %s in %lld ms\n", sparse ? "sparse" : "every page written",
 	       (long long)(now_ms() - t0));
 	t0 = now_ms();
 	big_mr = vrdma_reg_mr(c.pd, big, BIG, acc);
-	report("bigmr-server-reg", big_mr != NULL, "%s in %lld ms (its vrdmad's pin)",
-	       big_mr ? "ok" : strerror(errno), (long long)(now_ms() - t0));
+	itest_report("bigmr-server-reg", big_mr != NULL, "%s in %lld ms (its vrdmad's pin)",
+		     big_mr ? "ok" : strerror(errno), (long long)(now_ms() - t0));
 	if (!big_mr)
 		return 1;
 	memset(&m, 0, sizeof(m));
@@ -314,12 +269,12 @@ static int serve(const char *service, bool sparse)
 	       (void *)big, big_mr->rkey);
 	t0 = now_ms();
 	err = send_msg(&c, &m, 1, LONG_MS);
-	report("bigmr-server-info", !err, "%s in %lld ms",
-	       err ? strerror(err) : "sent", (long long)(now_ms() - t0));
+	itest_report("bigmr-server-info", !err, "%s in %lld ms",
+		     err ? strerror(err) : "sent", (long long)(now_ms() - t0));
 	while (!err) {
 		err = recv_msg(&c, LONG_MS, &m);
 		if (err) {
-			report("bigmr-server-recv", false, "%s", strerror(err));
+			itest_report("bigmr-server-recv", false, "%s", strerror(err));
 			break;
 		}
 		if (m.type == M_BYE)
@@ -330,23 +285,23 @@ static int serve(const char *service, bool sparse)
 			r.result = -3;
 		} else {
 			/* The pattern exactly there, its neighbours still 0. */
-			int64_t at = bad_byte(big + m.off, m.len, m.seed);
+			int64_t at = itest_bad_byte(big + m.off, m.len, m.seed);
 
 			r.result = at >= 0 ? -1 : big[m.off - 1] || big[m.off + m.len] ? -2 : 0;
-			report("bigmr-server-landed", !r.result,
-			       "%" PRIu64 " bytes at %#" PRIx64 ": %s", m.len, m.off,
-			       !r.result ? "all there, neighbours untouched" :
-			       r.result == -1 ? "a byte differs" : "a neighbour changed");
+			itest_report("bigmr-server-landed", !r.result,
+				     "%" PRIu64 " bytes at %#" PRIx64 ": %s", m.len, m.off,
+				     !r.result ? "all there, neighbours untouched" :
+				     r.result == -1 ? "a byte differs" : "a neighbour changed");
 		}
 		err = send_msg(&c, &r, 2, LONG_MS);
 	}
 	vrdma_dereg_mr(big_mr);
 	vrdma_close_listener(l);
 	if (vrdma_close(c.dev))
-		report("bigmr-server-close", false, NULL);
-	printf("ITEST bigmr-server-done %s failures=%d\n", failures ? "FAIL" : "PASS",
-	       failures);
-	return failures ? 1 : 0;
+		itest_report("bigmr-server-close", false, NULL);
+	printf("ITEST bigmr-server-done %s failures=%d\n", itest_failures ? "FAIL" : "PASS",
+	       itest_failures);
+	return itest_failures ? 1 : 0;
 }
 
 /* ---------------- client (node a) ---------------- */
@@ -379,31 +334,31 @@ static int client(const char *service, const char *node)
 	post_recvs(&c);
 	err = vrdma_connect(c.qp, node, service, NULL, 0, NULL, NULL, T_MS);
 	if (err)
-		die("connect", err);
-	report("bigmr-connect", true, NULL);
+		itest_die("connect", err);
+	itest_report("bigmr-connect", true, NULL);
 	err = recv_msg(&c, LONG_MS, &info);
-	report("bigmr-info", !err && info.type == M_INFO && info.len == BIG,
-	       "%s, %llu bytes, rkey %#x", err ? strerror(err) : "received",
-	       (unsigned long long)info.len, info.rkey);
+	itest_report("bigmr-info", !err && info.type == M_INFO && info.len == BIG,
+		     "%s, %llu bytes, rkey %#x", err ? strerror(err) : "received",
+		     (unsigned long long)info.len, info.rkey);
 	if (err || info.type != M_INFO || info.len != BIG)
 		return 1;
 
-	fill(c.buf + OFF_DATA, FAR_LEN, SEED_FAR);
+	itest_fill(c.buf + OFF_DATA, FAR_LEN, SEED_FAR);
 	st = rdma_op(&c, VRDMA_WR_RDMA_WRITE, 3, OFF_DATA, FAR_LEN, info.addr + FAR, info.rkey);
-	report("bigmr-write", !*st, "%u bytes at 4 GiB + 100: %s", FAR_LEN, *st ? st : "done");
+	itest_report("bigmr-write", !*st, "%u bytes at 4 GiB + 100: %s", FAR_LEN, *st ? st : "done");
 	if (*st)
 		return 1;
 	st = rdma_op(&c, VRDMA_WR_RDMA_READ, 4, OFF_BACK, FAR_LEN, info.addr + FAR, info.rkey);
-	at = *st ? -1 : bad_byte(c.buf + OFF_BACK, FAR_LEN, SEED_FAR);
-	report("bigmr-read-back", !*st && at < 0, "%s%s", *st ? st : "every byte",
-	       at >= 0 ? " differs" : "");
+	at = *st ? -1 : itest_bad_byte(c.buf + OFF_BACK, FAR_LEN, SEED_FAR);
+	itest_report("bigmr-read-back", !*st && at < 0, "%s%s", *st ? st : "every byte",
+		     at >= 0 ? " differs" : "");
 	if (*st)
 		return 1;
 	st = rdma_op(&c, VRDMA_WR_RDMA_READ, 5, OFF_END, END_LEN, info.addr + BIG - END_LEN,
 		     info.rkey);
-	at = *st ? -1 : bad_byte(c.buf + OFF_END, END_LEN, SEED_END);
-	report("bigmr-read-end", !*st && at < 0, "the MR's last %u bytes: %s%s", END_LEN,
-	       *st ? st : "every byte", at >= 0 ? " differs" : "");
+	at = *st ? -1 : itest_bad_byte(c.buf + OFF_END, END_LEN, SEED_END);
+	itest_report("bigmr-read-end", !*st && at < 0, "the MR's last %u bytes: %s%s", END_LEN,
+		     *st ? st : "every byte", at >= 0 ? " differs" : "");
 	if (*st)
 		return 1;
 
@@ -415,18 +370,19 @@ static int client(const char *service, const char *node)
 	err = send_msg(&c, &m, 6, LONG_MS);
 	if (!err)
 		err = recv_msg(&c, LONG_MS, &m);
-	report("bigmr-landed", !err && m.type == M_RESULT && !m.result,
-	       "server says %d%s%s", err ? 0 : m.result, err ? ": " : "",
-	       err ? strerror(err) : "");
+	itest_report("bigmr-landed", !err && m.type == M_RESULT && !m.result,
+		     "server says %d%s%s", err ? 0 : m.result, err ? ": " : "",
+		     err ? strerror(err) : "");
 	memset(&m, 0, sizeof(m));
 	m.type = M_BYE;
 	if (send_msg(&c, &m, 7, T_MS))
-		report("bigmr-bye", false, NULL);
+		itest_report("bigmr-bye", false, NULL);
 	vrdma_destroy_qp(c.qp);
 	if (vrdma_close(c.dev))
-		report("bigmr-close", false, NULL);
-	printf("ITEST bigmr-client-done %s failures=%d\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+		itest_report("bigmr-close", false, NULL);
+	printf("ITEST bigmr-client-done %s failures=%d\n", itest_failures ? "FAIL" : "PASS",
+	       itest_failures);
+	return itest_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "vrdma/vrdma.h"
+#include "itest_lib.h"
 
 #define T_MS		10000
 #define BUF_LEN		(1u << 20)
@@ -71,71 +72,26 @@ struct ctx {
 	unsigned nheld;
 };
 
-static int failures;
-
-static void report(const char *name, int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ITEST %s %s", name, ok ? "PASS" : "FAIL");
-	if (fmt) {
-		printf(" ");
-		va_start(ap, fmt);
-		vprintf(fmt, ap);
-		va_end(ap);
-	}
-	printf("\n");
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "itest_guest: %s: %s\n", what, strerror(err));
-	printf("ITEST fatal FAIL %s\n", what);
-	exit(1);
-}
-
-static uint8_t pat(uint32_t seed, uint32_t i)
-{
-	return (uint8_t)(seed * 31u + i * 7u + (i >> 8));
-}
-
-static void fill(uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		p[i] = pat(seed, i);
-}
-
-static int verify(const uint8_t *p, uint32_t len, uint32_t seed)
-{
-	for (uint32_t i = 0; i < len; i++)
-		if (p[i] != pat(seed, i))
-			return -1;
-	return 0;
-}
-
 static void ctx_init(struct ctx *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->dev = vrdma_open(NULL, T_MS);
 	if (!c->dev)
-		die("vrdma_open", errno);
+		itest_die("vrdma_open", errno);
 	c->pd = vrdma_alloc_pd(c->dev);
 	if (!c->pd)
-		die("alloc_pd", errno);
+		itest_die("alloc_pd", errno);
 	c->cq = vrdma_create_cq(c->dev, 4 * DEPTH * 4, NULL);
 	if (!c->cq)
-		die("create_cq", errno);
+		itest_die("create_cq", errno);
 	c->buf = vrdma_alloc_buf(c->dev, BUF_LEN);
 	if (!c->buf)
-		die("alloc_buf", errno);
+		itest_die("alloc_buf", errno);
 	c->mr = vrdma_reg_mr(c->pd, c->buf, BUF_LEN,
 			     VRDMA_ACCESS_LOCAL_WRITE | VRDMA_ACCESS_REMOTE_WRITE |
 			     VRDMA_ACCESS_REMOTE_READ | VRDMA_ACCESS_REMOTE_ATOMIC);
 	if (!c->mr)
-		die("reg_mr", errno);
+		itest_die("reg_mr", errno);
 }
 
 static struct vrdma_qp *qp_new(struct ctx *c)
@@ -148,7 +104,7 @@ static struct vrdma_qp *qp_new(struct ctx *c)
 	struct vrdma_qp *qp = vrdma_create_qp(c->pd, &a);
 
 	if (!qp)
-		die("create_qp", errno);
+		itest_die("create_qp", errno);
 	return qp;
 }
 
@@ -214,21 +170,21 @@ static void bound_new(struct ctx *c, struct bound *b)
 
 	b->cq = vrdma_create_cq(c->dev, 16, NULL);
 	if (!b->cq)
-		die("bound create_cq", errno);
+		itest_die("bound create_cq", errno);
 	a.send_cq = a.recv_cq = b->cq;
 	b->qp = vrdma_create_qp(c->pd, &a);
 	if (!b->qp)
-		die("bound create_qp", errno);
+		itest_die("bound create_qp", errno);
 	at.qp_access_flags = VRDMA_ACCESS_LOCAL_WRITE;
 	if (vrdma_modify_qp(b->qp, &at, VRDMA_QP_STATE | VRDMA_QP_ACCESS_FLAGS))
-		die("bound INIT", errno);
+		itest_die("bound INIT", errno);
 }
 
 /* This side's (GID, QPN) into m->data, as perftest's TCP exchange does. */
 static void bound_name(struct ctx *c, const struct bound *b, struct msg *m)
 {
 	if (vrdma_query_gid(c->dev, m->data))
-		die("query_gid", errno);
+		itest_die("query_gid", errno);
 	memcpy(m->data + VRDMA_GID_LEN, &b->qp->qp_num, 4);
 }
 
@@ -308,11 +264,11 @@ static struct vrdma_qp *accept_one(struct ctx *c, struct vrdma_listener *l)
 
 	for (unsigned i = 0; i < DEPTH; i++)
 		if ((err = post_recv_slot(c, qp, i)))
-			die("post_recv", err);
+			itest_die("post_recv", err);
 	if ((err = vrdma_get_request(l, &req, T_MS)))
-		die("get_request", err);
+		itest_die("get_request", err);
 	if ((err = vrdma_accept(l, qp, &req, &me, sizeof(me))))
-		die("accept", err);
+		itest_die("accept", err);
 	return qp;
 }
 
@@ -327,11 +283,11 @@ static int serve(const char *service)
 	int err;
 
 	ctx_init(&c);
-	fill(c.buf + OFF_READ, LEN_READ, SEED_READ);
+	itest_fill(c.buf + OFF_READ, LEN_READ, SEED_READ);
 	*(uint64_t *)(c.buf + OFF_ATOMIC) = 7;
 	l = vrdma_listen(c.dev, service);
 	if (!l)
-		die("listen", errno);
+		itest_die("listen", errno);
 	printf("ITEST server-ready PASS\n");
 	fflush(stdout);
 	qp = accept_one(&c, l);
@@ -341,34 +297,34 @@ static int serve(const char *service)
 		struct msg m, r = { .type = M_RESULT };
 
 		if ((err = next_wc(&c, &wc)))
-			die("server wait", err);
+			itest_die("server wait", err);
 		if (wc.opcode == VRDMA_WC_SEND_OP)
 			continue;			/* our replies */
 		if (wc.qp_num != qp->qp_num)
 			continue;			/* error-test QPs */
 		if (wc.status != VRDMA_WC_SUCCESS) {
-			report("server-recv", 0, "status %s", vrdma_wc_status_str(wc.status));
+			itest_report("server-recv", 0, "status %s", vrdma_wc_status_str(wc.status));
 			return 1;
 		}
 		memcpy(&m, c.buf + OFF_SEND + wc.wr_id * MSG_LEN, sizeof(m));
 		if (m.type == M_BYE && wc.opcode == VRDMA_WC_RECV_OP)
 			break;		/* the client may already be gone */
 		if ((err = post_recv_slot(&c, qp, (unsigned)wc.wr_id)))
-			die("repost", err);
+			itest_die("repost", err);
 		if (wc.opcode == VRDMA_WC_RECV_RDMA_WITH_IMM_OP) {
 			/* WRITE_WITH_IMM: the imm says which check; data at OFF_IMM */
 			r.result = (wc.wc_flags & VRDMA_WC_WITH_IMM) &&
 				   ntohl(wc.imm_data) == 0x1234 && wc.byte_len == LEN_IMM &&
-				   !verify(c.buf + OFF_IMM, LEN_IMM, 77) ? 0 : -1;
+				   itest_bad_byte(c.buf + OFF_IMM, LEN_IMM, 77) < 0 ? 0 : -1;
 		} else if (m.type == M_CHECK) {
 			if (m.off > BUF_LEN || m.len > BUF_LEN - m.off)
 				r.result = -2;
 			else
-				r.result = verify(c.buf + m.off, m.len, m.seed);
+				r.result = itest_bad_byte(c.buf + m.off, m.len, m.seed) < 0 ? 0 : -1;
 		} else if (m.type == M_SENDDATA) {
 			r.result = (wc.wc_flags & VRDMA_WC_WITH_IMM) &&
 				   ntohl(wc.imm_data) == m.imm && wc.byte_len == sizeof(m) &&
-				   !verify(m.data, sizeof(m.data), m.seed) ? 0 : -1;
+				   itest_bad_byte(m.data, sizeof(m.data), m.seed) < 0 ? 0 : -1;
 		} else if (m.type == M_ACCEPT_MORE) {
 			for (unsigned i = 0; i < m.len && nextra < 4; i++)
 				extra[nextra++] = accept_one(&c, l);
@@ -379,7 +335,7 @@ static int serve(const char *service)
 			r.result = 0;
 			if (m.type == M_STALE_SWAP) {
 				r.result = stale && !vrdma_dereg_mr(stale) ? 0 : -1;
-				fill(c.buf + OFF_STALE, LEN_STALE, m.seed);
+				itest_fill(c.buf + OFF_STALE, LEN_STALE, m.seed);
 			}
 			stale = vrdma_reg_mr(c.pd, c.buf + OFF_STALE, LEN_STALE,
 					     VRDMA_ACCESS_LOCAL_WRITE |
@@ -405,7 +361,7 @@ static int serve(const char *service)
 			r.result = -1;		/* bound already, or not */
 		}
 		if ((err = send_msg(&c, qp, &r, VRDMA_WR_SEND, 0)))
-			die("server send", err);
+			itest_die("server send", err);
 	}
 	printf("ITEST server-done PASS\n");
 	bound_free(&bq);
@@ -486,12 +442,12 @@ static struct vrdma_qp *connect_one(struct ctx *c, const char *service)
 
 	for (unsigned i = 0; i < DEPTH / 2; i++)
 		if ((err = post_recv_slot(c, qp, i)))
-			die("client post_recv", err);
+			itest_die("client post_recv", err);
 	err = vrdma_connect(qp, peer_node, service, "itest", 5, &c->peer, &len, T_MS);
 	if (err)
-		die("connect", err);
+		itest_die("connect", err);
 	if (len != sizeof(c->peer))
-		die("peer private data", EPROTO);
+		itest_die("peer private data", EPROTO);
 	return qp;
 }
 
@@ -508,13 +464,13 @@ static void t_write(struct ctx *c, struct vrdma_qp *qp)
 	struct vrdma_wc wc;
 	int err;
 
-	fill(src, LEN_WRITE, 11);
+	itest_fill(src, LEN_WRITE, 11);
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 1, sg, 3, c->peer.addr + OFF_WRITE, c->peer.rkey);
 	if (!err)
 		err = wait_wr(c, 1, &wc);
-	report("rdma-write", !err && wc.status == VRDMA_WC_SUCCESS &&
-	       wc.opcode == VRDMA_WC_RDMA_WRITE_OP, "err=%d", err);
-	report("rdma-write-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
+	itest_report("rdma-write", !err && wc.status == VRDMA_WC_SUCCESS &&
+		     wc.opcode == VRDMA_WC_RDMA_WRITE_OP, "err=%d", err);
+	itest_report("rdma-write-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
 }
 
 static void t_write_imm(struct ctx *c, struct vrdma_qp *qp)
@@ -530,7 +486,7 @@ static void t_write_imm(struct ctx *c, struct vrdma_qp *qp)
 	struct vrdma_wc wc;
 	int err, got = 0, result = -100;
 
-	fill(src, LEN_IMM, 77);
+	itest_fill(src, LEN_IMM, 77);
 	wr.wr.rdma.remote_addr = c->peer.addr + OFF_IMM;
 	wr.wr.rdma.rkey = c->peer.rkey;
 	err = vrdma_post_send(qp, &wr, &bad);
@@ -549,7 +505,7 @@ static void t_write_imm(struct ctx *c, struct vrdma_qp *qp)
 		}
 		got++;
 	}
-	report("rdma-write-imm", !err && result == 0, "err=%d result=%d", err, result);
+	itest_report("rdma-write-imm", !err && result == 0, "err=%d result=%d", err, result);
 }
 
 static void t_read(struct ctx *c, struct vrdma_qp *qp)
@@ -566,9 +522,9 @@ static void t_read(struct ctx *c, struct vrdma_qp *qp)
 	err = post1(qp, VRDMA_WR_RDMA_READ, 3, sg, 2, c->peer.addr + OFF_READ, c->peer.rkey);
 	if (!err)
 		err = wait_wr(c, 3, &wc);
-	report("rdma-read", !err && wc.status == VRDMA_WC_SUCCESS &&
-	       wc.opcode == VRDMA_WC_RDMA_READ_OP && !verify(dst, LEN_READ, SEED_READ),
-	       "err=%d", err);
+	itest_report("rdma-read", !err && wc.status == VRDMA_WC_SUCCESS &&
+		     wc.opcode == VRDMA_WC_RDMA_READ_OP && itest_bad_byte(dst, LEN_READ, SEED_READ) < 0,
+		     "err=%d", err);
 }
 
 static int atomic(struct ctx *c, struct vrdma_qp *qp, enum vrdma_wr_opcode op,
@@ -604,21 +560,21 @@ static void t_atomics(struct ctx *c, struct vrdma_qp *qp)
 	int err;
 
 	err = atomic(c, qp, VRDMA_WR_ATOMIC_CMP_AND_SWP, 7, 42, &old);
-	report("cmp-swap-hit", !err && old == 7, "old=%" PRIu64, old);
+	itest_report("cmp-swap-hit", !err && old == 7, "old=%" PRIu64, old);
 	err = atomic(c, qp, VRDMA_WR_ATOMIC_CMP_AND_SWP, 7, 1, &old);
-	report("cmp-swap-miss", !err && old == 42, "old=%" PRIu64, old);
+	itest_report("cmp-swap-miss", !err && old == 42, "old=%" PRIu64, old);
 	err = atomic(c, qp, VRDMA_WR_ATOMIC_FETCH_AND_ADD, 5, 0, &old);
-	report("fetch-add", !err && old == 42, "old=%" PRIu64, old);
+	itest_report("fetch-add", !err && old == 42, "old=%" PRIu64, old);
 	err = atomic(c, qp, VRDMA_WR_ATOMIC_FETCH_AND_ADD, 0, 0, &old);
-	report("fetch-add-result", !err && old == 47, "value=%" PRIu64, old);
+	itest_report("fetch-add-result", !err && old == 47, "value=%" PRIu64, old);
 }
 
 static void t_send_imm(struct ctx *c, struct vrdma_qp *qp)
 {
 	struct msg m = { .type = M_SENDDATA, .seed = 99, .imm = 0xabcdef };
 
-	fill(m.data, sizeof(m.data), 99);
-	report("send-with-imm", rpc(c, qp, &m, VRDMA_WR_SEND_WITH_IMM, m.imm) == 0, NULL);
+	itest_fill(m.data, sizeof(m.data), 99);
+	itest_report("send-with-imm", rpc(c, qp, &m, VRDMA_WR_SEND_WITH_IMM, m.imm) == 0, NULL);
 }
 
 static void t_unsignaled(struct ctx *c, struct vrdma_qp *qp)
@@ -628,7 +584,7 @@ static void t_unsignaled(struct ctx *c, struct vrdma_qp *qp)
 	struct msg m = { .type = M_CHECK, .seed = 5, .off = OFF_WRITE + 4096, .len = 256 };
 	int err = 0, signaled = 0, done = 0;
 
-	fill(c->buf + (640u << 10), 256, 5);
+	itest_fill(c->buf + (640u << 10), 256, 5);
 	for (int i = 0; i < 3 * DEPTH && !err; i++) {
 		struct vrdma_send_wr wr = {
 			.wr_id = 1000 + i, .sg_list = &sg, .num_sge = 1,
@@ -657,9 +613,9 @@ static void t_unsignaled(struct ctx *c, struct vrdma_qp *qp)
 			err = err ? err : EIO;
 		done++;
 	}
-	report("unsignaled-writes", !err && done == signaled, "err=%d completions=%d/%d",
-	       err, done, signaled);
-	report("unsignaled-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
+	itest_report("unsignaled-writes", !err && done == signaled, "err=%d completions=%d/%d",
+		     err, done, signaled);
+	itest_report("unsignaled-data", rpc(c, qp, &m, VRDMA_WR_SEND, 0) == 0, NULL);
 }
 
 /* A fresh QP to the server that we are allowed to break. */
@@ -675,14 +631,14 @@ static void t_error(struct ctx *c, struct vrdma_qp *main_qp, const char *service
 
 	/* the server accepts while we connect: ask, then connect */
 	if (send_msg(c, main_qp, &m, VRDMA_WR_SEND, 0))
-		die("ask accept", EIO);
+		itest_die("ask accept", EIO);
 	qp = connect_one(c, service);
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 77, &sg, 1, c->peer.addr + raddr_off,
 		    bad_rkey ? c->peer.rkey ^ 0x5a5a00 : c->peer.rkey);
 	if (!err)
 		err = wait_wr(c, 77, &wc);
-	report(name, !err && wc.status == want, "err=%d status=%s", err,
-	       err ? "-" : vrdma_wc_status_str(wc.status));
+	itest_report(name, !err && wc.status == want, "err=%d status=%s", err,
+		     err ? "-" : vrdma_wc_status_str(wc.status));
 	/* drain the main QP: our ask and the server's reply */
 	for (int got = 0; got < 2;) {
 		if (next_wc(c, &wc))
@@ -751,20 +707,20 @@ static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *se
 	r = rpc_msg(c, main_qp, &m);
 	key = r.imm;
 	if (r.result) {
-		report("stale-rkey-setup", 0, "server reg_mr: %d", r.result);
+		itest_report("stale-rkey-setup", 0, "server reg_mr: %d", r.result);
 		return;
 	}
 	/* A QP we may break (the stale write takes it to error). */
 	m.type = M_ACCEPT_MORE;
 	if (send_msg(c, main_qp, &m, VRDMA_WR_SEND, 0))
-		die("ask accept", EIO);
+		itest_die("ask accept", EIO);
 	qp = connect_one(c, service);
 	memset(src, 0xa5, 64);
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 78, &sg, 1, c->peer.addr + OFF_STALE, key);
 	if (!err)
 		err = wait_wr(c, 78, &wc);
-	report("stale-rkey-first-write", !err && wc.status == VRDMA_WC_SUCCESS,
-	       "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
+	itest_report("stale-rkey-first-write", !err && wc.status == VRDMA_WC_SUCCESS,
+		     "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
 	/* drain the main QP: our ask and the server's reply */
 	for (int got = 0; got < 2;) {
 		if (next_wc(c, &wc))
@@ -778,17 +734,17 @@ static void t_stale_rkey(struct ctx *c, struct vrdma_qp *main_qp, const char *se
 	m.type = M_STALE_SWAP;
 	m.seed = chk.seed;
 	r = rpc_msg(c, main_qp, &m);
-	report("stale-rkey-swap", r.result == 0 && r.imm != key, "result=%d", r.result);
+	itest_report("stale-rkey-swap", r.result == 0 && r.imm != key, "result=%d", r.result);
 	/* No wait: DEREG_MR is answered only once the server's device MR
 	 * is gone (backend/guest/cmd.c, the held answer). */
 	err = post1(qp, VRDMA_WR_RDMA_WRITE, 79, &sg, 1, c->peer.addr + OFF_STALE, key);
 	if (!err)
 		err = wait_wr(c, 79, &wc);
-	report("stale-rkey-refused", !err && wc.status == VRDMA_WC_REM_ACCESS_ERR,
-	       "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
+	itest_report("stale-rkey-refused", !err && wc.status == VRDMA_WC_REM_ACCESS_ERR,
+		     "err=%d status=%s", err, err ? "-" : vrdma_wc_status_str(wc.status));
 	vrdma_destroy_qp(qp);
 	r = rpc_msg(c, main_qp, &chk);
-	report("stale-rkey-new-mr-intact", r.result == 0, "result=%d", r.result);
+	itest_report("stale-rkey-new-mr-intact", r.result == 0, "result=%d", r.result);
 }
 
 /*
@@ -817,27 +773,27 @@ static void t_bind_gone(struct ctx *c, struct vrdma_qp *main_qp)
 	if (!err)
 		err = post1(b.qp, VRDMA_WR_SEND, 0xb2, &sg, 1, 0, 0);
 	n = err ? 0 : bound_wc(&b, &wc, T_MS);
-	report("bind-send", n == 1 && wc.wr_id == 0xb2 && wc.status == VRDMA_WC_SUCCESS,
-	       "err=%d result=%d n=%d status=%s", err, r.result, n,
-	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	itest_report("bind-send", n == 1 && wc.wr_id == 0xb2 && wc.status == VRDMA_WC_SUCCESS,
+		     "err=%d result=%d n=%d status=%s", err, r.result, n,
+		     n == 1 ? vrdma_wc_status_str(wc.status) : "-");
 	m.type = M_UNBIND;
 	r = rpc_msg(c, main_qp, &m);
-	report("bind-peer-destroyed", r.result == 0, "result=%d", r.result);
+	itest_report("bind-peer-destroyed", r.result == 0, "result=%d", r.result);
 	n = bound_wc(&b, &wc, 1500);
-	report("bind-peer-gone-recv-kept", n == 0 && b.qp->state == VRDMA_QPS_RTS,
-	       "n=%d wr_id=%#llx status=%s", n, n == 1 ? (unsigned long long)wc.wr_id : 0ull,
-	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	itest_report("bind-peer-gone-recv-kept", n == 0 && b.qp->state == VRDMA_QPS_RTS,
+		     "n=%d wr_id=%#llx status=%s", n, n == 1 ? (unsigned long long)wc.wr_id : 0ull,
+		     n == 1 ? vrdma_wc_status_str(wc.status) : "-");
 	err = post1(b.qp, VRDMA_WR_SEND, 0xb3, &sg, 1, 0, 0);
 	n = err ? 0 : bound_wc(&b, &wc, T_MS);
-	report("bind-peer-gone-send-fails",
-	       n == 1 && wc.wr_id == 0xb3 && wc.status == VRDMA_WC_RETRY_EXC_ERR,
-	       "err=%d n=%d wr_id=%#llx status=%s", err, n,
-	       n == 1 ? (unsigned long long)wc.wr_id : 0ull,
-	       n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	itest_report("bind-peer-gone-send-fails",
+		     n == 1 && wc.wr_id == 0xb3 && wc.status == VRDMA_WC_RETRY_EXC_ERR,
+		     "err=%d n=%d wr_id=%#llx status=%s", err, n,
+		     n == 1 ? (unsigned long long)wc.wr_id : 0ull,
+		     n == 1 ? vrdma_wc_status_str(wc.status) : "-");
 	n = bound_wc(&b, &wc, T_MS);
-	report("bind-peer-gone-recv-flushed",
-	       n == 1 && wc.wr_id == 0xb1 && wc.status == VRDMA_WC_WR_FLUSH_ERR,
-	       "n=%d status=%s", n, n == 1 ? vrdma_wc_status_str(wc.status) : "-");
+	itest_report("bind-peer-gone-recv-flushed",
+		     n == 1 && wc.wr_id == 0xb1 && wc.status == VRDMA_WC_WR_FLUSH_ERR,
+		     "n=%d status=%s", n, n == 1 ? vrdma_wc_status_str(wc.status) : "-");
 	bound_free(&b);
 }
 
@@ -849,7 +805,7 @@ static int client(const char *service)
 
 	ctx_init(&c);
 	qp = connect_one(&c, service);
-	report("connect", qp->state == VRDMA_QPS_RTS, NULL);
+	itest_report("connect", qp->state == VRDMA_QPS_RTS, NULL);
 	t_write(&c, qp);
 	t_write_imm(&c, qp);
 	t_read(&c, qp);
@@ -864,7 +820,7 @@ static int client(const char *service)
 	/* the main connection still works after its neighbours failed */
 	t_read(&c, qp);
 	if (send_msg(&c, qp, &bye, VRDMA_WR_SEND, 0))
-		report("bye", 0, NULL);
+		itest_report("bye", 0, NULL);
 	else {
 		struct vrdma_wc wc;
 
@@ -872,9 +828,10 @@ static int client(const char *service)
 	}
 	vrdma_destroy_qp(qp);
 	if (vrdma_close(c.dev))
-		report("close", 0, NULL);
-	printf("ITEST client-done %s failures=%d\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+		itest_report("close", 0, NULL);
+	printf("ITEST client-done %s failures=%d\n", itest_failures ? "FAIL" : "PASS",
+	       itest_failures);
+	return itest_failures ? 1 : 0;
 }
 
 /*
@@ -893,22 +850,22 @@ static int poll_dom0(int limit_s)
 	int n = 0;
 
 	if (!dev)
-		die("vrdma_open", errno);
+		itest_die("vrdma_open", errno);
 	cq = vrdma_create_cq(dev, 16, NULL);
 	if (!cq)
-		die("vrdma_create_cq", errno);
+		itest_die("vrdma_create_cq", errno);
 	printf("poll-ready\n");
 	end = time(NULL) + limit_s;
 	while (n == 0 && time(NULL) < end)
 		n = vrdma_poll_cq(cq, 1, &wc);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	report("poll-dom0-eio", n < 0 && errno == EIO, "poll_cq %d (%s) at %lld ms", n,
-	       n < 0 ? strerror(errno) : "no error",
-	       (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	itest_report("poll-dom0-eio", n < 0 && errno == EIO, "poll_cq %d (%s) at %lld ms", n,
+		     n < 0 ? strerror(errno) : "no error",
+		     (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	/* No vrdma_close(): it would wait (bounded) for a backend that is
 	 * gone, and dom0 times how soon we end. */
 	fflush(stdout);
-	_exit(failures ? 1 : 0);
+	_exit(itest_failures ? 1 : 0);
 }
 
 /*
@@ -930,10 +887,10 @@ static int listen_peer(const char *service, int limit_s, bool accept)
 	int rc;
 
 	if (!dev)
-		die("vrdma_open", errno);
+		itest_die("vrdma_open", errno);
 	l = vrdma_listen(dev, service);
 	if (!l)
-		die("vrdma_listen", errno);
+		itest_die("vrdma_listen", errno);
 	printf("listening-peer on %s\n", service);
 	if (!limit_s)
 		for (;;)
@@ -944,10 +901,10 @@ static int listen_peer(const char *service, int limit_s, bool accept)
 		return 1;
 	}
 	if (rc)
-		die("vrdma_get_request", rc);
+		itest_die("vrdma_get_request", rc);
 	rc = vrdma_get_request_peer(l, &req, &peer);
 	if (rc)
-		die("vrdma_get_request_peer", rc);
+		itest_die("vrdma_get_request_peer", rc);
 	printf("peer node=%s domid=%u devid=%u\n", peer.node, peer.domid, peer.devid);
 	if (!accept) {
 		vrdma_reject(l, &req);
@@ -957,7 +914,7 @@ static int listen_peer(const char *service, int limit_s, bool accept)
 	if (!(pd = vrdma_alloc_pd(dev)) ||
 	    !(a.send_cq = a.recv_cq = vrdma_create_cq(dev, 8, NULL)) ||
 	    !(qp = vrdma_create_qp(pd, &a)))
-		die("setup", errno);
+		itest_die("setup", errno);
 	rc = vrdma_accept(l, qp, &req, NULL, 0);
 	printf("accept: %s\n", rc ? strerror(rc) : "ok");
 	sleep(3);	/* the connector's node decides now */
@@ -976,7 +933,7 @@ static int connect_errno(const char *service, const char *node)
 	if (!dev || !(pd = vrdma_alloc_pd(dev)) ||
 	    !(a.send_cq = a.recv_cq = vrdma_create_cq(dev, 8, NULL)) ||
 	    !(qp = vrdma_create_qp(pd, &a)))
-		die("setup", errno);
+		itest_die("setup", errno);
 	rc = vrdma_connect(qp, node, service, NULL, 0, NULL, NULL, T_MS);
 	printf("connect %s: %s\n", service, rc ? strerror(rc) : "connected");
 	vrdma_close(dev);
@@ -995,7 +952,7 @@ static int listen_flood(const char *prefix, int hold_s)
 	int n, err = 0;
 
 	if (!dev)
-		die("vrdma_open", errno);
+		itest_die("vrdma_open", errno);
 	for (n = 0; n < 64; n++) {
 		snprintf(svc, sizeof(svc), "%.16s-%d", prefix, n);
 		if (!vrdma_listen(dev, svc)) {
