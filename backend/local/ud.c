@@ -10,10 +10,10 @@
  * posted that holds the GRH and the payload (posted: read by dom0, or
  * at the head of the guest's ring, vbe_ring_recvs).  The receive gets
  * the 40-byte IB GRH first, then the payload, and completes with
- * byte_len = 40 + payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else drops the
- * datagram and counts it (ud_tx_drop on the sender; ud_rx_drop on the
- * destination guest when its QP is at fault).  The sender's WR always
- * completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
+ * byte_len = 40 + payload, src_qpn and VRDMA_CQE_F_GRH.  Anything else
+ * drops the datagram and counts it (ud_tx_drop on the sender; ud_rx_drop
+ * on the destination guest when its QP is at fault).  The sender's WR
+ * always completes: success, unless its own SGEs are bad (LOC_PROT_ERR), its
  * payload is past VRDMA_UD_MTU, or to another node past the node's
  * max-ud-msg (LOC_LEN_ERR, as UD hardware past its MTU), or its
  * opcode is no datagram (LOC_QP_OP_ERR).  Each of those moves the QP to
