@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # vrdma: one non-recursive Makefile.  Each folder is one job:
-#   include/      public headers: the API (vrdma.h) and the wire contract (wire.h)
+#   include/      public headers: the API (vrdma.h, coll.h) and the wire contract (wire.h)
 #   common/       small helpers shared by both halves (ring indexes, logging)
 #   platform/     the seam: Xen or plain host (grants, channels, xenstore keys)
 #   frontend/     guest half of the split driver (inside libvrdma)
@@ -38,7 +38,7 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 CC       ?= cc
 comma    := ,
 SO_MAJOR := 1
-SO_VER   := 1.1.0
+SO_VER   := 1.2.0
 # The release: common/version.h is the one place it is written.
 VERSION  := $(shell sed -n 's/^\#define VRDMA_VERSION[^"]*"\(.*\)"/\1/p' common/version.h)
 
@@ -99,7 +99,7 @@ PLAT_NO_XEN     := $(if $(XEN_LIBS),,platform/xen_%)
 PLAT_GUEST_SRCS := platform/vplat.c $(filter-out $(PLAT_NO_XEN),$(wildcard platform/*_common.c platform/*_guest.c))
 PLAT_DOM0_SRCS  := platform/vplat.c $(filter-out $(PLAT_NO_XEN),$(wildcard platform/*_common.c platform/*_dom0.c))
 FRONTEND_SRCS   := $(wildcard frontend/*.c)
-LIBVRDMA_SRCS   := $(wildcard libvrdma/*.c)
+LIBVRDMA_SRCS   := $(wildcard libvrdma/*.c libvrdma/coll/*.c) common/coll/vcoll_reduce.c
 BACKEND_SRCS    := $(wildcard backend/*.c backend/*/*.c)
 VRDMACTL_SRCS   := $(wildcard dom0-daemon/vrdmactl*.c)
 VRDMAD_SRCS     := $(filter-out $(VRDMACTL_SRCS),$(wildcard dom0-daemon/*.c))
@@ -283,7 +283,7 @@ install: all
 	ln -sf libvrdma.so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
 	install -m 755 $(VRDMAD) $(VRDMACTL) $(DESTDIR)$(SBINDIR)/
 	install -m 755 $(GT_INST_BINS) $(DESTDIR)$(BINDIR)/
-	install -m 644 include/vrdma/vrdma.h include/vrdma/wire.h $(DESTDIR)$(INCDIR)/vrdma/
+	install -m 644 include/vrdma/vrdma.h include/vrdma/coll.h include/vrdma/wire.h $(DESTDIR)$(INCDIR)/vrdma/
 	install -m 644 $(B)/vrdma.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 644 $(VRDMAD_UNIT) $(DESTDIR)$(SYSTEMDUNITDIR)/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/default/vrdmad ] || \
@@ -302,7 +302,7 @@ uninstall:
 		libvrdma.so.$(SO_MAJOR) libvrdma.so)
 	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(notdir $(VRDMAD) $(VRDMACTL)))
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(GT_INST_BINS)))
-	rm -f $(DESTDIR)$(INCDIR)/vrdma/vrdma.h $(DESTDIR)$(INCDIR)/vrdma/wire.h
+	rm -f $(DESTDIR)$(INCDIR)/vrdma/vrdma.h $(DESTDIR)$(INCDIR)/vrdma/coll.h $(DESTDIR)$(INCDIR)/vrdma/wire.h
 	-rmdir $(DESTDIR)$(INCDIR)/vrdma
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/vrdma.pc
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/$(notdir $(VRDMAD_UNIT))

@@ -7,6 +7,6 @@
 #ifndef VRDMA_VERSION_H
 #define VRDMA_VERSION_H
 
-#define VRDMA_VERSION	"1.1.0"
+#define VRDMA_VERSION	"1.2.0"
 
 #endif
