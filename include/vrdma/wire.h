@@ -150,6 +150,7 @@ enum {
 	VRDMA_OP_FETCH_ADD	= 0x07,
 	VRDMA_OP_RECV		= 0x08,
 	VRDMA_OP_SRQ_RECV	= 0x09,	/* handle = SRQ (feature-srq) */
+	VRDMA_OP_COLL		= 0x0a,	/* handle = team (feature-coll) */
 
 	VRDMA_CMD_ATTACH_BUF	= 0x40,	/* map guest pages; -> buffer handle */
 	VRDMA_CMD_DETACH_BUF	= 0x41,
@@ -170,7 +171,10 @@ enum {
 	VRDMA_CMD_MODIFY_QP	= 0x4f,	/* verbs-style: RTR (bind by QPN), ERR */
 	VRDMA_CMD_CREATE_SRQ	= 0x50,	/* -> srq handle (feature-srq) */
 	VRDMA_CMD_DESTROY_SRQ	= 0x51,
-	VRDMA_CMD_LAST		= VRDMA_CMD_DESTROY_SRQ,
+	VRDMA_CMD_TEAM_JOIN	= 0x52,	/* -> team handle; EVT_TEAM follows
+					 * (feature-coll) */
+	VRDMA_CMD_TEAM_LEAVE	= 0x53,
+	VRDMA_CMD_LAST		= VRDMA_CMD_TEAM_LEAVE,
 };
 
 /* Work request flags: bit numbers and masks. */
@@ -345,6 +349,71 @@ struct vrdma_cmd_modify_qp {
 	uint32_t reserved;
 };
 
+/*
+ * Teams (feature-coll, docs/collectives.md): dom0 runs a team's
+ * collectives for the members it serves, reading their send ranges and
+ * writing their receive ranges through their own MRs.
+ *
+ * TEAM_JOIN: join the team named by key as rank `rank` of `size`.  The
+ * node list (size NUL-terminated names, rank order: the node each
+ * member's device answers to) lies in an MR of `pd`; every member's list
+ * must be the same bytes.  CMD_DONE OK {team}: joined, and exactly one
+ * EVT_TEAM follows once every member joined or the team failed: status
+ * OK, dom0 runs it; NOENT, the members run it themselves (a member
+ * joined with VRDMA_TEAM_F_SELF or its VM has offload off: all members
+ * hear the same); INVAL, the members disagree on size or list; EXIST,
+ * two members took one rank.  The guest then leaves (TEAM_LEAVE) unless
+ * OK.  CMD_DONE NOENT: dom0 does not run this team at all (a member on
+ * another node, or offload off on this node): every member knows so from
+ * the same list.  INVAL: a bad field; NOMEM: the guest's `teams` quota.
+ */
+#define VRDMA_TEAM_F_SELF	1u	/* this member wants the team run by
+					 * the members (the API's NO_OFFLOAD) */
+#define VRDMA_TEAM_MAX		4096	/* members */
+#define VRDMA_TEAM_DEPTH	64	/* OP_COLLs of a member not completed */
+
+struct vrdma_cmd_team_join {
+	uint8_t  key[16];
+	uint32_t size;		/* 1..VRDMA_TEAM_MAX */
+	uint32_t rank;		/* < size */
+	uint32_t pd;		/* the list's and every op's MRs */
+	uint32_t cq;		/* the team's completions */
+	uint32_t list_lkey;
+	uint32_t list_len;	/* bytes, names and their NULs */
+	uint64_t list_addr;
+	uint32_t flags;		/* VRDMA_TEAM_F_* */
+	uint32_t reserved[3];
+};
+
+/*
+ * OP_COLL's body: operation `seq` (1, 2, ... per member; every member
+ * posts the same seq with the same kind, type, op, count and root).  Kind,
+ * type and op take vrdma/coll.h's values.  sge[0] is the send range,
+ * sge[1] the receive range (LOCAL_WRITE), MRs of the team's pd, each of
+ * the length the operation implies or 0 where it reads or writes nothing:
+ *   ALLREDUCE  send n*es, recv n*es     REDUCE  send n*es, recv root only
+ *   BCAST      root: send count; others: recv count      BARRIER  none
+ *   ALLGATHER  send count, recv size*count
+ * (n*es: count elements of type).  A send range may be the receive
+ * range (in place).  One CQE per OP_COLL on the team's CQ, in seq order:
+ * opcode VRDMA_WC_COLL, flags VRDMA_CQE_F_TEAM, qp = the team handle,
+ * byte_len = bytes written to the receive range; status SUCCESS,
+ * LOC_PROT_ERR (a range is not this member's), REM_INV_REQ_ERR (the
+ * members disagree), RETRY_EXC_ERR (a member left), WR_FLUSH_ERR (the
+ * team failed before).  Request flags and num_sge are 0.
+ */
+struct vrdma_coll_wr {
+	uint8_t  kind;
+	uint8_t  type;
+	uint8_t  op;
+	uint8_t  reserved0;
+	uint32_t root;
+	uint64_t count;
+	uint64_t seq;
+	uint8_t  reserved[56];
+	struct vrdma_wire_sge sge[2];
+};
+
 /* One request ring entry: 128 bytes. */
 struct vrdma_req {
 	uint8_t  opcode;	/* VRDMA_OP_* / VRDMA_CMD_* */
@@ -363,6 +432,8 @@ struct vrdma_req {
 		struct vrdma_cmd_accept accept;
 		struct vrdma_cmd_modify_qp modify_qp;
 		struct vrdma_cmd_create_srq create_srq;
+		struct vrdma_cmd_team_join team_join;
+		struct vrdma_coll_wr coll;
 		uint8_t raw[112];
 	} u;
 };
@@ -379,6 +450,8 @@ enum {
 	VRDMA_EVT_CONN_FROM	= 7,	/* handle=listener, id=conn_id: who asks;
 					 * just before its CONN_REQUEST, only to a
 					 * frontend that wrote feature-conn-from */
+	VRDMA_EVT_TEAM		= 8,	/* handle=team: status OK ready, else
+					 * failed (TEAM_JOIN) */
 };
 
 /* Command status: protocol constants, mapped to errno by libvrdma. */
@@ -431,6 +504,7 @@ enum {
 	VRDMA_WC_FETCH_ADD	= 5,
 	VRDMA_WC_RECV		= 6,
 	VRDMA_WC_RECV_IMM	= 7,	/* WRITE_IMM landed: no data in RQ buffer */
+	VRDMA_WC_COLL		= 8,	/* an OP_COLL (VRDMA_CQE_F_TEAM) */
 };
 
 enum {
@@ -455,6 +529,9 @@ enum {
  * counts them, src_qpn is the sending QP. */
 #define _VRDMA_CQE_F_GRH	1
 #define VRDMA_CQE_F_GRH		(1u << _VRDMA_CQE_F_GRH)
+/* An OP_COLL's completion: qp is a team handle, not a QP's. */
+#define _VRDMA_CQE_F_TEAM	2
+#define VRDMA_CQE_F_TEAM	(1u << _VRDMA_CQE_F_TEAM)
 
 /* One completion: 64 bytes. */
 struct vrdma_cqe {
@@ -512,6 +589,9 @@ _Static_assert(sizeof(struct vrdma_cmd_create_srq) == 16, "create_srq");
 _Static_assert(sizeof(struct vrdma_cmd_connect) == 104, "connect");
 _Static_assert(sizeof(struct vrdma_cmd_accept) == 48, "accept");
 _Static_assert(sizeof(struct vrdma_cmd_modify_qp) == 32, "modify_qp");
+_Static_assert(sizeof(struct vrdma_cmd_team_join) == 64, "team_join");
+_Static_assert(sizeof(struct vrdma_coll_wr) == 112 &&
+	       offsetof(struct vrdma_coll_wr, sge) == 80, "coll wr");
 _Static_assert(sizeof(struct vrdma_req) == 128, "req");
 _Static_assert(offsetof(struct vrdma_evt, u.from.domid) == 48, "evt from domid");
 _Static_assert(offsetof(struct vrdma_req, id) == 8, "req id");
