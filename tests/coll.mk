@@ -9,9 +9,10 @@ $(B)/tests/test_coll_reduce: $(call obj,tests/test_coll_reduce.c common/coll/vco
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS) -lm
 
 # Teams and their collectives in the guests (libvrdma/coll/) through a
-# live vrdmad, members as threads.  The team code is built again with its
-# connects routed through the test's tct_connect(), so that one host can
-# play several nodes; everything else is the real library.
+# live vrdmad, members as threads (tests/tcoll.c).  The team code is built
+# again with its connects routed through the harness's tct_connect(), so
+# that one host can play several nodes; everything else is the real
+# library.
 TCT_SRCS := $(wildcard libvrdma/coll/*.c)
 TCT_OBJS := $(patsubst libvrdma/coll/%.c,$(B)/obj/tests/tct/%.o,$(TCT_SRCS))
 $(B)/obj/tests/tct/%.o: libvrdma/coll/%.c
@@ -19,7 +20,8 @@ $(B)/obj/tests/tct/%.o: libvrdma/coll/%.c
 	@$(if $(Q),echo "  CC      $< (tct)")
 	$(Q)$(CC) $(ALLCFLAGS) -Dvrdma_connect=tct_connect -c -o $@ $<
 CHECK_BINS += $(B)/tests/test_coll_team
-$(B)/tests/test_coll_team: $(call obj,tests/test_coll_team.c tests/tlive.c common/coll/vcoll_reduce.c) \
+$(B)/tests/test_coll_team: $(call obj,tests/test_coll_team.c tests/tcoll.c tests/tlive.c \
+		common/coll/vcoll_reduce.c) \
 		$(TCT_OBJS) $(LIBSO)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
