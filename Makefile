@@ -223,6 +223,7 @@ $(VRDMAD_UNIT): dom0-daemon/vrdmad.service.in $(B)/install-vars
 
 -include $(wildcard tests/*.mk)
 include verbs/verbs.mk rdmacm/rdmacm.mk
+include mpi/mpi.mk
 
 # ---- tests ----
 check-unit: all $(CHECK_BINS) $(ITEST_BINS)
