@@ -300,6 +300,7 @@ static int vfe_negotiate(struct vfe_dev *d)
 	d->feat_modify_qp = vfe_feature(d, "feature-modify-qp");
 	d->feat_srq = vfe_feature(d, "feature-srq");
 	d->feat_ud = vfe_feature(d, "feature-ud");
+	d->feat_coll = vfe_feature(d, "feature-coll");
 	return 0;
 }
 

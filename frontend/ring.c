@@ -133,6 +133,7 @@ static int vfe_evt_one(struct vfe_dev *d, const struct vrdma_evt *e)
 		/* fall through */
 	case VRDMA_EVT_QP_ERROR:
 	case VRDMA_EVT_CQ_ERROR:
+	case VRDMA_EVT_TEAM:
 		return d->evt_cb ? d->evt_cb(d->evt_arg, e) : 0;
 	default:
 		return -EPROTO;
