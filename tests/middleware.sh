@@ -8,9 +8,11 @@
 # unmodified UCX, libfabric and Open MPI through build/bin/vrdma-run
 # against a private vrdmad: ucx_perftest's UCT and UCP tests between two
 # guests, Open MPI jobs of 2 and 4 ranks (tests/mpi_check.c) over pml ucx
-# and over pml cm with mtl ofi (libfabric's verbs;ofi_rxm), each case
-# that moves data proving it went through vrdma (vrdmactl stats' totals
-# rise by at least the bytes moved).  One case per check: VRDMA-TEST mw-<name>
+# and over pml cm with mtl ofi (libfabric's verbs;ofi_rxm), and Open MPI
+# and MPICH jobs whose collectives libvrdma-mpi.so serves (vrdma-run
+# --coll, tests/mpi_coll_check.c), each case that moves data proving it
+# went through vrdma (vrdmactl stats' totals rise by at least the bytes
+# moved).  One case per check: VRDMA-TEST mw-<name>
 # PASS|FAIL|SKIP, then "N passed, N failed".  Cases in PENDING wait for a
 # change named beside them: XFAIL instead of FAIL, XPASS once they work.
 # Ports 19601+.  Usage: tests/middleware.sh BUILD_DIR [CASE...]
@@ -441,6 +443,106 @@ if want ompi_ucx_2 || want ompi_ucx_4 || want ompi_ofi_2 || want ompi_ofi_4 ||
 			grep -Eq 'Local device: +vrdma0' "$RUN/ompi_openib.out" && ok=1
 			want ompi_device && report ompi_device $ok "$RUN/ompi_openib.out"
 		fi
+	fi
+fi
+
+# libvrdma-mpi.so through vrdma-run --coll: tests/mpi_coll_check.c, plain
+# MPI that checks every result, 4 ranks (each a guest), three times:
+# "on" (vrdma as vrdmad decides: offload where it can), "guest" (the team
+# in the guests, VRDMA_COLL=guest) and "off" (MPI's own collectives).
+# MPI's own traffic keeps off vrdma (Open MPI: ob1 over self,vader; MPICH:
+# UCX's shared memory), so what vrdmad counts is the wrapper's: a run in
+# the guests wants the program's lower bound of bytes between ranks, the
+# off run none at all.  The digest of the exact results must be the same
+# in all three; that of the random floats in the two vrdma runs (one
+# reduction order, docs/collectives.md), while MPI adds in an order of its
+# own: its float digest is shown, not compared.
+# coll_run NAME MODE LAUNCHER...: one run, output in $RUN/NAME.MODE
+coll_run() {
+	local name=$1 mode=$2 o=$RUN/$1.$2 base rc; shift 2
+	base=$(moved)
+	VRDMA_COLL=$mode VRDMA_COLL_VERBOSE=1 LD_PRELOAD= timeout $T "$@" >"$o" 2>&1
+	rc=$?
+	echo "== $mode: exit $rc, $(($(moved) - base)) bytes through vrdma: $*" >>"$o"
+}
+coll_field() { sed -n "s/^mpi_coll_check: $2/\1/p" "$RUN/$1" | head -n 1; }
+# coll_case NAME LAUNCHER...: the three runs and their checks
+coll_case() {
+	local name=$1 out=$RUN/$1.out ok=1 m d e f t min how; shift
+	for m in on guest off; do coll_run "$name" $m "$@"; done
+	{
+		for m in on guest off; do
+			cat "$RUN/$name.$m"
+			d=$(sed -n 's/^== .*, \([0-9]*\) bytes through vrdma.*/\1/p' "$RUN/$name.$m")
+			e=$(coll_field "$name.$m" 'digest exact \(.*\)')
+			f=$(coll_field "$name.$m" 'digest float \(.*\)')
+			min=$(coll_field "$name.$m" '.*, all correct, \([0-9]*\) bytes between ranks$')
+			t=$(grep -m 1 '^vrdma-mpi: MPI_COMM_WORLD: team of 4 ranks' "$RUN/$name.$m")
+			echo "== $m: exact $e, float $f, $d bytes, wanted ${min:-?}; ${t:-no team}"
+			[ -n "$min" ] && [ -n "$e" ] || { echo "== $m: not all correct"; ok=0; }
+			[ "$e" = "$(coll_field "$name.off" 'digest exact \(.*\)')" ] ||
+				{ echo "== $m: exact digest differs from MPI's own"; ok=0; }
+			case $m in
+			off)	[ "${d:-1}" = 0 ] && [ -z "$t" ] ||
+					{ echo "== off: vrdma was used"; ok=0; } ;;
+			*)	[ -n "$t" ] || { echo "== $m: no team on MPI_COMM_WORLD"; ok=0; }
+				[ $m = on ] && how=offloaded &&
+					[[ $t == *"in the guests"* ]] && how="in the guests"
+				# in the guests every byte crosses a vrdma QP; an
+				# offload's stay in dom0, its team line counts them
+				if [ "$m" = guest ] || [[ $t == *"in the guests"* ]]; then
+					[ "${d:-0}" -ge "${min:-1}" ] ||
+						{ echo "== $m: too few bytes"; ok=0; }
+				else
+					[[ $t =~ [1-9][0-9]*\ operations ]] ||
+						{ echo "== $m: no operation offloaded"; ok=0; }
+				fi ;;
+			esac
+		done
+		[[ $(grep -m 1 '^vrdma-mpi: MPI_COMM_WORLD' "$RUN/$name.guest") == *"in the guests"* ]] ||
+			{ echo "== guest: the team was not in the guests"; ok=0; }
+		f=$(coll_field "$name.on" 'digest float \(.*\)')
+		[ -n "$f" ] && [ "$f" = "$(coll_field "$name.guest" 'digest float \(.*\)')" ] ||
+			{ echo "== float digests differ between on and guest"; ok=0; }
+	} >"$out" 2>&1
+	[ "$ok" = 1 ] && echo "mw-$name: bytes through vrdma" "$(sed -n \
+		's/^== \([a-z]*\): exact .*, \([0-9]*\) bytes, wanted.*/\1 \2/p' "$out" |
+		paste -sd , | sed 's/,/, /g'); digest exact $e (3 runs), float $f (on, guest)," \
+		"$(coll_field "$name.off" 'digest float \(.*\)') (off); on ran $how"
+	report "$name" $ok "$out"
+}
+CC_OUT=$RUN/mpi_coll_check.cc
+if want ompi_coll_4; then
+	asan=()
+	[ -n "${LD_PRELOAD:-}" ] && asan=(-x LD_PRELOAD="$LD_PRELOAD")
+	if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+		skipped ompi_coll_4 "mpicc or mpirun missing (libopenmpi-dev, openmpi-bin)"
+	elif [ ! -e "$B/lib/vrdma/libvrdma-mpi.so" ]; then
+		skipped ompi_coll_4 "no $B/lib/vrdma/libvrdma-mpi.so"
+	elif ! LD_PRELOAD= mpicc -O2 -Wall -o "$RUN/mpi_coll_check" \
+		"$TOP/tests/mpi_coll_check.c" >"$CC_OUT" 2>&1; then
+		report ompi_coll_4 0 "$CC_OUT"
+	else
+		coll_case ompi_coll_4 mpirun "${MPIRUN[@]}" "${asan[@]}" -x VRDMA_COLL \
+			-x VRDMA_COLL_VERBOSE -np 4 --mca pml ob1 --mca btl self,vader \
+			"$VR" --coll "$RUN/mpi_coll_check"
+	fi
+fi
+# MPICH 4.0.2's own MPI_Reduce with MPI_IN_PLACE at a root other than 0
+# reads from MPI_IN_PLACE in its device collectives (a crash): MPICH's
+# portable ones (MPIR_CVAR_DEVICE_COLLECTIVES=none) serve the off run.
+if want mpich_coll_4; then
+	if ! command -v mpicc.mpich >/dev/null || ! command -v mpirun.mpich >/dev/null; then
+		skipped mpich_coll_4 "mpicc.mpich or mpirun.mpich missing (mpich, libmpich-dev)"
+	elif [ ! -e "$B/lib/vrdma/mpich/libvrdma-mpi.so" ]; then
+		skipped mpich_coll_4 "no $B/lib/vrdma/mpich/libvrdma-mpi.so"
+	elif ! LD_PRELOAD= mpicc.mpich -O2 -Wall -o "$RUN/mpich_coll_check" \
+		"$TOP/tests/mpi_coll_check.c" >"$CC_OUT" 2>&1; then
+		report mpich_coll_4 0 "$CC_OUT"
+	else
+		coll_case mpich_coll_4 mpirun.mpich -np 4 env LD_PRELOAD="${LD_PRELOAD:-}" \
+			UCX_TLS=self,sm MPIR_CVAR_DEVICE_COLLECTIVES=none \
+			"$VR" --coll "$RUN/mpich_coll_check"
 	fi
 fi
 
