@@ -22,6 +22,9 @@ set -eu
 # check-verbs-abi), and what make check-middleware runs on vrdma
 # (ucx_info, ucx_perftest, fi_info, mpirun); libopenmpi-dev: mpicc for
 # its MPI program (tests/mpi_check.c) and make bench's.
+# mpich libmpich-dev: the MPICH build of libvrdma-mpi.so (mpicc.mpich) and
+# its case in make check-middleware (mpirun.mpich); Open MPI stays the
+# default mpicc and mpirun (its alternatives' priority is the higher).
 # clang libclang-rt-dev: the libFuzzer harnesses (make fuzz).
 # dpkg-dev debhelper lintian: the Debian packages (debian/, make check-pkg);
 # systemd for systemd-analyze on the unit.
@@ -31,7 +34,7 @@ set -eu
 PKGS=${*:-"build-essential pkg-config check libsubunit-dev libxen-dev
 	libjson-c-dev libinih-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	perftest ibverbs-utils rdmacm-utils ucx-utils libucx0 libfabric-bin libfabric1
-	openmpi-bin libopenmpi3 libopenmpi-dev clang libclang-rt-dev
+	openmpi-bin libopenmpi3 libopenmpi-dev mpich libmpich-dev clang libclang-rt-dev
 	dpkg-dev debhelper lintian systemd mmdebstrap e2fsprogs man-db groff-base"}
 
 as_root() {
