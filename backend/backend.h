@@ -142,6 +142,8 @@ int  vbe_node_trace(struct vbe_node *n, int argc, char **argv, struct vout *o);
  * sorted by sort (NULL: by guest; "io", "vm", ... see dump.c).  0, or
  * -EINVAL for an unknown key. */
 int  vbe_node_stats(struct vbe_node *n, struct vout *o, const char *sort);
+/* vrdmactl teams: the teams dom0 runs (backend/coll/show.c); 0. */
+int vbe_node_teams(struct vbe_node *n, struct vout *o);
 
 /* Number of live guests / mappings / channels (leak checks in tests). */
 struct vbe_census {

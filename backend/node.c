@@ -315,6 +315,7 @@ void vbe_node_free(struct vbe_node *n)
 		n->guests = g->next;
 		vbe_xb_guest_free(g);
 	}
+	vbe_coll_node_fini(n);
 	vbe_vx_close(n);
 	vbe_qpn_fini(n);
 	vbe_policy_free(n);
@@ -371,6 +372,7 @@ int vbe_node_poll(struct vbe_node *n)
 	 * waits for the tick. */
 	total = vbe_sched_round(n);
 	total += vbe_vx_poll(n);	/* device completions (issue 4) */
+	total += vbe_coll_run(n);	/* teams dom0 runs */
 	vbe_cmd_release(n);		/* DEREG_MRs whose device MR is gone */
 	vbe_node_flush(n);
 	for (g = n->guests; g; g = g->next)
@@ -389,7 +391,7 @@ int vbe_node_arm(struct vbe_node *n)
 		    ((!g->sch.cmd_throttled && vring_arm(&g->sring->req, g->req_cons)) ||
 		     vbe_sched_spin(g)))
 			more = 1;	/* a command waiting for a token waits for the tick */
-	if (vbe_vx_arm(n))
+	if (vbe_vx_arm(n) || vbe_coll_busy(n))
 		more = 1;
 	return more;
 }

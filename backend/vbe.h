@@ -53,6 +53,7 @@
 #include "vplat.h"
 #include "backend.h"
 #include "vout.h"		/* control answers (dump, prio_ctl, tenant, policy) */
+#include "coll/coll.h"		/* teams dom0 runs */
 
 #define VBE_MAX_QPS		1024
 /*
@@ -415,6 +416,7 @@ struct vbe_guest {
 	uint32_t area_pages;		/* ring_map's pages (maps.c) */
 	unsigned nmaps;			/* live vplat maps (census) */
 	struct vbe_counters ctr;
+	struct vbe_coll_guest *coll;	/* its teams (backend/coll/), NULL = none */
 };
 
 struct vbe_listener {
@@ -464,6 +466,7 @@ struct vbe_tenant {
 struct vbe_node {
 	struct vplat *plat;
 	char name[VRDMA_NAME_MAX];
+	struct vbe_coll_node *coll;	/* teams dom0 runs (backend/coll/) */
 	vbe_fd_fn *fd_cb;
 	void *fd_arg;
 	struct vbe_guest *guests;
@@ -617,6 +620,30 @@ static inline struct vbe_mr *vbe_mr_key(const struct vbe_guest *g, uint32_t key)
 {
 	return (struct vbe_mr *)((char *)g->mrs - sizeof(struct vbe_mr) +
 				 vbe_mr_map(g)[vbe_key_idx(key)]);
+}
+
+/* key names an MR of g in PD pd with `acc` rights that holds
+ * [addr, addr + len): its mapped address, else NULL.  Inline: twice per
+ * WR, and acc is mostly a constant.  The key map names the MR by the
+ * key's slot bits (always in the map); the whole key, random tag
+ * included, must match, so a guessed or stale key fails here. */
+static inline __attribute__((always_inline)) uint8_t *
+vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
+	   uint32_t acc)
+{
+	struct vbe_mr *mr = vbe_mr_key(g, key);
+	uint64_t off;
+
+	if (!mr->s.used || mr->key != key || mr->pd != pd ||
+	    (mr->access & acc) != acc)
+		return NULL;
+	/* Overflow-safe: addr - iova cannot wrap once addr >= iova. */
+	if (addr < mr->iova)
+		return NULL;
+	off = addr - mr->iova;
+	if (off > mr->length || len > mr->length - off)
+		return NULL;
+	return mr->base + off;
 }
 
 /* key.c: a fresh key for g's MR idx in a random free key slot, never 0,

@@ -350,6 +350,14 @@ static int vd_cmd_policy(struct vd_daemon *d, int argc, char **argv, struct vout
 	return vbe_node_policy(d->node, argc - 1, argv + 1, o);
 }
 
+/* teams: the teams dom0 runs or was asked to (backend/coll/). */
+static int vd_cmd_teams(struct vd_daemon *d, int argc, char **argv, struct vout *o)
+{
+	if (argc > 1)
+		return vout_err(o, -EINVAL, "teams: unexpected '%.32s' (try: teams [-j])", argv[1]);
+	return vbe_node_teams(d->node, o);
+}
+
 /* trace [lat N | dump | off]: the data path's per-hop latency trace. */
 static int vd_cmd_trace(struct vd_daemon *d, int argc, char **argv, struct vout *o)
 {
@@ -368,6 +376,7 @@ static const struct vd_cmd vd_cmds[] = {
 	{ "attach-policy", vd_cmd_attach_policy, false },
 	{ "policy", vd_cmd_policy, true },
 	{ "trace", vd_cmd_trace, false },
+	{ "teams", vd_cmd_teams, false },
 };
 
 /*

@@ -574,6 +574,9 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "census", vc_cmd_list, "", "", "object counts (leak checks)",
 	  "counts of live objects and vrdmad's open fds (leak checks)" },
 	{ "ping", vc_cmd_list, "", "", "does vrdmad answer?", "check that vrdmad answers" },
+	{ "teams", vc_cmd_list, "", "", "collectives dom0 runs",
+	  "teams of guests whose collectives dom0 runs (offload) or was asked to:\n"
+	  "  state, members (rank: VM), operations and bytes reduced, failures" },
 	{ "set", vc_cmd_prio, "", "VM|tenant:NAME|tenant:default KEY=VALUE...",
 	  "scheduling and quotas, live",
 	  "a guest's weight=N class=high|normal|low rate=B/s[,BURST] qps=N mem=B\n"

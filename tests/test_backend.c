@@ -899,6 +899,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_ud_tcase());
 	suite_add_tcase(s, backend_udnode_tcase());
 	suite_add_tcase(s, backend_udahead_tcase());
+	suite_add_tcase(s, backend_coll_tcase());
 	return s;
 }
 

@@ -439,6 +439,12 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 	case VRDMA_CMD_DESTROY_SRQ:
 		st = vbe_srq_destroy(g, r);
 		break;
+	case VRDMA_CMD_TEAM_JOIN:
+		st = vbe_coll_join(g, r, e.u.out);
+		break;
+	case VRDMA_CMD_TEAM_LEAVE:
+		st = vbe_coll_leave(g, r);
+		break;
 	default:
 		st = VRDMA_CS_INVAL;
 		break;
@@ -463,6 +469,9 @@ void vbe_cmd_exec(struct vbe_guest *g, const struct vrdma_req *r)
 	vbe_evt_post(g, &e, true);
 	if (late.g)
 		vbe_cm_late(g->node, &late);
+	/* EVT_TEAM only after the join's answer: the handle must be known */
+	if (r->opcode == VRDMA_CMD_TEAM_JOIN && st == VRDMA_CS_OK)
+		vbe_coll_joined(g, e.u.out[0]);
 }
 
 /* Each node poll while any answer is held: post those whose wait is

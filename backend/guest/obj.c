@@ -126,6 +126,7 @@ void vbe_obj_release(struct vbe_guest *g)
 
 	if (g->node->dev_hold == g)
 		g->node->dev_hold = NULL;
+	vbe_coll_guest_gone(g);		/* before the MRs and CQs it reads */
 	if (!g->qps)
 		return;
 	for (i = 0; i < VBE_MAX_QPS && g->nqps; i++)

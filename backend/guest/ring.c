@@ -253,6 +253,8 @@ static void vbe_wr_run(struct vbe_guest *g, struct vbe_qp **run)
 static int vbe_req_handle(struct vbe_guest *g, const struct vrdma_req *r,
 			  const struct vrdma_wire_sge *xsge)
 {
+	if (r->opcode == VRDMA_OP_COLL)
+		return vbe_coll_post(g, r);
 	if (r->opcode == VRDMA_OP_SRQ_RECV) {
 		if (vbe_wr_check(g, r, &r->u.wr, true))
 			return -EPROTO;

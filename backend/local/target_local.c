@@ -21,30 +21,6 @@
 #define VBE_WAIT	(-1)	/* no receive posted yet: keep the WR queued */
 #define VBE_PART	(-2)	/* a piece moved; the rest in a later turn */
 
-/* key names an MR of g in PD pd with `acc` rights that holds
- * [addr, addr + len): its mapped address, else NULL.  Inline: twice per
- * WR, and acc is mostly a constant.  The key map names the MR by the
- * key's slot bits (always in the map); the whole key, random tag
- * included, must match, so a guessed or stale key fails here. */
-static inline __attribute__((always_inline)) uint8_t *
-vbe_mr_ptr(struct vbe_guest *g, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
-	   uint32_t acc)
-{
-	struct vbe_mr *mr = vbe_mr_key(g, key);
-	uint64_t off;
-
-	if (!mr->s.used || mr->key != key || mr->pd != pd ||
-	    (mr->access & acc) != acc)
-		return NULL;
-	/* Overflow-safe: addr - iova cannot wrap once addr >= iova. */
-	if (addr < mr->iova)
-		return NULL;
-	off = addr - mr->iova;
-	if (off > mr->length || len > mr->length - off)
-		return NULL;
-	return mr->base + off;
-}
-
 /*
  * memmove, with small moves (an 8-byte WRITE) done in place of a libc
  * call: every load before any store, so overlap is fine as in memmove.

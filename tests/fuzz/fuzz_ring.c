@@ -66,6 +66,9 @@ static struct vbe_node *fz_node;
 static struct fz_guest fz_g[2];
 static uint32_t fz_keys[FZ_NKEYS];
 static uint64_t fz_conns[FZ_NCONNS];
+/* Team handles the guests were told of (EVT_TEAM), for OP_COLL. */
+static uint32_t fz_teams[FZ_NKEYS];
+static unsigned fz_nteams;
 static unsigned fz_nkeys, fz_nconns;
 static uint64_t fz_rng;
 static int64_t fz_now;
@@ -227,6 +230,8 @@ static void fz_drain(struct fz_guest *g)
 
 		if (e.type == VRDMA_EVT_CONN_REQUEST)
 			fz_conns[fz_nconns++ % FZ_NCONNS] = e.id;
+		if (e.type == VRDMA_EVT_TEAM)
+			fz_teams[fz_nteams++ % FZ_NKEYS] = e.handle;
 		if (e.type != VRDMA_EVT_CMD_DONE || e.status != VRDMA_CS_OK)
 			continue;
 		for (k = 0; k < g->nreg && k < FZ_NKEYS; k++)
@@ -265,6 +270,14 @@ static void fz_patch(struct vrdma_req *r)
 		/* A UD send's empty GID with a QPN: this node's */
 		if (r->u.wr.ud.remote_qpn && !r->u.wr.remote_addr && !r->u.wr.compare_add)
 			memcpy(r->u.wr.ud.dgid, fz_node->gid, 16);
+	} else if (r->opcode == VRDMA_OP_COLL) {
+		for (i = 0; i < 2; i++)
+			if (r->u.coll.sge[i].lkey < fz_nkeys)
+				r->u.coll.sge[i].lkey = fz_keys[r->u.coll.sge[i].lkey];
+		if (r->handle < FZ_NKEYS && r->handle < fz_nteams)
+			r->handle = fz_teams[r->handle];
+	} else if (r->opcode == VRDMA_CMD_TEAM_JOIN && r->u.team_join.list_lkey < fz_nkeys) {
+		r->u.team_join.list_lkey = fz_keys[r->u.team_join.list_lkey];
 	} else if (r->opcode == VRDMA_CMD_ACCEPT && r->u.accept.conn_id < FZ_NCONNS) {
 		r->u.accept.conn_id = fz_conns[r->u.accept.conn_id];
 	} else if (r->opcode == VRDMA_CMD_MODIFY_QP && !r->u.modify_qp.dest_gid[0]) {
@@ -425,6 +438,7 @@ static void fz_node_clean(void)
 				  !FZ_USED(g->srqs, VBE_MAX_SRQS)));
 	for (i = 0; i < VBE_MAX_CONNS; i++)
 		CHECK(!fz_node->conns[i].id);
+	CHECK(!fz_node->coll || (!fz_node->coll->nteams && !fz_node->coll->run));
 	CHECK(stub_live_maps() == 0 && stub_live_binds() == 0);
 }
 
@@ -446,7 +460,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(fz_node->starve, 0, sizeof(fz_node->starve));
 	memset(fz_node->busy_round, 0, sizeof(fz_node->busy_round));
 	fz_rng = 0x9e3779b97f4a7c15ull;
-	fz_nkeys = fz_nconns = 0;
+	fz_nkeys = fz_nconns = fz_nteams = 0;
 	/* Deadlines are taken from the platform's clock; ticks move on from it. */
 	fz_now = vplat_now_ms();
 	fz_node->rate_mark_ms = fz_now;

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Teams run by dom0 (vbe_coll_*): the members of a one-node team post
+ * OP_COLL entries naming ranges of their own MRs; once every member
+ * posted operation s, dom0 folds the send ranges in place, in rank order,
+ * into a chunk of its own scratch and copies the chunk into every
+ * member's receive range (docs/collectives.md, wire.md "Teams").
+ *
+ * Trust: a member's entry is copied out of its ring and checked before
+ * anything is queued; ranges are looked up in the member's own MR table
+ * again at every chunk (an MR deregistered mid-operation fails that
+ * member, never dom0), and the kernels see only those ranges and the
+ * scratch.  A team's bytes are charged to its members' budgets; at most
+ * VBE_COLL_ROUND_CHUNKS chunks of a team run per node poll, so one large
+ * vector never holds the loop.
+ */
+#ifndef VRDMA_BACKEND_COLL_H
+#define VRDMA_BACKEND_COLL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vrdma/wire.h"
+
+struct vbe_guest;
+struct vbe_node;
+
+#define VBE_COLL_CHUNK		(256u << 10)	/* scratch: bytes folded at once */
+#define VBE_COLL_ROUND_CHUNKS	4		/* per team per node poll */
+#define VBE_COLL_GUEST_TEAMS	64		/* teams a guest device is in */
+#define VBE_COLL_NODE_TEAMS	1024		/* teams a node keeps */
+#define VBE_COLL_NAME		32		/* a node name and its NUL */
+
+enum vbe_team_state {
+	VBE_TEAM_JOINING,		/* members still to come */
+	VBE_TEAM_READY,			/* dom0 runs it */
+	VBE_TEAM_SELF,			/* told to run it themselves */
+	VBE_TEAM_FAILED,		/* every op completes with an error */
+};
+
+/* A member's OP_COLL as queued: the checked copy. */
+struct vbe_cop {
+	uint64_t id;
+	struct vrdma_coll_wr w;
+};
+
+struct vbe_cmember {
+	struct vbe_guest *g;		/* NULL: not joined, or left */
+	uint32_t handle;		/* the team's handle in g's space */
+	uint32_t pd, cq;		/* g's table indexes */
+	struct vbe_cop *q;		/* VRDMA_TEAM_DEPTH posted, not done */
+	uint64_t posted;		/* seqs posted so far; seq s is in
+					 * q[s % VRDMA_TEAM_DEPTH] */
+	uint64_t cdone;			/* ... and completed */
+	uint16_t evt;			/* EVT_TEAM status still to tell */
+	bool evt_pend;
+};
+
+struct vbe_team {
+	struct vbe_team *next;
+	uint8_t key[16];
+	uint32_t size, joined, hash;
+	enum vbe_team_state state;
+	uint8_t fail_ws;		/* FAILED: status of ops that come later */
+	bool self;			/* a member joined with VRDMA_TEAM_F_SELF */
+	bool queued;			/* on the node's run list */
+	struct vbe_team *run_next;
+	struct vbe_cmember *m;		/* by rank */
+	uint64_t done;			/* READY: ops completed in every member */
+	uint64_t off;			/* the running op: bytes of the vector done */
+	uint8_t *scratch;		/* VBE_COLL_CHUNK, READY teams */
+	uint64_t ops, bytes;		/* for vrdmactl */
+	uint64_t serial;		/* the node's count: names it in logs */
+};
+
+/* A guest's handles to its teams. */
+struct vbe_cref {
+	struct vbe_team *t;		/* NULL: free */
+	uint32_t rank;
+	uint16_t gen;
+};
+
+struct vbe_coll_guest {
+	struct vbe_cref ref[VBE_COLL_GUEST_TEAMS];
+	unsigned nteams;
+};
+
+struct vbe_coll_node {
+	struct vbe_team *teams;
+	unsigned nteams;
+	struct vbe_team *run;		/* teams with an op every member posted */
+	uint64_t serial;
+	bool off;			/* the operator's switch: no offload here */
+	uint64_t joins, ops, bytes, fails;
+};
+
+/* team.c */
+int  vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
+void vbe_coll_joined(struct vbe_guest *g, uint32_t handle);	/* after its CMD_DONE */
+int  vbe_coll_leave(struct vbe_guest *g, const struct vrdma_req *r);
+void vbe_coll_guest_gone(struct vbe_guest *g);
+void vbe_coll_node_fini(struct vbe_node *n);
+struct vbe_cref *vbe_coll_ref(struct vbe_guest *g, uint32_t handle);
+void vbe_coll_fail(struct vbe_team *t, uint8_t ws);
+void vbe_coll_tell(struct vbe_team *t);		/* pending EVT_TEAMs */
+void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len);
+
+/* run.c */
+int  vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r);
+int  vbe_coll_run(struct vbe_node *n);		/* work done (node poll) */
+bool vbe_coll_busy(const struct vbe_node *n);	/* keeps the loop polling */
+void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t);
+
+#endif /* VRDMA_BACKEND_COLL_H */

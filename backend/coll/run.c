@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A team's operations in dom0: an OP_COLL entry checked and queued on
+ * its member, then, once every member posted the same seq, run chunk by
+ * chunk from the node's poll: fold the send ranges in rank order into
+ * the team's scratch, copy the scratch into the receive ranges.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../vbe.h"
+#include "coll.h"
+#include "../../common/coll/vcoll_reduce.h"
+
+/* coll.h's kinds, as libvrdma sends them (vrdma/coll.h). */
+enum { VBE_CK_ALLREDUCE = 1, VBE_CK_REDUCE, VBE_CK_BCAST, VBE_CK_BARRIER, VBE_CK_ALLGATHER };
+
+static bool vbe_coll_zero(const uint8_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t)
+{
+	if (t->queued)
+		return;
+	t->queued = true;
+	t->run_next = n->coll->run;
+	n->coll->run = t;
+}
+
+/* Has every member posted the next operation? */
+static bool vbe_coll_ready(const struct vbe_team *t)
+{
+	for (uint32_t r = 0; r < t->size; r++)
+		if (!t->m[r].g || t->m[r].posted <= t->done)
+			return false;
+	return t->state == VBE_TEAM_READY;
+}
+
+int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	const struct vrdma_coll_wr *w = &r->u.coll;
+	struct vbe_cref *ref = vbe_coll_ref(g, r->handle);
+	struct vbe_cmember *m;
+	struct vbe_team *t;
+
+	if (!ref)
+		return vbe_guest_fatal(g, "OP_COLL for unknown team %#x", r->handle);
+	if (r->num_sge || r->flags || w->reserved0 || !vbe_coll_zero(w->reserved, sizeof(w->reserved)))
+		return vbe_guest_fatal(g, "OP_COLL with reserved fields set");
+	if (w->kind < VBE_CK_ALLREDUCE || w->kind > VBE_CK_ALLGATHER)
+		return vbe_guest_fatal(g, "OP_COLL of kind %u", w->kind);
+	t = ref->t;
+	m = &t->m[ref->rank];
+	if (t->state == VBE_TEAM_JOINING)
+		return vbe_guest_fatal(g, "OP_COLL before team %#x is ready", r->handle);
+	if (w->seq != m->posted + 1)
+		return vbe_guest_fatal(g, "OP_COLL seq %llu, expected %llu",
+				       (unsigned long long)w->seq,
+				       (unsigned long long)(m->posted + 1));
+	if (m->posted - m->cdone >= VRDMA_TEAM_DEPTH)
+		return vbe_guest_fatal(g, "more than %u OP_COLLs pending", VRDMA_TEAM_DEPTH);
+	m->q[w->seq % VRDMA_TEAM_DEPTH].id = r->id;
+	m->q[w->seq % VRDMA_TEAM_DEPTH].w = *w;
+	m->posted++;
+	g->ctr.wrs++;
+	if (t->state != VBE_TEAM_READY) {	/* failed, or run by the members */
+		m->cdone++;
+		vbe_coll_cqe(m, r->id, VRDMA_WS_WR_FLUSH_ERR, 0);
+		return 0;
+	}
+	if (vbe_coll_ready(t))
+		vbe_coll_queue(g->node, t);
+	return 0;
+}
+
+/* The operation every member agreed on, and its vector. */
+struct vbe_cx {
+	const struct vrdma_coll_wr *w;	/* rank 0's */
+	size_t es;			/* element bytes, 1 for byte kinds */
+	uint64_t vbytes;		/* what is chunked */
+};
+
+/* Bytes rank r's send and receive ranges must have. */
+static void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r,
+			  uint64_t *send, uint64_t *recv)
+{
+	const struct vrdma_coll_wr *w = x->w;
+
+	*send = *recv = 0;
+	switch (w->kind) {
+	case VBE_CK_ALLREDUCE:
+		*send = *recv = x->vbytes;
+		break;
+	case VBE_CK_REDUCE:
+		*send = x->vbytes;
+		*recv = r == w->root ? x->vbytes : 0;
+		break;
+	case VBE_CK_BCAST:
+		*(r == w->root ? send : recv) = w->count;
+		break;
+	case VBE_CK_ALLGATHER:
+		*send = w->count;
+		*recv = (uint64_t)t->size * w->count;
+		break;
+	}
+}
+
+/* 0, or the status every member's op completes with: they disagree, or
+ * they agree on something no one can run. */
+static uint8_t vbe_coll_agree(const struct vbe_team *t, struct vbe_cx *x)
+{
+	const struct vrdma_coll_wr *w = &t->m[0].q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+	size_t bytes;
+
+	x->w = w;
+	x->es = 1;
+	for (uint32_t r = 1; r < t->size; r++) {
+		const struct vrdma_coll_wr *o = &t->m[r].q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+
+		if (o->kind != w->kind || o->type != w->type || o->op != w->op ||
+		    o->root != w->root || o->count != w->count)
+			return VRDMA_WS_REM_INV_REQ_ERR;
+	}
+	switch (w->kind) {
+	case VBE_CK_ALLREDUCE:
+	case VBE_CK_REDUCE:
+		if (vcoll_check(w->type, w->op, w->count, &bytes) ||
+		    (w->kind == VBE_CK_REDUCE && w->root >= t->size))
+			return VRDMA_WS_REM_INV_REQ_ERR;
+		x->es = vcoll_type_size(w->type);
+		x->vbytes = bytes;
+		return 0;
+	case VBE_CK_BCAST:
+		x->vbytes = w->count;
+		return w->root < t->size && !w->type && !w->op ? 0 : VRDMA_WS_REM_INV_REQ_ERR;
+	case VBE_CK_BARRIER:
+		x->vbytes = 0;
+		return !w->type && !w->op && !w->root && !w->count ? 0 : VRDMA_WS_REM_INV_REQ_ERR;
+	default:		/* ALLGATHER */
+		if (w->type || w->op || w->root || w->count > (UINT64_C(1) << 40) / t->size)
+			return VRDMA_WS_REM_INV_REQ_ERR;
+		x->vbytes = (uint64_t)t->size * w->count;
+		return 0;
+	}
+}
+
+/*
+ * Every member's ranges for this chunk, looked up in its MRs now: NULL in
+ * sp/rp where it has none.  A member whose range is not its own (or has
+ * left, or was disabled) makes it -1: @bad is that rank.
+ */
+static int vbe_coll_ranges(struct vbe_team *t, const struct vbe_cx *x, uint8_t **sp,
+			   uint8_t **rp, uint32_t *bad)
+{
+	for (uint32_t r = 0; r < t->size; r++) {
+		struct vbe_cmember *m = &t->m[r];
+		const struct vrdma_coll_wr *w = &m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+		uint64_t sl, rl;
+
+		*bad = r;
+		if (!m->g || m->g->dead)
+			return -ECONNRESET;
+		vbe_coll_lens(t, x, r, &sl, &rl);
+		if (w->sge[0].length != sl || w->sge[1].length != rl)
+			return -EFAULT;
+		sp[r] = sl ? vbe_mr_ptr(m->g, m->pd, w->sge[0].lkey, w->sge[0].addr, sl, 0) : NULL;
+		rp[r] = rl ? vbe_mr_ptr(m->g, m->pd, w->sge[1].lkey, w->sge[1].addr, rl,
+					VRDMA_ACC_LOCAL_WRITE) : NULL;
+		if ((sl && !sp[r]) || (rl && !rp[r]))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/* ALLGATHER: the chunk [off, off + len) of the result, block by block. */
+static void vbe_coll_gather(struct vbe_team *t, const struct vbe_cx *x, uint8_t **sp,
+			    uint8_t **rp, uint64_t off, uint64_t len)
+{
+	uint64_t cnt = x->w->count;
+
+	for (uint32_t q = (uint32_t)(off / cnt); q < t->size && (uint64_t)q * cnt < off + len; q++) {
+		uint64_t lo = (uint64_t)q * cnt, hi = lo + cnt;
+
+		if (lo < off)
+			lo = off;
+		if (hi > off + len)
+			hi = off + len;
+		for (uint32_t r = 0; r < t->size; r++)
+			memmove(rp[r] + lo, sp[q] + (lo - (uint64_t)q * cnt), hi - lo);
+	}
+}
+
+/* One chunk of the running op.  0, or -errno with *bad the member to
+ * blame (its ranges) or UINT32_MAX (the kernels refused: cannot happen
+ * after vbe_coll_agree). */
+static int vbe_coll_chunk(struct vbe_team *t, const struct vbe_cx *x, uint8_t **sp,
+			  uint8_t **rp, const void **src, uint32_t *bad)
+{
+	uint64_t len = x->vbytes - t->off;
+	const struct vrdma_coll_wr *w = x->w;
+	uint32_t r;
+	int rc;
+
+	if (len > VBE_COLL_CHUNK)
+		len = VBE_COLL_CHUNK;
+	rc = vbe_coll_ranges(t, x, sp, rp, bad);
+	if (rc)
+		return rc;
+	*bad = UINT32_MAX;
+	switch (w->kind) {
+	case VBE_CK_ALLREDUCE:
+	case VBE_CK_REDUCE:
+		for (r = 0; r < t->size; r++)
+			src[r] = sp[r] + t->off;
+		rc = vcoll_fold(w->type, w->op, t->scratch, src, t->size, len / x->es);
+		if (rc)
+			return rc;
+		for (r = 0; r < t->size; r++)
+			if (rp[r])
+				memcpy(rp[r] + t->off, t->scratch, len);
+		break;
+	case VBE_CK_BCAST:
+		for (r = 0; r < t->size; r++)
+			if (rp[r])
+				memmove(rp[r] + t->off, sp[w->root] + t->off, len);
+		break;
+	case VBE_CK_ALLGATHER:
+		if (len)
+			vbe_coll_gather(t, x, sp, rp, t->off, len);
+		break;
+	}
+	/* Each member pays for what was read from and written to it. */
+	for (r = 0; r < t->size; r++)
+		vbe_budget_charge(t->m[r].g, (rp[r] ? len : 0) + (sp[r] ? len : 0));
+	t->off += len;
+	return 0;
+}
+
+static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const struct vbe_cx *x)
+{
+	for (uint32_t r = 0; r < t->size; r++) {
+		struct vbe_cmember *m = &t->m[r];
+		uint64_t sl, rl;
+
+		vbe_coll_lens(t, x, r, &sl, &rl);
+		vbe_coll_cqe(m, m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].id, VRDMA_WS_SUCCESS,
+			     rl > UINT32_MAX ? UINT32_MAX : (uint32_t)rl);
+		m->cdone++;
+	}
+	t->done++;
+	t->off = 0;
+	t->ops++;
+	t->bytes += x->vbytes;
+	n->coll->ops++;
+	n->coll->bytes += x->vbytes;
+}
+
+/* Run @t's head operation for up to VBE_COLL_ROUND_CHUNKS chunks. */
+static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
+{
+	uint8_t **sp = calloc(2 * (size_t)t->size, sizeof(*sp)), **rp = sp + t->size;
+	const void **src = calloc(t->size, sizeof(*src));
+	struct vbe_cx x;
+	uint32_t bad = 0;
+	uint8_t ws;
+	int rc = 0, k = 0;
+
+	if (!sp || !src) {
+		free(sp);
+		free(src);
+		return 0;		/* the next poll tries again */
+	}
+	ws = vbe_coll_agree(t, &x);
+	if (ws) {
+		vlog_warn("vrdmad: team %llu: members disagree on operation %llu",
+			  (unsigned long long)t->serial, (unsigned long long)(t->done + 1));
+		vbe_coll_fail(t, ws);
+		n->coll->fails++;
+		goto out;
+	}
+	for (k = 0; k < VBE_COLL_ROUND_CHUNKS && !rc; k++) {
+		rc = vbe_coll_chunk(t, &x, sp, rp, src, &bad);
+		if (!rc && t->off >= x.vbytes) {
+			vbe_coll_complete(n, t, &x);
+			break;
+		}
+	}
+	if (rc && bad < t->size && t->m[bad].g) {
+		struct vbe_cmember *m = &t->m[bad];
+
+		vlog_warn("vrdmad: %s: team %llu rank %u: a range that is not its own",
+			  m->g->name, (unsigned long long)t->serial, bad);
+		vbe_coll_cqe(m, m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].id, VRDMA_WS_LOC_PROT_ERR, 0);
+		m->cdone++;
+	}
+	if (rc) {
+		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
+		n->coll->fails++;
+	}
+out:
+	free(sp);
+	free(src);
+	return k + 1;
+}
+
+int vbe_coll_run(struct vbe_node *n)
+{
+	struct vbe_coll_node *cn = n->coll;
+	struct vbe_team *t, **pp;
+	int work = 0;
+
+	if (!cn || !cn->nteams)
+		return 0;
+	for (t = cn->teams; t; t = t->next)
+		vbe_coll_tell(t);
+	for (pp = &cn->run; (t = *pp);) {
+		if (vbe_coll_ready(t))
+			work += vbe_coll_step(n, t);
+		if (vbe_coll_ready(t)) {
+			pp = &t->run_next;
+			continue;
+		}
+		*pp = t->run_next;
+		t->queued = false;
+	}
+	return work;
+}
+
+bool vbe_coll_busy(const struct vbe_node *n)
+{
+	return n->coll && n->coll->run;
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Teams dom0 runs: joining, telling the members, leaving.  A team lives
+ * on the node while any member is in it; it is found by its key, and a
+ * guest names it by a handle of its own (vbe_cref), so no guest can name
+ * a team it did not join.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../vbe.h"
+#include "coll.h"
+
+static struct vbe_coll_node *vbe_coll_node(struct vbe_node *n)
+{
+	if (!n->coll)
+		n->coll = calloc(1, sizeof(*n->coll));
+	return n->coll;
+}
+
+struct vbe_cref *vbe_coll_ref(struct vbe_guest *g, uint32_t handle)
+{
+	uint32_t idx = handle & 0xffff;
+	struct vbe_cref *c;
+
+	if (!g->coll || idx >= VBE_COLL_GUEST_TEAMS)
+		return NULL;
+	c = &g->coll->ref[idx];
+	return c->t && c->gen == handle >> 16 ? c : NULL;
+}
+
+/*
+ * The node list, copied out of the member's MR before it is read: size
+ * names, each NUL-terminated and at most VRDMA_NAME_MAX - 1 characters.
+ * Returns its hash (with size), or -errno: -EINVAL a malformed list,
+ * -EFAULT no such range, -ENOENT a name that is not this node's.
+ */
+static int64_t vbe_coll_list(struct vbe_guest *g, const struct vrdma_cmd_team_join *c)
+{
+	uint32_t h = 2166136261u, names = 0, i, len = 0;
+	const uint8_t *src;
+	uint8_t *list;
+	bool other = false;
+
+	if (c->list_len < c->size || c->list_len > c->size * VBE_COLL_NAME)
+		return -EINVAL;
+	src = vbe_mr_ptr(g, c->pd & 0xffff, c->list_lkey, c->list_addr, c->list_len, 0);
+	if (!src)
+		return -EFAULT;
+	list = malloc(c->list_len);
+	if (!list)
+		return -ENOMEM;
+	memcpy(list, src, c->list_len);
+	for (i = 0; i < 4; i++)
+		h = (h ^ ((c->size >> (8 * i)) & 0xff)) * 16777619u;
+	for (i = 0; i < c->list_len; i++) {
+		h = (h ^ list[i]) * 16777619u;
+		if (list[i]) {
+			if (++len >= VBE_COLL_NAME)
+				break;
+			continue;
+		}
+		if (strcmp((const char *)list + i - len, g->node->name))
+			other = true;
+		names++;
+		len = 0;
+	}
+	free(list);
+	if (i < c->list_len || len || names != c->size)
+		return -EINVAL;
+	return other ? -ENOENT : (int64_t)h;
+}
+
+static struct vbe_team *vbe_coll_find(struct vbe_coll_node *cn, const uint8_t key[16])
+{
+	struct vbe_team *t;
+
+	for (t = cn->teams; t; t = t->next)
+		if (!memcmp(t->key, key, 16))
+			return t;
+	return NULL;
+}
+
+static struct vbe_team *vbe_coll_new(struct vbe_coll_node *cn, const uint8_t key[16],
+				     uint32_t size, uint32_t hash)
+{
+	struct vbe_team *t;
+
+	if (cn->nteams >= VBE_COLL_NODE_TEAMS)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->m = calloc(size, sizeof(*t->m));
+	if (!t->m) {
+		free(t);
+		return NULL;
+	}
+	memcpy(t->key, key, 16);
+	t->size = size;
+	t->hash = hash;
+	t->state = VBE_TEAM_JOINING;
+	t->serial = ++cn->serial;
+	t->next = cn->teams;
+	cn->teams = t;
+	cn->nteams++;
+	return t;
+}
+
+static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
+{
+	struct vbe_coll_node *cn = n->coll;
+	struct vbe_team **pp;
+
+	for (pp = &cn->teams; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	for (pp = &cn->run; *pp; pp = &(*pp)->run_next)
+		if (*pp == t) {
+			*pp = t->run_next;
+			break;
+		}
+	cn->nteams--;
+	free(t->scratch);
+	free(t->m);
+	free(t);
+}
+
+/* One EVT_TEAM per member, kept on the member while its ring is full. */
+void vbe_coll_tell(struct vbe_team *t)
+{
+	struct vrdma_evt e;
+	uint32_t r;
+
+	for (r = 0; r < t->size; r++) {
+		struct vbe_cmember *m = &t->m[r];
+
+		if (!m->g || !m->evt_pend)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.type = VRDMA_EVT_TEAM;
+		e.status = m->evt;
+		e.handle = m->handle;
+		if (vbe_evt_post(m->g, &e, false) != -ENOSPC)
+			m->evt_pend = false;
+	}
+}
+
+static void vbe_coll_say(struct vbe_team *t, uint16_t status)
+{
+	for (uint32_t r = 0; r < t->size; r++)
+		if (t->m[r].g) {
+			t->m[r].evt = status;
+			t->m[r].evt_pend = true;
+		}
+	vbe_coll_tell(t);
+}
+
+void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len)
+{
+	struct vrdma_cqe c;
+
+	memset(&c, 0, sizeof(c));
+	c.wr_id = id;
+	c.qp = m->handle;
+	c.opcode = VRDMA_WC_COLL;
+	c.status = ws;
+	c.flags = VRDMA_CQE_F_TEAM;
+	c.byte_len = byte_len;
+	vbe_cq_push(m->g, m->cq, &c);
+}
+
+/* Every op not done completes with @ws in every member; every op posted
+ * later completes WR_FLUSH_ERR at once: the team is over. */
+void vbe_coll_fail(struct vbe_team *t, uint8_t ws)
+{
+	uint32_t r;
+
+	if (t->state == VBE_TEAM_FAILED)
+		return;
+	t->state = VBE_TEAM_FAILED;
+	t->fail_ws = VRDMA_WS_WR_FLUSH_ERR;
+	t->off = 0;
+	for (r = 0; r < t->size; r++) {
+		struct vbe_cmember *m = &t->m[r];
+
+		for (; m->g && m->cdone < m->posted; m->cdone++)
+			vbe_coll_cqe(m, m->q[(m->cdone + 1) % VRDMA_TEAM_DEPTH].id, ws, 0);
+	}
+	free(t->scratch);
+	t->scratch = NULL;
+}
+
+int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
+{
+	struct vrdma_cmd_team_join c;
+	struct vbe_coll_node *cn = vbe_coll_node(g->node);
+	struct vbe_pd *pd;
+	struct vbe_cq *cq;
+	struct vbe_team *t;
+	struct vbe_cmember *m;
+	struct vbe_cref *ref = NULL;
+	int64_t hash;
+	uint32_t i;
+
+	memcpy(&c, &r->u.team_join, sizeof(c));
+	if (!cn)
+		return VRDMA_CS_NOMEM;
+	pd = VBE_GET(g->pds, VBE_MAX_PDS, c.pd);
+	cq = VBE_GET(g->cqs, VBE_MAX_CQS, c.cq);
+	if (!pd || !cq)
+		return VRDMA_CS_INVAL;
+	if (!c.size || c.size > VRDMA_TEAM_MAX || c.rank >= c.size ||
+	    (c.flags & ~VRDMA_TEAM_F_SELF) || c.reserved[0] || c.reserved[1] || c.reserved[2])
+		return VRDMA_CS_INVAL;
+	if (cn->off)
+		return VRDMA_CS_NOENT;
+	hash = vbe_coll_list(g, &c);
+	if (hash == -ENOENT)
+		return VRDMA_CS_NOENT;
+	if (hash == -ENOMEM)
+		return VRDMA_CS_NOMEM;
+	if (hash < 0)
+		return VRDMA_CS_INVAL;
+	if (!g->coll) {
+		g->coll = calloc(1, sizeof(*g->coll));
+		if (!g->coll)
+			return VRDMA_CS_NOMEM;
+	}
+	for (i = 0; i < VBE_COLL_GUEST_TEAMS && !ref; i++)
+		if (!g->coll->ref[i].t)
+			ref = &g->coll->ref[i];
+	if (!ref)
+		return VRDMA_CS_NOMEM;		/* its teams quota */
+
+	t = vbe_coll_find(cn, c.key);
+	if (t && (t->size != c.size || t->hash != (uint32_t)hash)) {
+		/* Members that disagree: the team is no use to any of them. */
+		if (t->state == VBE_TEAM_JOINING) {
+			vbe_coll_say(t, VRDMA_CS_INVAL);
+			t->state = VBE_TEAM_FAILED;
+			t->fail_ws = VRDMA_WS_WR_FLUSH_ERR;
+		}
+		return VRDMA_CS_INVAL;
+	}
+	if (t && (t->m[c.rank].g || t->state != VBE_TEAM_JOINING))
+		return VRDMA_CS_EXIST;
+	if (!t) {
+		t = vbe_coll_new(cn, c.key, c.size, (uint32_t)hash);
+		if (!t)
+			return VRDMA_CS_NOMEM;
+	}
+	m = &t->m[c.rank];
+	m->q = calloc(VRDMA_TEAM_DEPTH, sizeof(*m->q));
+	if (!m->q) {
+		if (!t->joined)
+			vbe_coll_free(g->node, t);
+		return VRDMA_CS_NOMEM;
+	}
+	ref->t = t;
+	ref->rank = c.rank;
+	ref->gen = (uint16_t)(ref->gen + 1) ? (uint16_t)(ref->gen + 1) : 1;
+	m->g = g;
+	m->handle = (uint32_t)ref->gen << 16 | (uint32_t)(ref - g->coll->ref);
+	m->pd = c.pd & 0xffff;
+	m->cq = c.cq & 0xffff;
+	m->posted = m->cdone = 0;
+	pd->users++;
+	cq->users++;
+	g->coll->nteams++;
+	t->joined++;
+	if (c.flags & VRDMA_TEAM_F_SELF)
+		t->self = true;
+	cn->joins++;
+	out[0] = m->handle;
+	return VRDMA_CS_OK;
+}
+
+/* After the join's CMD_DONE went out: the last member makes the team. */
+void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
+{
+	struct vbe_cref *ref = vbe_coll_ref(g, handle);
+	struct vbe_team *t;
+
+	if (!ref)
+		return;
+	t = ref->t;
+	if (t->state != VBE_TEAM_JOINING || t->joined < t->size)
+		return;
+	if (!t->self && !g->node->coll->off) {
+		t->scratch = malloc(VBE_COLL_CHUNK);
+		if (t->scratch) {
+			t->state = VBE_TEAM_READY;
+			vbe_coll_say(t, VRDMA_CS_OK);
+			vlog_info("vrdmad: team %llu: %u members, run by dom0",
+				  (unsigned long long)t->serial, t->size);
+			return;
+		}
+	}
+	t->state = VBE_TEAM_SELF;
+	vbe_coll_say(t, t->self ? VRDMA_CS_NOENT : VRDMA_CS_NOMEM);
+}
+
+/* Drop @ref: its ops go without completions, the others' team fails. */
+static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
+{
+	struct vbe_team *t = ref->t;
+	struct vbe_cmember *m = &t->m[ref->rank];
+	struct vbe_pd *pd = &g->pds[m->pd];
+	struct vbe_cq *cq = &g->cqs[m->cq];
+
+	m->g = NULL;		/* no completions for the one leaving */
+	if (t->state == VBE_TEAM_READY) {
+		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
+		g->node->coll->fails++;
+	}
+	m->evt_pend = false;
+	free(m->q);
+	m->q = NULL;
+	if (pd->users)
+		pd->users--;
+	if (cq->users)
+		cq->users--;
+	ref->t = NULL;
+	g->coll->nteams--;
+	if (!--t->joined)
+		vbe_coll_free(g->node, t);
+}
+
+int vbe_coll_leave(struct vbe_guest *g, const struct vrdma_req *r)
+{
+	struct vbe_cref *ref = vbe_coll_ref(g, r->handle);
+
+	if (!ref)
+		return VRDMA_CS_NOENT;
+	vbe_coll_drop(g, ref);
+	return VRDMA_CS_OK;
+}
+
+void vbe_coll_guest_gone(struct vbe_guest *g)
+{
+	if (!g->coll)
+		return;
+	for (uint32_t i = 0; i < VBE_COLL_GUEST_TEAMS; i++)
+		if (g->coll->ref[i].t)
+			vbe_coll_drop(g, &g->coll->ref[i]);
+	free(g->coll);
+	g->coll = NULL;
+}
+
+void vbe_coll_node_fini(struct vbe_node *n)
+{
+	if (!n->coll)
+		return;
+	while (n->coll->teams)
+		vbe_coll_free(n, n->coll->teams);
+	free(n->coll);
+	n->coll = NULL;
+}
