@@ -33,7 +33,11 @@ if du_ready $D1 $np 60; then
 		vt_check dom0-killed-poller-eio [ "$DU_RC" = 0 ]
 		if [ -n "$t0" ] && [ -n "$t1" ]; then
 			echo "a domU that only polls ended on EIO at most $((t1 - t0)) ms after vrdmad's kill -9"
-			vt_check dom0-killed-poller-soon [ $((t1 - t0)) -lt 5000 ]
+			# What tells the liveness path from the poller's own limit
+			# (120 s) is the order of magnitude, not a figure: a loaded
+			# 2-core host took 5.5 s for kill, EIO, exit and the agent's
+			# write (soak), so half the poller's limit is the bound.
+			vt_check dom0-killed-poller-soon [ $((t1 - t0)) -lt 60000 ]
 		fi
 	else
 		vt_fail dom0-killed-poller-eio "still polling 130 s after vrdmad's kill -9"
