@@ -291,6 +291,21 @@ static bool vlib_cqe_bad_grh(const struct vlib_qp *q, const struct vrdma_cqe *e,
 	return grh && (e->byte_len < VRDMA_GRH_LEN || e->src_qpn >= 1u << 24);
 }
 
+/* A CQE vlib_cqe() does not take: a team's OP_COLL (on a team's own CQ,
+ * checked by team_dev.c, returned as VLIB_WC_COLL), else nonsense. */
+static __attribute__((noinline, cold)) int
+vlib_cqe_team(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_wc *wc)
+{
+	if (!(e->flags & VRDMA_CQE_F_TEAM) || vlib_wc_status(e->status, &wc->status) ||
+	    vlib_team_cqe(c, e))
+		return -EPROTO;
+	wc->opcode = VLIB_WC_COLL;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->qp_num = e->qp;
+	return 1;
+}
+
 /* Check and convert one CQE.  1: wc filled; 0: dropped (dead QP);
  * -EPROTO: dom0 wrote nonsense. */
 static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_wc *wc)
@@ -303,7 +318,7 @@ static int vlib_cqe(struct vlib_cq *c, const struct vrdma_cqe *e, struct vrdma_w
 	is_send = vlib_wc_opcode(e->opcode, &wc->opcode);
 	if (is_send < 0 || vlib_wc_status(e->status, &wc->status) ||
 	    (e->flags & ~(VRDMA_CQE_F_IMM | VRDMA_CQE_F_GRH)))
-		return -EPROTO;
+		return vlib_cqe_team(c, e, wc);
 	if (e->srq && is_send)
 		return -EPROTO;
 	q = vlib_cq_qp(c, e->qp);

@@ -25,6 +25,8 @@ static int vlib_dispatch(void *arg, const struct vrdma_evt *e)
 		return vlib_qp_event(dev, e);
 	case VRDMA_EVT_CQ_ERROR:
 		return vlib_cq_event(dev, e);
+	case VRDMA_EVT_TEAM:
+		return vlib_team_event(dev, e);
 	default:
 		return -EPROTO;
 	}
@@ -142,6 +144,7 @@ struct vrdma_device *vrdma_open(const char *spec, int timeout_ms)
 		goto err_free;
 	pthread_mutex_init(&dev->obj_lock, NULL);
 	pthread_mutex_init(&dev->pin_lock, NULL);
+	dev->team_ops = &vlib_team_dev_ops;
 	rc = vfe_open(&dev->fe, kind, timeout_ms, vlib_dispatch, dev);
 	if (rc)
 		goto err_locks;
@@ -207,6 +210,7 @@ int vrdma_close(struct vrdma_device *dev)
 	for (i = 0; i < VLIB_QP_HASH; i++)
 		VLIB_FREE_ALL(dev->qps[i], vlib_qp_free);
 	VLIB_FREE_ALL(dev->srqs, vlib_srq_free);
+	VLIB_FREE_ALL(dev->teams, free);
 	VLIB_FREE_ALL(dev->ahs, free);
 	VLIB_FREE_ALL(dev->mrs, free);
 	VLIB_FREE_ALL(dev->cqs, vlib_free_cq);

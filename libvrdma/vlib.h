@@ -176,6 +176,60 @@ struct vrdma_listener {
 	unsigned from_next;
 };
 
+/*
+ * A team dom0 runs (team_dev.c, feature-coll): what the device knows of
+ * it.  Its OP_COLLs complete in order on its CQ, one CQE each; slot[]
+ * holds what each must say (wr_id = the OP_COLL's seq, len = its
+ * receive range: byte_len on success).
+ */
+struct vlib_team {
+	struct vlib_team *next;
+	struct vrdma_device *dev;
+	struct vlib_cq *cq;
+	uint32_t handle;
+	int evt_done;			/* atomic: its EVT_TEAM came */
+	uint16_t evt_status;
+	uint32_t posted, retired;	/* OP_COLLs: the poster's, the poller's */
+	struct vlib_slot slot[VRDMA_TEAM_DEPTH];	/* by counter */
+};
+
+/* EVT_TEAMs for handles no team has (yet): the one that follows a join's
+ * CMD_DONE may be taken in before the joiner learnt its handle. */
+#define VLIB_TEAM_EARLY		8
+struct vlib_team_early {
+	uint32_t handle;
+	uint16_t status;
+	bool used;
+};
+
+/* A CQE of a team's OP_COLL as vrdma_poll_cq() returns it on the team's
+ * own CQ: no verbs opcode, only the team code polls that CQ.  qp_num is
+ * the team's handle, wr_id the OP_COLL's seq. */
+#define VLIB_WC_COLL	((enum vrdma_wc_opcode)0x40)
+
+/*
+ * The device side of a team dom0 runs, for coll/offload.c.  Reached
+ * through the device (dev->team_ops), not by name: the team code is
+ * also built outside libvrdma.so (tests/coll.mk builds it again against
+ * the library), and it must call this library's own, which no symbol
+ * of the library's ABI names.  Every call returns 0 or -errno.
+ */
+struct vlib_team_ops {
+	/* TEAM_JOIN (@j's key, size, rank, list, flags; pd and cq are
+	 * filled in from @pd and @cq): *out is the joined team. */
+	int (*join)(struct vrdma_pd *pd, struct vrdma_cq *cq,
+		    const struct vrdma_cmd_team_join *j, struct vlib_team **out);
+	/* Its EVT_TEAM, up to @timeout_ms: 0 dom0 runs it, -ENOENT the
+	 * members run it, -EPROTO they disagree, -ETIMEDOUT, other -errno. */
+	int (*ready)(struct vlib_team *t, int timeout_ms);
+	/* TEAM_LEAVE; the record is freed whatever dom0 answers. */
+	int (*leave)(struct vlib_team *t);
+	/* @n OP_COLLs (seq, ranges), one notification: -ENOSPC past
+	 * VRDMA_TEAM_DEPTH not completed; what went before an error is
+	 * posted. */
+	int (*post)(struct vlib_team *t, const struct vrdma_coll_wr *w, unsigned n);
+};
+
 struct vrdma_device {
 	struct vfe_dev fe;
 	int wait_policy;		/* enum vrdma_wait_policy, never AUTO */
@@ -190,6 +244,10 @@ struct vrdma_device {
 	struct vlib_ah *ahs;		/* every AH, live or destroyed (ah.c) */
 	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
 	struct vlib_pin *pins;
+	struct vlib_team *teams;	/* joined (obj_lock) */
+	struct vlib_team_early early[VLIB_TEAM_EARLY];	/* (obj_lock) */
+	unsigned early_next;
+	const struct vlib_team_ops *team_ops;	/* team_dev.c's */
 
 	/* asynchronous events (async.c; aq_lock is a leaf) */
 	pthread_mutex_t aq_lock;
@@ -323,6 +381,11 @@ int  vlib_sges(struct vrdma_req *r, struct vrdma_sge_ext *x, uint32_t *nx,
 int  vlib_srq_retire(struct vlib_srq *s, const struct vrdma_cqe *e);
 struct vlib_srq *vlib_srq_find(struct vrdma_device *dev, uint32_t handle);
 void vlib_srq_free(struct vlib_srq *s);
+
+/* team_dev.c */
+extern const struct vlib_team_ops vlib_team_dev_ops;
+int  vlib_team_event(struct vrdma_device *dev, const struct vrdma_evt *e);
+int  vlib_team_cqe(struct vlib_cq *c, const struct vrdma_cqe *e);
 
 /* cm.c */
 int  vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e);
