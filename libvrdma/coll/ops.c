@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * A team's operations: checked and queued by vrdma_coll_post(), moved on
- * by vct_progress() from vrdma_coll_wait(), which sleeps on the team's
- * CQ between completions.  The blocking calls are a post and a wait.
+ * by the team's engine from vrdma_coll_wait(), which sleeps on the team's
+ * CQ between completions: vct_progress() when the members run the team,
+ * vct_off_progress() when dom0 does.  The blocking calls are a post and
+ * a wait.
  */
 #include <errno.h>
 #include <time.h>
@@ -70,6 +72,12 @@ static int vct_check_args(const struct vrdma_team *t, const struct vrdma_coll_ar
 	return 0;
 }
 
+/* The engine of the team's mode: the members' (step.c) or dom0's. */
+static int vct_step(struct vrdma_team *t)
+{
+	return t->off ? vct_off_progress(t) : vct_progress(t);
+}
+
 int vrdma_coll_post(struct vrdma_team *team, const struct vrdma_coll_args *args,
 		    uint64_t *seq)
 {
@@ -96,7 +104,7 @@ int vrdma_coll_post(struct vrdma_team *team, const struct vrdma_coll_args *args,
 	if (seq)
 		*seq = op->seq;
 	/* start it: the first messages go out before the caller waits */
-	rc = vct_progress(team);
+	rc = vct_step(team);
 	return rc ? -rc : 0;
 }
 
@@ -116,12 +124,12 @@ int vrdma_coll_wait(struct vrdma_team *team, uint64_t seq, uint32_t *flags, int 
 	if (!team || timeout_ms < 0 || !seq || seq >= team->next_seq)
 		return EINVAL;
 	if (flags)
-		*flags = 0;
+		*flags = team->off ? VRDMA_COLL_OFFLOADED : 0;
 	deadline = vct_ms() + timeout_ms;
 	for (;;) {
 		if (seq <= team->done_seq)
 			return 0;
-		rc = vct_progress(team);
+		rc = vct_step(team);
 		if (rc)
 			return -rc;
 		if (seq <= team->done_seq)

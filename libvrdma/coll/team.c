@@ -351,6 +351,7 @@ static void vct_free(struct vrdma_team *t)
 {
 	uint32_t i;
 
+	vct_off_free(t);		/* OFFLOAD: leaves dom0's team first */
 	for (i = 0; t->links && i < t->nlinks; i++)
 		vct_drop_qp(&t->links[i]);
 	if (t->mr)
@@ -395,7 +396,11 @@ struct vrdma_team *vrdma_team_create(struct vrdma_pd *pd, const struct vrdma_tea
 	hash = vct_hash_nodes(attr->size, attr->nodes);
 	rc = vct_shape(t, attr->nodes);
 	if (!rc)
-		rc = vct_build(t);
+		rc = vct_off_create(t, attr, vct_left(deadline));
+	if (!rc)
+		return t;		/* dom0 runs it (offload.c) */
+	if (rc > 0)
+		rc = vct_build(t);	/* the members do */
 	if (rc)
 		goto fail;
 
@@ -442,7 +447,7 @@ int vrdma_team_query(struct vrdma_team *team, struct vrdma_team_info *info)
 	if (!team || !info)
 		return EINVAL;
 	memset(info, 0, sizeof(*info));
-	info->mode = VRDMA_TEAM_FALLBACK;
+	info->mode = team->off ? VRDMA_TEAM_OFFLOAD : VRDMA_TEAM_FALLBACK;
 	info->size = team->size;
 	info->rank = team->rank;
 	info->nnodes = team->nnodes;
@@ -450,6 +455,7 @@ int vrdma_team_query(struct vrdma_team *team, struct vrdma_team_info *info)
 	info->leader = team->leader;
 	info->ops = team->nops;
 	info->bytes = team->nbytes;
-	snprintf(info->why, sizeof(info->why), "%s", "no offload in this vrdmad");
+	if (!team->off)
+		snprintf(info->why, sizeof(info->why), "%s", team->why);
 	return 0;
 }

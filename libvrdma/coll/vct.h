@@ -142,7 +142,24 @@ struct vrdma_team {
 	uint8_t *acc;			/* leader: the step's combined payload */
 	int err;			/* broken: the error every call gets */
 	uint64_t nops, nbytes;
+
+	/* OFFLOAD (offload.c): dom0 runs the team; no links, and cq, mem
+	 * and mr are the staging's. */
+	struct vct_off *off;		/* NULL: FALLBACK */
+	char why[64];			/* FALLBACK: why (vrdma_team_query) */
 };
+
+/*
+ * offload.c: vct_off_create, at create once the shape is known: 0 dom0
+ * runs the team (t->off), 1 the members do (t->why), -errno the create
+ * fails.  The others as step.c's, for an OFFLOAD team; vct_off_free
+ * leaves dom0's team and frees the staging and the CQ.
+ */
+struct vct_off;
+int  vct_off_create(struct vrdma_team *t, const struct vrdma_team_attr *a, int timeout_ms);
+int  vct_off_progress(struct vrdma_team *t);
+void vct_off_break(struct vrdma_team *t, int err);
+void vct_off_free(struct vrdma_team *t);
 
 /* team.c */
 uint32_t vct_hash_nodes(uint32_t size, const char *const *nodes);
