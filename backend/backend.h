@@ -45,6 +45,9 @@ struct vbe_node_cfg {
 	/* 1 << VBE_TQ_* of those the operator gave: the others of `maps`
 	 * and `pages` follow the platform's budget (vplat_map_limits). */
 	uint32_t tenant_defaults_set;
+	/* vrdmad.conf `coll = off` (--coll off): dom0 runs no team; every
+	 * TEAM_JOIN answers NOENT, so the guests run theirs themselves. */
+	bool coll_off;
 };
 
 /* Tenant limits (docs/tenants.md), named in vbe_tenant_keys as `vrdmactl

@@ -263,11 +263,15 @@ int vbe_node_new(const struct vbe_node_cfg *cfg, struct vbe_node **out)
 		vbe_tenant_defaults(n->tenant_def);
 	vbe_maps_init(n, cfg->tenant_defaults_set & 1u << VBE_TQ_MAPS,
 		      cfg->tenant_defaults_set & 1u << VBE_TQ_PAGES);
+	/* Now, not at the first join: the operator's switch holds from the
+	 * start, and `vrdmactl teams` shows it before any team. */
+	n->coll = calloc(1, sizeof(*n->coll));
 	n->qpn_map = calloc(VBE_QPN_SPACE / 8, 1);
-	if (!n->qpn_map) {
-		free(n);
-		return -ENOMEM;
+	if (!n->coll || !n->qpn_map) {
+		err = -ENOMEM;
+		goto err_map;
 	}
+	n->coll->off = cfg->coll_off;
 	err = vbe_policy_new(n, cfg->policy_path);
 	if (err)
 		goto err_map;
@@ -297,6 +301,7 @@ err_policy:
 	vbe_policy_free(n);
 err_map:
 	free(n->qpn_map);
+	free(n->coll);
 	free(n);
 	return err;
 }
