@@ -33,7 +33,7 @@ struct vd_conf_rd {
 
 static const char *const vd_conf_keys[] = {
 	"node", "run_dir", "rdma_addr", "rdma_port", "policy", "state_dir",
-	"spin_us", "rt_prio", "verbose", "attach", NULL,
+	"spin_us", "rt_prio", "verbose", "attach", "coll", NULL,
 };
 
 int vd_conf_uint(const char *s, unsigned lo, unsigned hi, unsigned *v)
@@ -52,6 +52,15 @@ int vd_conf_uint(const char *s, unsigned lo, unsigned hi, unsigned *v)
 int vd_conf_port(const char *s, unsigned *port)
 {
 	return vd_conf_uint(s, 1, 65535, port);
+}
+
+/* The words `vrdmactl set VM coll=` takes, and only those. */
+int vd_conf_onoff(const char *s, bool *off)
+{
+	if (strcmp(s, "on") && strcmp(s, "off"))
+		return -EINVAL;
+	*off = !strcmp(s, "off");
+	return 0;
 }
 
 /* fgets that counts lines; a line inih cannot hold is an error here. */
@@ -150,8 +159,8 @@ static int vd_conf_key(void *user, const char *section, const char *name, const 
 		;
 	if (!vd_conf_keys[k])
 		return vd_conf_bad(r, "unknown key '%s' (allowed: node run_dir rdma_addr "
-				   "rdma_port policy state_dir spin_us rt_prio verbose attach)",
-				   name);
+				   "rdma_port policy state_dir spin_us rt_prio verbose attach "
+				   "coll)", name);
 	if (r->seen & 1u << k)
 		return vd_conf_bad(r, "key '%s' given twice", name);
 	r->seen |= 1u << k;
@@ -175,6 +184,10 @@ static int vd_conf_key(void *user, const char *section, const char *name, const 
 		else
 			return vd_conf_bad(r, "verbose: bad value '%.64s' (yes or no)", val);
 		c->verbose_set = true;
+	} else if (!strcmp(name, "coll")) {
+		if (vd_conf_onoff(val, &c->coll_off))
+			return vd_conf_bad(r, "coll: bad value '%.64s' (on or off)", val);
+		c->coll_set = true;
 	} else {
 		/* Strings: node, paths, the address; "" is a value only for
 		 * rdma_addr (the first RDMA device). */

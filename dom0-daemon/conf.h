@@ -27,6 +27,7 @@ struct vd_conf {
 	unsigned rdma_port, spin_us, rt_prio;
 	bool rdma_port_set, spin_us_set, rt_prio_set;
 	bool verbose, verbose_set;
+	bool coll_off, coll_set;	/* coll: on (dom0 runs teams) | off */
 	/* attach: the domain attach policy, none | all | name:GLOB | marker,
 	 * checked by vd_attach_policy_parse (attach.h) as --attach is. */
 	char *attach;
@@ -47,5 +48,6 @@ void vd_conf_free(struct vd_conf *c);
 /* The checks the command line shares: 0 or -EINVAL. */
 int  vd_conf_port(const char *s, unsigned *port);
 int  vd_conf_uint(const char *s, unsigned lo, unsigned hi, unsigned *v);
+int  vd_conf_onoff(const char *s, bool *off);	/* "on" | "off" */
 
 #endif /* VRDMA_VD_CONF_H */

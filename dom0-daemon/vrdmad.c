@@ -34,6 +34,7 @@
 #define VD_STATE_DIR_DEF	"/var/lib/vrdma"
 #define VD_OPT_STATE_DIR	0x100
 #define VD_OPT_ATTACH		0x101	/* long options only */
+#define VD_OPT_COLL		0x102
 
 /* RDMA device for guests on other nodes (issue 4): "" = first
  * RDMA-capable address, "none" = no device. */
@@ -47,7 +48,7 @@ static void vd_usage(FILE *f)
 	fprintf(f,
 		"Usage: vrdmad [-c config] [-f] [-v] [-S run_dir] [-n node] [-a addr|-R none]\n"
 		"              [-p port] [-P policy_file] [--state-dir DIR]\n"
-		"              [--spin-us N] [--rt-prio N] [--attach POLICY]\n"
+		"              [--spin-us N] [--rt-prio N] [--attach POLICY] [--coll on|off]\n"
 		"  -c, --config FILE  configuration file (default %s if it\n"
 		"                     exists; vrdmad.conf(5)); options override it\n"
 		"  -f, --foreground   stay in the foreground (the default)\n"
@@ -69,6 +70,8 @@ static void vd_usage(FILE *f)
 		"                     none (default: vrdmactl attach only), all, name:GLOB,\n"
 		"                     or marker (dom0 writes /local/domain/<domid>/\n"
 		"                     " VD_ATTACH_MARKER_KEY " = 1, then or later)\n"
+		"      --coll on|off  on (default): dom0 runs the collectives of teams of\n"
+		"                     this node's guests; off: the guests run them\n"
 		"  -v, --verbose      debug log\n"
 		"      --spin-us N    busy-poll window after work, microseconds (default %u)\n"
 		"      --rt-prio N    run the data path at SCHED_RR priority N (1..99; needs\n"
@@ -251,6 +254,7 @@ static int vd_start(struct vd_daemon *d, unsigned spin_us)
 		.rdma_addr = vd_rdma_addr, .rdma_port = vd_rdma_port,
 		.policy_path = d->policy_path, .state_dir = d->state_dir,
 		.tenant_defaults = d->limits, .tenant_defaults_set = d->limits_set,
+		.coll_off = d->coll_off,
 	};
 	int err;
 
@@ -394,6 +398,8 @@ static int vd_config(struct vd_daemon *d, struct vd_conf *c, const char *path,
 		*rt_prio = c->rt_prio;
 	if (vlog_level != VLOG_DEBUG && c->verbose_set && c->verbose)
 		vlog_level = VLOG_DEBUG;
+	if (!d->coll_set && c->coll_set)
+		d->coll_off = c->coll_off;
 	/* [limits] replace the built-in defaults; tenant:default's keys
 	 * (vrdmactl set, kept in the settings file) still override them. */
 	if (c->limits_set) {
@@ -456,6 +462,7 @@ int main(int argc, char **argv)
 		{ "rdma-port", required_argument, NULL, 'p' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "attach", required_argument, NULL, VD_OPT_ATTACH },
+		{ "coll", required_argument, NULL, VD_OPT_COLL },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -526,6 +533,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			vd_attach_set = true;
+			break;
+		case VD_OPT_COLL:
+			if (vd_conf_onoff(optarg, &d.coll_off)) {
+				fprintf(stderr, "vrdmad: bad --coll '%s' (on or off)\n", optarg);
+				return 1;
+			}
+			d.coll_set = true;
 			break;
 		case 's':
 			errno = 0;
@@ -610,8 +624,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	vlog_info("vrdmad %s started node=%s run_dir=%s platform=%s spin_us=%u state_dir=%s "
-		  "pid=%ld", VRDMA_VERSION, d.node_name, d.run_dir, vplat_kind(d.plat), spin_us,
-		  d.state_dir ? d.state_dir : "none", (long)getpid());
+		  "coll=%s pid=%ld", VRDMA_VERSION, d.node_name, d.run_dir, vplat_kind(d.plat),
+		  spin_us, d.state_dir ? d.state_dir : "none", d.coll_off ? "off" : "on",
+		  (long)getpid());
 	err = vd_notify("READY=1");
 	if (err)
 		vlog_warn("cannot notify systemd (NOTIFY_SOCKET): %s", strerror(-err));

@@ -31,6 +31,7 @@ struct vd_daemon {
 	unsigned limits_set;		/* 1 << VBE_TQ_*: ... given in vrdmad.conf */
 	unsigned tenant_guests;		/* limits[guests], for the platform */
 	struct vd_attach attach;	/* --attach */
+	bool coll_off, coll_set;	/* --coll off; given on the command line */
 	struct vd_auto *autoattach;	/* applies it (attach.c) */
 	char ctl_path[256];
 	char pid_path[256];

@@ -571,6 +571,10 @@ START_TEST(test_conf_errors)
 	has(out, "vrdmad.conf:2: spin_us: bad value 'lots'");
 	ck_assert_int_eq(run_conf("[vrdmad]\nverbose = maybe\n", "", out, sizeof(out)), 2);
 	has(out, "vrdmad.conf:2: verbose: bad value 'maybe'");
+	ck_assert_int_eq(run_conf("[vrdmad]\ncoll = no\n", "", out, sizeof(out)), 2);
+	has(out, "vrdmad.conf:2: coll: bad value 'no' (on or off)");
+	ck_assert_int_eq(run_conf("", "--coll OFF", out, sizeof(out)), 1);
+	has(out, "vrdmad: bad --coll 'OFF' (on or off)");
 	ck_assert_int_eq(run_conf("[vrdmad]\nstate_dir = relative\n", "", out, sizeof(out)), 2);
 	has(out, "vrdmad.conf:2: state_dir: bad value 'relative'");
 	ck_assert_int_eq(run_conf("[vrdmad]\nnode = a\nnode = b\n", "", out, sizeof(out)), 2);
@@ -615,22 +619,26 @@ START_TEST(test_conf_override)
 	snprintf(text, sizeof(text),
 		 "# vrdmad.conf for a test\n[vrdmad]\nnode = filenode\nrun_dir = %s\n"
 		 "state_dir = %s ; kept here\nspin_us = 0\nverbose = no\n"
-		 "attach = none\n", T.dir, state);
+		 "attach = none\ncoll = off\n", T.dir, state);
 	snprintf(log, sizeof(log), "%s/vrdmad.conf", T.dir);
 	vdt_write_file(log, text);
 	d = start_args("-c", log, NULL);
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
 	has(out, "node filenode:");
+	ck_assert_int_eq(vrdmactl("teams", out, sizeof(out)), 0);
+	has(out, "node filenode: offload off, 0 teams");
 	g = start_guest("conf-vm", "svc");
 	wait_get("conf-vm", (const char *const[]){ "vm=conf-vm", NULL });
 	ck_assert_int_eq(vrdmactl("set conf-vm qps=12", out, sizeof(out)), 0);
 	stop_guest(g);
 	stop(d);
-	d = start_args("--config", log, "-n", "clinode", "--spin-us", "7", NULL);
+	d = start_args("--config", log, "-n", "clinode", "--spin-us", "7", "--coll", "on", NULL);
 	wait_ping();
 	ck_assert_int_eq(vrdmactl("list", out, sizeof(out)), 0);
 	has(out, "node clinode:");
+	ck_assert_int_eq(vrdmactl("teams", out, sizeof(out)), 0);
+	has(out, "node clinode: offload on,");
 	ck_assert_int_eq(vrdmactl("get conf-vm", out, sizeof(out)), 0);
 	has(out, " qps=12 ");
 	stop(d);
@@ -655,7 +663,8 @@ START_TEST(test_conf_override)
 	f = fopen(log, "r");
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "started node=clinode") && strstr(line, "spin_us=7 ");
+		n += strstr(line, "started node=clinode") && strstr(line, "spin_us=7 ") &&
+		     strstr(line, "coll=on ");
 	fclose(f);
 	ck_assert_int_eq(n, 1);
 }
