@@ -322,6 +322,7 @@ struct vbe_prio {
 	uint32_t qps, wrs, credits;
 	uint64_t mem;
 	uint32_t cmds;			/* commands/s, 0 = unlimited (issue 12) */
+	bool coll_off;			/* coll=off: its teams run in the guests */
 };
 
 /* Scheduler state of one guest (sched.c). */

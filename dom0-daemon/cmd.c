@@ -318,7 +318,8 @@ static int vd_cmd_set(struct vd_daemon *d, int argc, char **argv, struct vout *o
 {
 	if (argc < 3)
 		return vout_err(o, -EINVAL, "usage: set <vm> weight=N class=high|normal|low "
-				"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N] [cmds=N]");
+				"rate=BYTES/s[,burst] qps=N mem=BYTES [wrs=N] [credits=N] [cmds=N] "
+				"[coll=on|off]");
 	return vbe_node_prio_set(d->node, argv[1], argc - 2, argv + 2, o);
 }
 

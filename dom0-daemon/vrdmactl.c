@@ -580,9 +580,9 @@ static const struct vc_cmd vc_cmds[] = {
 	{ "set", vc_cmd_prio, "", "VM|tenant:NAME|tenant:default KEY=VALUE...",
 	  "scheduling and quotas, live",
 	  "a guest's weight=N class=high|normal|low rate=B/s[,BURST] qps=N mem=B\n"
-	  "  wrs=N credits=N cmds=N (kept across restarts; a VM with no guest\n"
-	  "  now: stored for its next); a tenant's guests= listeners= conns= qps=\n"
-	  "  mem= cqs= mrs= pages= cmds= (N or default)" },
+	  "  wrs=N credits=N cmds=N coll=on|off (kept across restarts; a VM with\n"
+	  "  no guest now: stored for its next); a tenant's guests= listeners=\n"
+	  "  conns= qps= mem= cqs= mrs= pages= cmds= (N or default)" },
 	{ "get", vc_cmd_prio, "", "VM|tenant:NAME|tenants", "settings, tenant usage",
 	  "a guest's settings (VM: its name, domid[/devid] or dom<N>/<dev>;\n"
 	  "  a VM with no guest now: what is stored), a tenant's usage and limits" },

@@ -795,7 +795,7 @@ START_TEST(store_version_line)
 		{ "# c\nversion 2\ndetached a\n", 0, NULL },
 		{ "version 2\nversion 2\ndetached a\n", -EINVAL, "comes first, once" },
 		{ "vm a 0 weight=2\nversion 2\n", -EINVAL, "comes first, once" },
-		{ "version 3\n", -EPROTONOSUPPORT, "version 3: written by a newer vrdmad" },
+		{ "version 4\n", -EPROTONOSUPPORT, "version 4: written by a newer vrdmad" },
 		{ "version 99999999999999999999999\n", -EPROTONOSUPPORT,
 		  "version 99999999999999999999999: written by a newer vrdmad" },
 		{ "version 184467440737095516160000000000000000\n", -EPROTONOSUPPORT,

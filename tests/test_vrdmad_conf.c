@@ -453,7 +453,7 @@ START_TEST(test_detach_kept)
 	stop(d);
 
 	/* A file of a newer vrdmad: refused, naming its version. */
-	vdt_write_file(tmp_path("settings"), "# later\nversion 3\ndetached dvm\n");
+	vdt_write_file(tmp_path("settings"), "# later\nversion 4\ndetached dvm\n");
 	d = start();
 	ck_assert_int_eq(wait_exit(d), 1);
 	snprintf(file, sizeof(file), "%s/vrdmad.log", T.dir);
@@ -464,8 +464,8 @@ START_TEST(test_detach_kept)
 
 		ck_assert_ptr_nonnull(f);
 		while (fgets(line, sizeof(line), f))
-			n += strstr(line, "state/settings:2: version 3: written by a newer "
-				    "vrdmad (this one reads versions 1 to 2)") != NULL;
+			n += strstr(line, "state/settings:2: version 4: written by a newer "
+				    "vrdmad (this one reads versions 1 to 3)") != NULL;
 		fclose(f);
 		ck_assert_int_eq(n, 1);
 	}

@@ -272,7 +272,7 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	cq->users++;
 	g->coll->nteams++;
 	t->joined++;
-	if (c.flags & VRDMA_TEAM_F_SELF)
+	if ((c.flags & VRDMA_TEAM_F_SELF) || g->prio.coll_off)
 		t->self = true;
 	cn->joins++;
 	out[0] = m->handle;

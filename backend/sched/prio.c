@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Per-guest operator settings (issue 5, docs/prio.md): weight, class,
- * rate, quotas.  They live as keys in the guest's backend directory, like
- * netback's `rate`, so `vrdmactl set` (through vrdmad) and an operator's
- * xenstore-write on Xen go the same way: the node's watch sees the change
- * and vbe_prio_load applies it to traffic already flowing.
+ * rate, quotas, and whether dom0 runs the VM's teams (coll).  They live
+ * as keys in the guest's backend directory, like netback's `rate`, so
+ * `vrdmactl set` (through vrdmad) and an operator's xenstore-write on Xen
+ * go the same way: the node's watch sees the change and vbe_prio_load
+ * applies it to traffic already flowing.
  *
  * Every value is checked here, whoever wrote it: a bad key in the store
  * is logged and the previous value kept.
@@ -35,6 +36,7 @@ void vbe_prio_defaults(struct vbe_prio *p)
 	p->wrs = VBE_MAX_WR_SLOTS;
 	p->credits = VBE_PRIO_CREDITS_DEF;
 	p->cmds = 0;
+	p->coll_off = false;
 }
 
 /* Field by field: the struct has padding, which memcmp would compare. */
@@ -42,7 +44,8 @@ bool vbe_prio_same(const struct vbe_prio *a, const struct vbe_prio *b)
 {
 	return a->weight == b->weight && a->cls == b->cls && a->rate == b->rate &&
 	       a->burst == b->burst && a->qps == b->qps && a->wrs == b->wrs &&
-	       a->credits == b->credits && a->mem == b->mem && a->cmds == b->cmds;
+	       a->credits == b->credits && a->mem == b->mem && a->cmds == b->cmds &&
+	       a->coll_off == b->coll_off;
 }
 
 /* A byte count: digits, then an optional K/M/G/T (powers of 1024). */
@@ -160,8 +163,15 @@ int vbe_prio_parse(const char *key, const char *val, struct vbe_prio *p,
 			 (v && v < VBE_PRIO_CMDS_MIN))
 			return -EINVAL;
 		p->cmds = (uint32_t)v;
+	} else if (!strcmp(key, "coll")) {
+		/* Read at TEAM_JOIN (backend/coll/team.c): teams made before
+		 * a change keep running as they were made. */
+		*allowed = "on or off (dom0 runs the VM's teams, or its guests do)";
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return -EINVAL;
+		p->coll_off = !strcmp(val, "off");
 	} else {
-		*allowed = "keys weight, class, rate, qps, mem, wrs, credits, cmds";
+		*allowed = "keys weight, class, rate, qps, mem, wrs, credits, cmds, coll";
 		return -ENOENT;
 	}
 	return 0;
@@ -189,12 +199,14 @@ void vbe_prio_format(const struct vbe_prio *p, const char *key, char *buf, size_
 		snprintf(buf, len, "%u", p->credits);
 	else if (!strcmp(key, "cmds"))
 		snprintf(buf, len, "%u", p->cmds);
+	else if (!strcmp(key, "coll"))
+		snprintf(buf, len, "%s", p->coll_off ? "off" : "on");
 	else
 		snprintf(buf, len, "?");
 }
 
 const char *const vbe_prio_keys[] = {
-	"weight", "class", "rate", "qps", "mem", "wrs", "credits", "cmds", NULL,
+	"weight", "class", "rate", "qps", "mem", "wrs", "credits", "cmds", "coll", NULL,
 };
 
 /* New settings take effect from the next round; a new or lower rate
@@ -217,10 +229,11 @@ void vbe_prio_apply(struct vbe_guest *g, const struct vbe_prio *p)
 		s->cmd_tokens = vbe_sched_cmd_burst(p->cmds);
 	if (!vbe_prio_same(&g->prio, p))
 		vlog_info("guest %u device %u: weight %u class %s rate %llu burst %llu "
-			  "qps %u mem %llu wrs %u credits %u cmds %u", g->domid, g->devid,
-			  p->weight, vbe_class_names[p->cls % VBE_NCLASS],
+			  "qps %u mem %llu wrs %u credits %u cmds %u coll %s", g->domid,
+			  g->devid, p->weight, vbe_class_names[p->cls % VBE_NCLASS],
 			  (unsigned long long)p->rate, (unsigned long long)p->burst,
-			  p->qps, (unsigned long long)p->mem, p->wrs, p->credits, p->cmds);
+			  p->qps, (unsigned long long)p->mem, p->wrs, p->credits, p->cmds,
+			  p->coll_off ? "off" : "on");
 	g->prio = *p;
 }
 

@@ -100,6 +100,7 @@ static void vbe_prio_jprint(const struct vbe_prio *p, struct vout *o)
 	vout_ju64(o, "wrs", p->wrs);
 	vout_ju64(o, "credits", p->credits);
 	vout_ju64(o, "cmds", p->cmds);
+	vout_jstr(o, "coll", p->coll_off ? "off" : "on");
 }
 
 /*
@@ -156,7 +157,7 @@ static int vbe_prio_words(const char *vm, int nkv, char **kv, struct vbe_prio *p
 	if (nkv < 1)
 		return vout_err(o, -EINVAL, "set %.64s: nothing to set (weight=N "
 				"class=high|normal|low rate=BYTES/s[,burst] qps=N mem=BYTES "
-				"wrs=N credits=N cmds=N)", vm);
+				"wrs=N credits=N cmds=N coll=on|off)", vm);
 	for (i = 0; i < nkv; i++) {
 		eq = strchr(kv[i], '=');
 		klen = eq ? (size_t)(eq - kv[i]) : 0;

@@ -11,15 +11,18 @@
  *
  * One line per VM device, tenant or detached VM, words split by blanks:
  *
- *     version 2                         first and once, when a line below needs it
+ *     version 3                         first and once, when a line below needs it
  *     vm NAME DEVID key=value...        keys of vbe_prio_keys, defaults left out
+ *                                       (coll=off: v3)
  *     tenant NAME key=value...          keys of vbe_tenant_keys
  *     detached NAME                     `vrdmactl detach` of its device 0 (v2)
  *
- * No version line is version 1 (vrdma 1.0: vm and tenant lines), which
- * is what is written while no VM is detached, so 1.0 reads such a file; a
- * version above VBE_STORE_VERSION (or too big a number) is refused,
- * naming it.
+ * No version line is version 1 (vm and tenant lines), which is what is
+ * written while no VM is detached or has coll=off, so any vrdmad reads
+ * such a file; 1.0 reads up to version 2.  A version above
+ * VBE_STORE_VERSION (or too big a number) is refused, naming it: an
+ * older vrdmad stops on a newer file rather than drop what it cannot
+ * hold.  The lowest version that holds the lines is written.
  * VM names are what vbe_keep_name accepts (printable ASCII, no blank,
  * under VBE_VM_NAME) and tenant names what vbe_tenant_name_ok accepts, so
  * no word needs quoting; a file with anything else is refused whole, with
@@ -36,7 +39,7 @@
 #include "../vbe.h"
 
 #define VBE_STORE_WORDS	(2 + 16)
-#define VBE_STORE_VERSION	2	/* the highest this vrdmad reads */
+#define VBE_STORE_VERSION	3	/* the highest this vrdmad reads */
 
 bool vbe_keep_name_ok(const char *s)
 {
@@ -142,16 +145,28 @@ static void vbe_store_detached(const struct vbe_node *n, FILE *f)
 			fprintf(f, "detached %s\n", n->detached[i]);
 }
 
+/* The lowest version whose lines hold n's settings. */
+static unsigned vbe_store_need(const struct vbe_node *n)
+{
+	unsigned i;
+
+	for (i = 0; i < VBE_KEEP_MAX; i++)
+		if (n->keep[i].vm[0] && n->keep[i].prio.coll_off)
+			return 3;
+	for (i = 0; i < VBE_DETACHED_MAX; i++)
+		if (n->detached[i][0])
+			return 2;
+	return 1;
+}
+
 static int vbe_store_fill(FILE *f, void *arg)
 {
 	struct vbe_node *n = arg;
-	unsigned i;
+	unsigned v = vbe_store_need(n);
 
 	fputs("# vrdma settings: written by vrdmad (vrdmactl set), loaded at its start\n", f);
-	for (i = 0; i < VBE_DETACHED_MAX && !n->detached[i][0]; i++)
-		;
-	if (i < VBE_DETACHED_MAX)	/* else version 1: vrdma 1.0 reads it */
-		fprintf(f, "version %d\n", VBE_STORE_VERSION);
+	if (v > 1)	/* else version 1: every vrdmad reads it */
+		fprintf(f, "version %u\n", v);
 	vbe_store_vms(n, f);
 	vbe_store_detached(n, f);
 	return vbe_store_tenants(n, f);

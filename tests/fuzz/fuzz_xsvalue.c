@@ -10,7 +10,7 @@
  *   op 0 / 1   write / remove a frontend key (state, protocol-version,
  *              ring orders, ring-pages, event-channel, ring-ref<N>)
  *   op 2       write a backend dir key (frontend, tenant, the operator's
- *              weight ... cmds, state)
+ *              weight ... cmds, coll, state)
  *   op 3       write a tenant limit (dom1, default)
  *   op 4       write the domain's name
  *   op 5       write bytes of the device area's page 0 (magic, version,
@@ -54,7 +54,7 @@ static const char *const fz_fkeys[] = {
 };
 static const char *const fz_bkeys[] = {
 	"frontend", "tenant", "weight", "class", "rate", "qps", "mem", "wrs", "credits",
-	"cmds", "state",
+	"cmds", "coll", "state",
 };
 static const char *const fz_tkeys[] = { "guests", "listeners", "conns", "qps", "mem" };
 
