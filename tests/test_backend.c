@@ -900,6 +900,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_udnode_tcase());
 	suite_add_tcase(s, backend_udahead_tcase());
 	suite_add_tcase(s, backend_coll_tcase());
+	suite_add_tcase(s, backend_collsw_tcase());
 	return s;
 }
 
