@@ -28,6 +28,7 @@
 
 #define NODE		"api-node"	/* tlive.c's vrdmad -n */
 #define MB		(1u << 20)
+#define SLOT		(256u << 10)	/* offload.c's staging slot */
 
 static const char *const here[TMAX] = { NODE, NODE, NODE, NODE, NODE, NODE, NODE, NODE, NODE };
 static const char *const elsewhere[TMAX] = { "n", "n", "n", "n", "n", "n", "n", "n", "n" };
@@ -449,9 +450,9 @@ END_TEST
 
 START_TEST(t_offload_sizes)
 {
-	/* 0, 1, odd, a staging slot (1 MiB) of doubles and one more, three
-	 * slots and an odd tail: an operation of several OP_COLLs */
-	static const size_t n[] = { 0, 1, 3, MB / 8, MB / 8 + 1, 3 * (MB / 8) + 5 };
+	/* 0, 1, odd, a staging slot of doubles and one more, three slots
+	 * and an odd tail: an operation of several OP_COLLs */
+	static const size_t n[] = { 0, 1, 3, SLOT / 8, SLOT / 8 + 1, 3 * (SLOT / 8) + 5 };
 
 	NEED_COLL();
 	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
@@ -464,7 +465,7 @@ END_TEST
 /* ---- bcast, reduce, allgather, barrier, posted: larger than a slot ---- */
 
 #define BC_LEN		(2 * MB + MB / 2 + 7)
-#define AG_LEN		(MB / 3 + 3)	/* x4 members: two pieces a block */
+#define AG_LEN		(MB / 3 + 3)	/* x4 members: 6 pieces a block */
 
 static uint8_t pat(uint32_t r, size_t i)
 {
@@ -483,7 +484,7 @@ static bool check_pat(struct om *m, const uint8_t *b, size_t len, uint32_t r, co
 
 static void body_mixed(struct om *m)
 {
-	const uint32_t n = 300000;	/* int32s: two pieces */
+	const uint32_t n = 300000;	/* int32s: 5 pieces */
 	uint8_t *b = malloc(BC_LEN), *ag = malloc((size_t)AG_LEN * m->size);
 	int32_t *s = malloc(n * 4), *d = malloc(n * 4), *want = m->arg;
 	int32_t *nb_s[3], *nb_d[3];

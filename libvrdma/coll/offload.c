@@ -31,8 +31,10 @@
 #include "../vlib.h"
 
 #define VCT_OFF_SLOTS	2		/* pieces in flight */
-#define VCT_OFF_AREA	(1u << 20)	/* a slot's send area, and its receive
-					 * area; a multiple of every element */
+/* A slot's send area, and its receive area: a multiple of every element,
+ * and dom0's own chunk (backend/coll).  The staging is 4 of them, 256
+ * pages: a Xen domU shares 1024 by default, every process together. */
+#define VCT_OFF_AREA	(256u << 10)
 
 _Static_assert(VCT_OFF_SLOTS <= VRDMA_TEAM_DEPTH, "pieces in flight fit dom0's depth");
 _Static_assert(VCT_OFF_AREA / VRDMA_TEAM_MAX_SIZE >= 1, "an ALLGATHER piece holds a byte");
@@ -191,7 +193,9 @@ static int vct_off_issue(struct vrdma_team *t)
 	rc = o->ops->post(o->dt, w, k);
 	o->wseq += k;
 	o->nfly += k;
-	return rc;		/* an error breaks the team: counts do not matter */
+	/* An error breaks the team: counts do not matter.  A ring full for
+	 * seconds is a dom0 that does not answer. */
+	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
 
 /* An OP_COLL's error status, as coll.h's errors. */
@@ -220,11 +224,12 @@ static int vct_off_reap(struct vrdma_team *t)
 		return -errno;
 	for (i = 0; i < n; i++) {
 		struct vct_piece *p = &o->fly[o->head];
-		const struct vct_op *op = &t->ops[p->op % VCT_PENDING];
+		const struct vct_op *op;
 
 		/* team_dev.c matched it to our oldest OP_COLL already. */
 		if (!o->nfly || wc[i].opcode != VLIB_WC_COLL || wc[i].wr_id != p->wseq)
 			return -EIO;
+		op = &t->ops[p->op % VCT_PENDING];
 		if (wc[i].status != VRDMA_WC_SUCCESS)
 			return vct_off_status(wc[i].status);
 		vct_off_deliver(t, op, p, (unsigned)(p->wseq % VCT_OFF_SLOTS));
