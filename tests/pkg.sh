@@ -116,7 +116,7 @@ holds() {	# holds PKG PATH...: each PATH is in PKG
 	done
 }
 check "libvrdma1: the library in /$lib" \
-	holds libvrdma1 "/$lib/libvrdma.so.1.1.0" "/$lib/libvrdma.so.1"
+	holds libvrdma1 "/$lib/libvrdma.so.$ver" "/$lib/libvrdma.so.1"
 check "libvrdma-dev: headers, .so link, vrdma.pc, man3, libvrdma(7)" \
 	holds libvrdma-dev /usr/include/vrdma/vrdma.h /usr/include/vrdma/wire.h \
 	"/$lib/libvrdma.so" "/$lib/pkgconfig/vrdma.pc" \
@@ -158,6 +158,8 @@ else
 fi
 check "vrdma-guest's private libraries bind to themselves, not rdma-core" sh -c \
 	"! dpkg-deb -f $debs/vrdma-guest_*.deb Depends | grep -q 'libibverbs1\|librdmacm1'"
+check "vrdma-guest does not pull in an MPI (libvrdma-mpi.so uses the program's)" sh -c \
+	"! dpkg-deb -f $debs/vrdma-guest_*.deb Depends | grep -q 'libopenmpi\|libmpich'"
 
 # ---- RUNPATH: none in installed programs and libvrdma; in the private
 # dir only $ORIGIN-relative ones (they find each other and libvrdma) ----

@@ -123,6 +123,9 @@ struct vrdma_coll_args {
 	size_t count;			/* elements (reductions); bytes (BCAST,
 					 * and each member's for ALLGATHER) */
 };
+/* In place: ALLREDUCE and REDUCE take sendbuf == recvbuf; ALLGATHER
+ * takes sendbuf == recvbuf + rank * count (this member's block already
+ * where it goes).  Other overlaps of sendbuf and recvbuf are undefined. */
 
 struct vrdma_team;
 
