@@ -300,8 +300,12 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 			return;
 		}
 	}
+	/* Asked to, or no scratch for it: the members run it themselves. */
+	if (!t->self)
+		vlog_warn("vrdmad: team %llu: no memory for its scratch: its members run it",
+			  (unsigned long long)t->serial);
 	t->state = VBE_TEAM_SELF;
-	vbe_coll_say(t, t->self ? VRDMA_CS_NOENT : VRDMA_CS_NOMEM);
+	vbe_coll_say(t, VRDMA_CS_NOENT);
 }
 
 /* Drop @ref: its ops go without completions, the others' team fails. */
