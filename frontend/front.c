@@ -172,10 +172,6 @@ static int vfe_wait_back_state(struct vfe_dev *d, const char *want, int64_t dead
 	return rc;
 }
 
-
-static int vfe_back_path(const struct vfe_dev *d, const char *key,
-			 char *path, size_t len);
-
 /*
  * A new frontend instance (process) on the device: wait until the backend
  * is in InitWait.  It may still be closing the previous instance's
@@ -514,6 +510,12 @@ int vfe_open(struct vfe_dev *d, const char *kind, int timeout_ms,
 	rc = vfe_claim(d, deadline);
 	if (rc)
 		goto err_plat;
+	/* A new instance: Initialising before any other key.  One that died
+	 * between its Initialised and dom0's look left that state behind; dom0
+	 * must not read it against the keys we rewrite (docs/wire.md). */
+	rc = vfe_fwrite(d, "state", VRDMA_XB_INITIALISING);
+	if (rc)
+		goto err_claim;
 	rc = vfe_read_backend(d, deadline);
 	if (rc)
 		goto err_claim;

@@ -41,6 +41,7 @@ struct vplat {
 	uint32_t domid;
 	int efd;
 	bool raised;		/* efd written since vplat_process read it */
+	bool held;		/* stub_hold: its watch events wait */
 };
 
 struct stub_key {
@@ -110,6 +111,8 @@ static uint64_t stub_mcost, stub_mpages;
 static struct vplat_map **stub_mcache;
 static unsigned stub_mcache_n, stub_mcache_max, stub_epoch;
 static struct { int err; unsigned n; } stub_fails[STUB_FAIL_N];
+static struct { char path[VPLAT_KEY_MAX]; void (*fn)(void *arg); void *arg; }
+	stub_hooks[STUB_HOOK_N];
 
 void stub_fail(enum stub_fail_op op, int err, unsigned n)
 {
@@ -153,6 +156,7 @@ void stub_reset(void)
 	stub_lists = 0;
 	stub_reads = 0;
 	memset(stub_fails, 0, sizeof(stub_fails));
+	memset(stub_hooks, 0, sizeof(stub_hooks));
 	stub_mlim = (struct vplat_map_limits){ 32768, UINT64_MAX };
 }
 
@@ -251,6 +255,8 @@ int vplat_process(struct vplat *p)
 	int rounds = 0;
 	bool again = true;
 
+	if (p->held)
+		return 0;
 	/* One eventfd write a wakeup and no read without one: a syscall
 	 * costs the fuzzers more than the backend code they exercise. */
 	if (p->raised) {
@@ -289,12 +295,35 @@ void stub_run(void)
 	while (busy && rounds++ < 1000) {
 		busy = false;
 		for (w = stub_watches; w; w = w->next)
-			if (w->pending && !w->removed)
+			if (w->pending && !w->removed && !w->p->held)
 				busy = true;
 		for (i = 0; i < STUB_MAX_PLAT; i++)
 			if (stub_plats[i])
 				vplat_process(stub_plats[i]);
 	}
+}
+
+void stub_hold(struct vplat *p, bool held)
+{
+	p->held = held;
+}
+
+void stub_hook(enum stub_hook_op op, const char *path, void (*fn)(void *arg), void *arg)
+{
+	snprintf(stub_hooks[op].path, sizeof(stub_hooks[op].path), "%s", path);
+	stub_hooks[op].fn = fn;
+	stub_hooks[op].arg = arg;
+}
+
+/* Run (and disarm) op's hook if it is set on `path`. */
+static void stub_hook_run(enum stub_hook_op op, const char *path)
+{
+	void (*fn)(void *arg) = stub_hooks[op].fn;
+
+	if (!fn || strcmp(stub_hooks[op].path, path))
+		return;
+	stub_hooks[op].fn = NULL;
+	fn(stub_hooks[op].arg);
 }
 
 unsigned stub_live_maps(void)
@@ -722,6 +751,7 @@ int vplat_key_write(struct vplat *p, const char *path, const char *val)
 	free(k->val);
 	k->val = strdup(val);
 	stub_fire(full);
+	stub_hook_run(STUB_HOOK_WRITE, full);
 	return 0;
 }
 
@@ -743,6 +773,7 @@ int vplat_key_read(struct vplat *p, const char *path, char *buf, size_t len)
 
 	stub_reads++;
 	stub_path(p, path, full);
+	stub_hook_run(STUB_HOOK_READ, full);
 	k = stub_find(full);
 	if (!k)
 		return -ENOENT;
@@ -779,6 +810,19 @@ int vplat_key_rm(struct vplat *p, const char *path)
 	}
 	stub_fire(full);
 	return 0;
+}
+
+/* One process: nothing runs between the compare and the write. */
+int vplat_key_cas(struct vplat *p, const char *path, const char *old, const char *val)
+{
+	char cur[VPLAT_VAL_MAX];
+	int r = vplat_key_read(p, path, cur, sizeof(cur));
+
+	if (r && r != -ENOENT)
+		return r;
+	if (old ? r || strcmp(cur, old) : !r)
+		return -EEXIST;
+	return vplat_key_write(p, path, val);
 }
 
 int vplat_key_list(struct vplat *p, const char *path, char *buf, size_t len,

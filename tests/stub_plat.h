@@ -8,6 +8,7 @@
 #ifndef VRDMA_STUB_PLAT_H
 #define VRDMA_STUB_PLAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vplat.h"
@@ -42,5 +43,13 @@ void stub_map_cache(unsigned n);
  * puts back 32768 maps, pages unbounded. */
 void stub_map_limits(uint64_t maps, uint64_t pages);
 void stub_map_cache_drop(void);
+/* While held, p's watch events wait (stub_run and vplat_process skip
+ * them): that side is busy, as a loaded dom0 is, while the other acts. */
+void stub_hold(struct vplat *p, bool held);
+/* fn(arg) once, the next time the key `path` (absolute) is read (before
+ * the read: the other side acted just before this one looked) or written
+ * (after the write): the ordering of two sides' xenstore calls. */
+enum stub_hook_op { STUB_HOOK_READ, STUB_HOOK_WRITE, STUB_HOOK_N };
+void stub_hook(enum stub_hook_op op, const char *path, void (*fn)(void *arg), void *arg);
 
 #endif /* VRDMA_STUB_PLAT_H */

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /* Backend lifecycle of backend/guest/xenbus.c: process death, disable, domain
- * destroyed, vrdmad restart with stale frontends (stub platform). */
+ * destroyed, vrdmad restart with stale frontends, a frontend that starts over
+ * while dom0 reads its keys (stub platform). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "backend_tg.h"
 #include "../backend/vbe.h"
+#include "../frontend/front.h"
 
-static void hs_live(struct tg *g)
+/* What frontend/front.c publishes, state last; dom0 has not looked yet. */
+static void publish(struct tg *g)
 {
 	uint32_t pages = vrdma_sring_pages(VRDMA_REQ_RING_ORDER_DEF, VRDMA_EVT_RING_ORDER_DEF);
 	uint32_t port, i;
@@ -29,6 +32,11 @@ static void hs_live(struct tg *g)
 	}
 	fkey(g, "event-channel", port);
 	fkey(g, "state", VRDMA_XB_INITIALISED);
+}
+
+static void hs_live(struct tg *g)
+{
+	publish(g);
 	stub_run();
 }
 
@@ -48,6 +56,25 @@ static void drop(struct tg *g)
 }
 
 static struct vbe_census cen(void) { struct vbe_census c; vbe_node_census(node, &c); return c; }
+
+static void key_path(char *path, size_t len, const char *dir, const char *key)
+{
+	snprintf(path, len, "%s/%s", dir, key);
+}
+
+static void let_dom0_look(void *arg)
+{
+	(void)arg;
+	stub_hold(dom0, false);
+	stub_run();
+}
+
+static int no_evt(void *arg, const struct vrdma_evt *e)
+{
+	(void)arg;
+	(void)e;
+	return 0;
+}
 
 START_TEST(process_death)
 {
@@ -188,6 +215,36 @@ START_TEST(restart_stale_dead)
 }
 END_TEST
 
+/*
+ * A process published Initialised and died (killed) before a busy dom0
+ * looked; the next one claims the device and rewrites the keys while dom0
+ * still has that Initialised to read.  Runs frontend/front.c: it says
+ * Initialising before any key, so dom0 never maps half of the dead set
+ * and half of the new one and refuses the new process.
+ */
+START_TEST(new_process_over_dead_initialised)
+{
+	struct tg old;
+	struct vfe_dev d;
+	char path[256];
+
+	tg_start(&old, 1);	/* the stub's vplat_open is domain 1's */
+	key_path(path, sizeof(path), old.fdir, "backend");
+	ck_assert_int_eq(vplat_key_write(old.p, path, old.bdir), 0);
+	stub_hold(dom0, true);
+	publish(&old);
+	drop(&old);
+	key_path(path, sizeof(path), old.fdir, "ring-ref0");
+	stub_hook(STUB_HOOK_WRITE, path, let_dom0_look, NULL);
+	ck_assert_int_eq(vfe_open(&d, NULL, 5000, no_evt, NULL), 0);
+	ck_assert_int_eq(back_state(&old), VRDMA_XB_CONNECTED);
+	vfe_close(&d);
+	stub_run();
+	ck_assert_int_eq(back_state(&old), VRDMA_XB_INITWAIT);
+	tg_stop(&old);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("life");
@@ -201,6 +258,7 @@ int main(void)
 	tcase_add_test(t, domain_destroyed);
 	tcase_add_test(t, restart_stale);
 	tcase_add_test(t, restart_stale_dead);
+	tcase_add_test(t, new_process_over_dead_initialised);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
