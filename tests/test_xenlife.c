@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Backend lifecycle of backend/guest/xenbus.c: process death, disable, domain
- * destroyed, vrdmad restart with stale frontends, a frontend that starts over
- * while dom0 reads its keys (stub platform). */
+ * destroyed, vrdmad restart with stale frontends, a frontend that gives up or
+ * starts over while dom0 reads its keys (stub platform). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +60,34 @@ static struct vbe_census cen(void) { struct vbe_census c; vbe_node_census(node, 
 static void key_path(char *path, size_t len, const char *dir, const char *key)
 {
 	snprintf(path, len, "%s/%s", dir, key);
+}
+
+/* A frontend past its deadline (vfe_open's unwind): Closed, then its
+ * channel and grants go. */
+static void give_up(void *arg)
+{
+	struct tg *g = arg;
+
+	fkey(g, "state", VRDMA_XB_CLOSED);
+	drop(g);
+}
+
+/* ... and the domain's next process on the device, at once: Initialising,
+ * its own keys, Initialised. */
+static void give_up_and_restart(void *arg)
+{
+	struct tg *g = arg;
+
+	give_up(g);
+	fkey(g, "state", VRDMA_XB_INITIALISING);
+	publish(g);
+}
+
+static int back_written = -1;
+
+static void note_back_state(void *arg)
+{
+	back_written = back_state(arg);
 }
 
 static void let_dom0_look(void *arg)
@@ -216,6 +244,56 @@ START_TEST(restart_stale_dead)
 END_TEST
 
 /*
+ * dom0 read Initialised and the refs; before it mapped them the frontend
+ * gave up (its vrdma_open deadline under load): Closed, grants ended.
+ * The map fails, but nothing was refused: InitWait, never Closed, and the
+ * next process connects.
+ */
+START_TEST(gave_up_while_read)
+{
+	struct tg a;
+	char path[256];
+
+	tg_start(&a, 5);
+	key_path(path, sizeof(path), a.fdir, "event-channel");
+	stub_hook(STUB_HOOK_READ, path, give_up, &a);
+	key_path(path, sizeof(path), a.bdir, "state");
+	back_written = -1;
+	stub_hook(STUB_HOOK_WRITE, path, note_back_state, &a);
+	hs_live(&a);
+	ck_assert_int_eq(back_written, -1);	/* not even a passing Closed */
+	stub_hook(STUB_HOOK_WRITE, path, NULL, NULL);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_INITWAIT);
+	ck_assert_uint_eq(cen().maps, 0);
+	ck_assert_uint_eq(cen().chans, 0);
+	hs_live(&a);	/* the next process */
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	tg_stop(&a);
+}
+END_TEST
+
+/*
+ * As above, and the next process published its own set before dom0 used
+ * the refs it had read: dom0 connects that set (its watch event is still
+ * queued), not Closed with the new Initialised already seen.
+ */
+START_TEST(restarted_while_read)
+{
+	struct tg a;
+	char path[256];
+
+	tg_start(&a, 5);
+	key_path(path, sizeof(path), a.fdir, "event-channel");
+	stub_hook(STUB_HOOK_READ, path, give_up_and_restart, &a);
+	hs_live(&a);
+	ck_assert_int_eq(back_state(&a), VRDMA_XB_CONNECTED);
+	ck_assert_uint_eq(cen().maps, 1);
+	ck_assert_int_eq(a.sr->dom0_live, VRDMA_SRING_LIVE);	/* the new area */
+	tg_stop(&a);
+}
+END_TEST
+
+/*
  * A process published Initialised and died (killed) before a busy dom0
  * looked; the next one claims the device and rewrites the keys while dom0
  * still has that Initialised to read.  Runs frontend/front.c: it says
@@ -258,6 +336,8 @@ int main(void)
 	tcase_add_test(t, domain_destroyed);
 	tcase_add_test(t, restart_stale);
 	tcase_add_test(t, restart_stale_dead);
+	tcase_add_test(t, gave_up_while_read);
+	tcase_add_test(t, restarted_while_read);
 	tcase_add_test(t, new_process_over_dead_initialised);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);

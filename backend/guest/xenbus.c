@@ -23,6 +23,8 @@
  *
  * Anything wrong in the frontend's keys or pages refuses the guest: one
  * log line and state Closed.  It may retry from Initialising or Closed.
+ * Not when the keys changed while we read them (vbe_xb_front_moved): the
+ * frontend gave up or a new process started over, and we wait for it.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -167,6 +169,44 @@ static int vbe_xb_read_opt(struct vbe_guest *g, const char *key, uint32_t *val)
 	return err == -ENOENT ? 0 : err;
 }
 
+/*
+ * The area did not map, or its page 0 or channel did not match: bad keys,
+ * or keys that were no longer one frontend's by the time we used them.
+ * Each side acts between the other's xenstore calls: a frontend past its
+ * deadline says Closed and ends its grants while we read the refs its
+ * Initialised announced, and the domain's next process may be rewriting
+ * them.  That is no refusal: the frontend's state is no longer Initialised
+ * or Connected, or a key we used has another value now.  We stay InitWait
+ * and take what we read for the frontend's state, so that the watch event
+ * of that later write (still queued) connects the new set once it says
+ * Initialised.  True if so.
+ */
+static bool vbe_xb_front_moved(struct vbe_guest *g, const uint32_t *refs, uint32_t pages,
+			       uint32_t port, const char *why)
+{
+	uint32_t fs, v, i;
+	char key[32];
+
+	if (vbe_xb_read_u32(g, "state", &fs))
+		fs = VRDMA_XB_UNKNOWN;
+	if (fs == VRDMA_XB_INITIALISED || fs == VRDMA_XB_CONNECTED) {
+		for (i = 0; i < pages; i++) {
+			snprintf(key, sizeof(key), "ring-ref%u", i);
+			if (vbe_xb_read_u32(g, key, &v) || v != refs[i])
+				break;
+		}
+		if (i == pages && vbe_xb_read_u32(g, "event-channel", &v) == 0 && v == port)
+			return false;
+		fs = VRDMA_XB_INITIALISING;	/* a new set on its way */
+	}
+	vlog_info("guest %u device %u: %s, but the frontend changed its keys meanwhile "
+		  "(it gave up, or a new process started over): waiting for it",
+		  g->domid, g->devid, why);
+	vbe_xb_drop_area(g);
+	g->front_state = (int)fs;
+	return true;
+}
+
 static int vbe_xb_connect(struct vbe_guest *g)
 {
 	uint32_t ver = VRDMA_WIRE_VERSION, req_order = VRDMA_REQ_RING_ORDER_DEF;
@@ -176,6 +216,7 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	struct vrdma_sring hdr;
 	struct vplat_map *map;
 	char key[32];
+	bool bad;
 	int err;
 
 	_Static_assert(sizeof(refs) / sizeof(refs[0]) >=
@@ -213,20 +254,29 @@ static int vbe_xb_connect(struct vbe_guest *g)
 	err = vbe_map_area(g, refs, pages, 1, &map);
 	if (err == -E2BIG)
 		return vbe_xb_refuse(g, "device area in more than %u mappings", VBE_AREA_MAPS);
+	/* (-ENOMEM: dom0's room, whoever's keys they were) */
+	if (err && err != -ENOMEM &&
+	    vbe_xb_front_moved(g, refs, pages, port, "its device area did not map"))
+		return -EAGAIN;
 	if (err)
 		return vbe_xb_refuse(g, "cannot map the device area: %s", strerror(-err));
 	g->ring_map = map;
 	g->nmaps++;
 	/* Copy page 0's identity out before believing it. */
 	memcpy(&hdr, vplat_map_addr(map), sizeof(hdr));
-	if (hdr.magic != VRDMA_WIRE_MAGIC || hdr.version != VRDMA_WIRE_VERSION ||
-	    hdr.req_order != req_order || hdr.evt_order != evt_order)
+	bad = hdr.magic != VRDMA_WIRE_MAGIC || hdr.version != VRDMA_WIRE_VERSION ||
+	      hdr.req_order != req_order || hdr.evt_order != evt_order;
+	if (bad && vbe_xb_front_moved(g, refs, pages, port, "its page 0 does not match its keys"))
+		return -EAGAIN;
+	if (bad)
 		return vbe_xb_refuse(g, "device area header does not match its keys");
 	/* Armed by the guest's platform before it published: watch it from now. */
 	g->live = hdr.guest_live == VRDMA_SRING_LIVE;
 	err = vplat_chan_bind(plat, g->domid, port, &g->chan);
 	if (err) {
 		g->chan = NULL;
+		if (vbe_xb_front_moved(g, refs, pages, port, "its event channel is not bound"))
+			return -EAGAIN;
 		return vbe_xb_refuse(g, "cannot bind event-channel %u: %s", port,
 				     strerror(-err));
 	}
