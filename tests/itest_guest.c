@@ -27,6 +27,9 @@
 #include "itest_lib.h"
 
 #define T_MS		10000
+/* vrdma_open's handshake is some 40 xenstore calls from the domU and 25
+ * from dom0: on the rig soak's loaded TCG host it took over 10 s. */
+#define T_OPEN_MS	30000
 #define BUF_LEN		(1u << 20)
 #define MSG_LEN		64
 #define DEPTH		64
@@ -75,7 +78,7 @@ struct ctx {
 static void ctx_init(struct ctx *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->dev = vrdma_open(NULL, T_MS);
+	c->dev = vrdma_open(NULL, T_OPEN_MS);
 	if (!c->dev)
 		itest_die("vrdma_open", errno);
 	c->pd = vrdma_alloc_pd(c->dev);
@@ -842,7 +845,7 @@ static int client(const char *service)
  */
 static int poll_dom0(int limit_s)
 {
-	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_device *dev = vrdma_open(NULL, T_OPEN_MS);
 	struct timespec ts;
 	struct vrdma_cq *cq;
 	struct vrdma_wc wc;
@@ -878,7 +881,7 @@ static int poll_dom0(int limit_s)
 static int listen_peer(const char *service, int limit_s, bool accept)
 {
 	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
-	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_device *dev = vrdma_open(NULL, T_OPEN_MS);
 	struct vrdma_conn_peer peer;
 	struct vrdma_conn_req req;
 	struct vrdma_listener *l;
@@ -925,7 +928,7 @@ static int listen_peer(const char *service, int limit_s, bool accept)
 static int connect_errno(const char *service, const char *node)
 {
 	struct vrdma_qp_init_attr a = { .cap = { 4, 4, 1, 1 } };
-	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_device *dev = vrdma_open(NULL, T_OPEN_MS);
 	struct vrdma_pd *pd;
 	struct vrdma_qp *qp;
 	int rc;
@@ -947,7 +950,7 @@ static int connect_errno(const char *service, const char *node)
  */
 static int listen_flood(const char *prefix, int hold_s)
 {
-	struct vrdma_device *dev = vrdma_open(NULL, T_MS);
+	struct vrdma_device *dev = vrdma_open(NULL, T_OPEN_MS);
 	char svc[32];
 	int n, err = 0;
 
