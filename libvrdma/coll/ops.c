@@ -78,6 +78,16 @@ static int vct_step(struct vrdma_team *t)
 	return t->off ? vct_off_progress(t) : vct_progress(t);
 }
 
+/* Break the team in the mode's way: the fallback closes its links, an
+ * offloaded team leaves dom0's team; either way the others learn now. */
+static void vct_fail(struct vrdma_team *t, int err)
+{
+	if (t->off)
+		vct_off_break(t, err);
+	else
+		vct_break(t, err);
+}
+
 int vrdma_coll_post(struct vrdma_team *team, const struct vrdma_coll_args *args,
 		    uint64_t *seq)
 {
@@ -139,7 +149,7 @@ int vrdma_coll_wait(struct vrdma_team *team, uint64_t seq, uint32_t *flags, int 
 			return timeout_ms ? ETIMEDOUT : EAGAIN;
 		rc = vrdma_wait_cq(team->cq, left > INT32_MAX ? INT32_MAX : (int)left);
 		if (rc && rc != ETIMEDOUT) {
-			team->err = rc;
+			vct_fail(team, rc);
 			return rc;
 		}
 	}
@@ -159,7 +169,7 @@ static int vct_run(struct vrdma_team *t, const struct vrdma_coll_args *a, int ti
 		return rc;
 	rc = vrdma_coll_wait(t, seq, NULL, timeout_ms);
 	if (rc == ETIMEDOUT)
-		t->err = ETIMEDOUT;
+		vct_fail(t, ETIMEDOUT);
 	return rc;
 }
 

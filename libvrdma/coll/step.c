@@ -525,6 +525,26 @@ int vct_progress(struct vrdma_team *t)
 		t->nbytes += op->vbytes;
 	}
 	if (rc)
-		t->err = -rc;
+		vct_break(t, -rc);
 	return rc;
+}
+
+/*
+ * Break the team with @err and leave it: every link's QP goes to error,
+ * which dom0 passes on to the peer's QP as a disconnect.  A member waiting
+ * for this one then fails with ECONNRESET at once, and in turn leaves, so
+ * the whole team learns within a few hops rather than at each member's
+ * timeout or when this member's program destroys the team.
+ */
+void vct_break(struct vrdma_team *t, int err)
+{
+	struct vrdma_qp_attr qa = { .qp_state = VRDMA_QPS_ERR };
+	uint32_t i;
+
+	if (t->err)
+		return;
+	t->err = err;
+	for (i = 0; i < t->nlinks; i++)
+		if (t->links[i].qp)	/* fails only on a broken device */
+			(void)vrdma_modify_qp(t->links[i].qp, &qa, VRDMA_QP_STATE);
 }

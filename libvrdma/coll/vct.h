@@ -169,5 +169,7 @@ uint32_t vct_hash_nodes(uint32_t size, const char *const *nodes);
 int vct_progress(struct vrdma_team *t);
 /* Post the receive of step @step on @l. */
 int vct_post_recv(struct vrdma_team *t, struct vct_link *l, uint32_t step);
+/* Broken with @err (positive): the links closed, so the others learn. */
+void vct_break(struct vrdma_team *t, int err);
 
 #endif /* VRDMA_LIBVRDMA_COLL_VCT_H */
