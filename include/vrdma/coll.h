@@ -135,9 +135,12 @@ int vrdma_team_key(uint8_t key[VRDMA_TEAM_KEY_LEN]);
 /*
  * vrdma_team_create - join the team @attr names, waiting up to
  * @timeout_ms for every member to join.  @pd is this member's.
- * NULL with errno: EINVAL (bad attr), ENOMEM, ETIMEDOUT (not every
- * member joined in time), EPROTO (a member's key, size or node list
- * differs), EACCES (dom0's connect policy refuses a member), EIO.
+ * A create succeeds in every member or in none (but for a member that
+ * dies meanwhile).  NULL with errno: EINVAL (bad attr), ENOMEM,
+ * ETIMEDOUT (not every member joined in time, or one that had joined
+ * gave up first), EPROTO (a member's key, size or node list differs; a
+ * member that cannot see it fails with ETIMEDOUT), EACCES (dom0's
+ * connect policy refuses a member), EIO.
  */
 struct vrdma_team *vrdma_team_create(struct vrdma_pd *pd, const struct vrdma_team_attr *attr,
 				     int timeout_ms);

@@ -173,6 +173,30 @@ static int vct_run(struct vrdma_team *t, const struct vrdma_coll_args *a, int ti
 	return rc;
 }
 
+/*
+ * The end of a create: a barrier over the new links.  It completes in a
+ * member only once every member posted it, that is once every member's
+ * links are up, so a create succeeds everywhere or nowhere (but for a
+ * member that dies meanwhile).  The barrier is the team's own: its
+ * number and count are taken back.  0 or -errno.
+ */
+int vct_settle(struct vrdma_team *t, int timeout_ms)
+{
+	struct vrdma_coll_args a = { .kind = VRDMA_COLL_BARRIER };
+	uint64_t seq;
+	int rc;
+
+	rc = vrdma_coll_post(t, &a, &seq);
+	if (!rc)
+		rc = vrdma_coll_wait(t, seq, NULL, timeout_ms);
+	if (rc)
+		return rc == EAGAIN ? -ETIMEDOUT : -rc;	/* EAGAIN: no time was left */
+	t->next_seq = 1;
+	t->done_seq = 0;
+	t->nops = 0;
+	return 0;
+}
+
 int vrdma_allreduce(struct vrdma_team *team, const void *sendbuf, void *recvbuf,
 		    size_t count, uint32_t type, uint32_t op, int timeout_ms)
 {

@@ -421,6 +421,10 @@ struct vrdma_team *vrdma_team_create(struct vrdma_pd *pd, const struct vrdma_tea
 		rc = vct_connect(t, &t->fin_out0[i], attr->nodes, VCT_ROLE_FINAL, hash, deadline);
 	if (!rc && want)
 		rc = vct_accept_all(t, ls, want, hash, deadline);
+	if (!rc)
+		rc = vct_settle(t, vct_left(deadline));
+	if (rc == -ECONNRESET)
+		rc = -ETIMEDOUT;	/* a member gave up: the team never came together */
 	if (rc)
 		goto fail;
 	if (ls)

@@ -172,4 +172,7 @@ int vct_post_recv(struct vrdma_team *t, struct vct_link *l, uint32_t step);
 /* Broken with @err (positive): the links closed, so the others learn. */
 void vct_break(struct vrdma_team *t, int err);
 
+/* ops.c: a create's last step, once every link is up.  0 or -errno. */
+int vct_settle(struct vrdma_team *t, int timeout_ms);
+
 #endif /* VRDMA_LIBVRDMA_COLL_VCT_H */
