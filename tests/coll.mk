@@ -26,3 +26,13 @@ $(B)/tests/test_coll_team: $(call obj,tests/test_coll_team.c tests/tcoll.c tests
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
 		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -lm -lpthread
+
+# Teams that go wrong: a member missing, dying (a child process), late,
+# disagreeing; a stranger with a wrong key.  Same harness and seam.
+CHECK_BINS += $(B)/tests/test_coll_fault
+$(B)/tests/test_coll_fault: $(call obj,tests/test_coll_fault.c tests/tcoll.c tests/tlive.c \
+		common/coll/vcoll_reduce.c) \
+		$(TCT_OBJS) $(LIBSO)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALLLDFLAGS) -o $@ $(filter %.o,$^) -L$(B)/lib -lvrdma \
+		-Wl,-rpath,$(abspath $(B))/lib $(CHECK_LIBS) $(LIBS) -lm -lpthread

@@ -30,6 +30,8 @@ static void *member_main(void *arg)
 	struct vrdma_team_attr a = { .size = m->size, .rank = m->rank, .nodes = m->nodes };
 
 	memcpy(a.key, m->key, sizeof(a.key));
+	if (m->before)
+		m->before(m);
 	m->team = vrdma_team_create(m->pd, &a, m->create_ms ? m->create_ms : T_MS);
 	m->create_err = m->team ? 0 : errno;
 	if (m->team || m->body)

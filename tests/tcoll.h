@@ -37,6 +37,7 @@ struct member {
 	const char *const *nodes;
 	const uint8_t *key;
 	tct_body body;
+	tct_body before;		/* if set: runs before the create */
 	struct vrdma_device *dev;
 	struct vrdma_pd *pd;
 	struct vrdma_team *team;

@@ -3,7 +3,9 @@
  * Teams in the guest (vct_*): vrdma/coll.h's operations run by the
  * members themselves over ordinary vrdma RC QPs, the fallback whose bits
  * dom0's offload must match.  Only public vrdma_* calls are used: this is
- * a user of the data path, not a part of it.
+ * a user of the data path, not a part of it.  The offload itself
+ * (offload.c: dom0 runs a one-node team) also posts OP_COLLs, which only
+ * libvrdma's team_dev.c can, through dev->team_ops (vlib.h).
  *
  * Shape, from the node list alone (docs/collectives.md): a node's lowest
  * rank is its leader; nodes are ordered by their leader's rank (node k,
