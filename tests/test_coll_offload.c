@@ -43,6 +43,7 @@ struct om {
 	const char *const *nodes;
 	const uint8_t *key;
 	uint32_t flags;			/* vrdma_team_attr.flags */
+	uint32_t size_as;		/* if set: the size this member says */
 	const char *node_name;		/* if set: the device answers to it */
 	bool no_feature;		/* play a dom0 without feature-coll */
 	om_body body;
@@ -67,16 +68,18 @@ struct om {
 static void *om_main(void *arg)
 {
 	struct om *m = arg;
-	struct vrdma_team_attr a = { .size = m->size, .rank = m->rank, .nodes = m->nodes,
-				     .flags = m->flags };
+	struct vrdma_team_attr a = { .size = m->size_as ? m->size_as : m->size,
+				     .rank = m->rank, .nodes = m->nodes, .flags = m->flags };
 
 	memcpy(a.key, m->key, sizeof(a.key));
 	m->team = vrdma_team_create(m->pd, &a, T_MS);
 	m->create_err = m->team ? 0 : errno;
-	if (!m->team)
-		OM_FAIL(m, "create: %s", strerror(m->create_err));
-	else if (vrdma_team_query(m->team, &m->info))
+	if (!m->team) {
+		if (!m->size_as)	/* else the case checks create_err */
+			OM_FAIL(m, "create: %s", strerror(m->create_err));
+	} else if (vrdma_team_query(m->team, &m->info)) {
 		OM_FAIL(m, "query failed");
+	}
 	if (m->team && m->body)
 		m->body(m);
 	pthread_barrier_wait(m->bar);	/* nobody leaves before all are done */
@@ -634,8 +637,19 @@ static void body_leave(struct om *m)
 START_TEST(t_offload_breaks)
 {
 	struct om m[3];
+	uint32_t r;
 
 	NEED_COLL();
+	/* Sizes that differ under one key: whichever joins second hears it
+	 * from CMD_DONE, the first from EVT_TEAM; both fail, EPROTO. */
+	memset(m, 0, sizeof(m));
+	m[0].size_as = 2;
+	m[1].size_as = 3;
+	om_run(m, 2, here, NULL, NULL);
+	for (r = 0; r < 2; r++)
+		if (m[r].create_err != EPROTO)
+			OM_FAIL(&m[r], "sizes differ: create %s", strerror(m[r].create_err));
+	om_done(m, 2);
 	memset(m, 0, sizeof(m));
 	om_run(m, 3, here, body_disagree, NULL);
 	om_done(m, 3);

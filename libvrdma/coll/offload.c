@@ -384,6 +384,10 @@ int vct_off_create(struct vrdma_team *t, const struct vrdma_team_attr *a, int ti
 		rc = vct_off_no(t, self ? self : "dom0 does not run this team");
 		goto undo;
 	}
+	/* The team under this key has another size or list, or failed so
+	 * already: members that disagree (coll.h), as EVT_TEAM's INVAL. */
+	if (rc == -EINVAL || rc == -EEXIST)
+		rc = -EPROTO;
 	if (!rc)
 		rc = t->off->ops->ready(t->off->dt, timeout_ms);
 	if (rc == -ENOENT)
