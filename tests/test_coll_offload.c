@@ -370,7 +370,7 @@ START_TEST(t_offload_mode)
 
 	NEED_COLL();
 	mode_on(m, 4, here, VRDMA_TEAM_OFFLOAD, NULL, NULL);
-	mode_on(one, 1, here, VRDMA_TEAM_OFFLOAD, NULL, NULL);
+	mode_on(one, 1, here, VRDMA_TEAM_FALLBACK, "one member", NULL);
 }
 END_TEST
 

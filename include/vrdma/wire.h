@@ -396,7 +396,8 @@ struct vrdma_cmd_team_join {
  *   ALLGATHER  send count, recv size*count
  * (n*es: count elements of type).  A send range may be the receive
  * range (in place).  One CQE per OP_COLL on the team's CQ, in seq order:
- * opcode VRDMA_WC_COLL, flags VRDMA_CQE_F_TEAM, qp = the team handle,
+ * wr_id = the request's id, opcode VRDMA_WC_COLL, flags
+ * VRDMA_CQE_F_TEAM, qp = the team handle,
  * byte_len = bytes written to the receive range; status SUCCESS,
  * LOC_PROT_ERR (a range is not this member's), REM_INV_REQ_ERR (the
  * members disagree), RETRY_EXC_ERR (a member left), WR_FLUSH_ERR (the

@@ -355,6 +355,8 @@ int vct_off_create(struct vrdma_team *t, const struct vrdma_team_attr *a, int ti
 
 	if (!dev->fe.feat_coll || !dev->team_ops)
 		return vct_off_no(t, "no offload in this vrdmad");
+	if (a->size == 1)	/* a copy here beats a round trip to dom0 */
+		return vct_off_no(t, "one member");
 	for (r = 0; r < a->size; r++) {
 		if (strcmp(a->nodes[r], me))
 			return vct_off_no(t, "members on other nodes");

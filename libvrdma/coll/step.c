@@ -278,7 +278,8 @@ static int vct_node(struct vrdma_team *t, const struct vct_op *op, uint64_t coff
 	case VRDMA_COLL_BCAST:
 		if (op->a.root == t->rank) {
 			vct_part(op, t->rank, coff, clen, &off, &len, &src);
-			memcpy(t->out[p] + VCT_HDR, src, clen);
+			if (clen)	/* a 0-byte bcast may have no buffer */
+				memcpy(t->out[p] + VCT_HDR, src, clen);
 			*pnode = t->out[p] + VCT_HDR;
 		}
 		for (i = 0; i + 1 < t->nmembers; i++)
