@@ -30,6 +30,12 @@
 /* vrdma_open's handshake is some 40 xenstore calls from the domU and 25
  * from dom0: on the rig soak's loaded TCG host it took over 10 s. */
 #define T_OPEN_MS	30000
+/* The server's wait for the client's first request: the client asks only
+ * once its process has started and its vrdma_open (T_OPEN_MS) is through.
+ * Its start has no limit of its own and took as long as an open on that
+ * host (over 13 s from the rig's du_run to the open), so the open's limit
+ * twice.  A client that never asks fails by itself; this ends the server. */
+#define T_ASK_MS	(2 * T_OPEN_MS)
 #define BUF_LEN		(1u << 20)
 #define MSG_LEN		64
 #define DEPTH		64
@@ -258,7 +264,7 @@ static int send_msg(struct ctx *c, struct vrdma_qp *qp, const struct msg *m,
 
 /* ---------------- server ---------------- */
 
-static struct vrdma_qp *accept_one(struct ctx *c, struct vrdma_listener *l)
+static struct vrdma_qp *accept_one(struct ctx *c, struct vrdma_listener *l, int wait_ms)
 {
 	struct conn_info me = { (uintptr_t)c->buf, c->mr->rkey, BUF_LEN };
 	struct vrdma_conn_req req;
@@ -268,7 +274,7 @@ static struct vrdma_qp *accept_one(struct ctx *c, struct vrdma_listener *l)
 	for (unsigned i = 0; i < DEPTH; i++)
 		if ((err = post_recv_slot(c, qp, i)))
 			itest_die("post_recv", err);
-	if ((err = vrdma_get_request(l, &req, T_MS)))
+	if ((err = vrdma_get_request(l, &req, wait_ms)))
 		itest_die("get_request", err);
 	if ((err = vrdma_accept(l, qp, &req, &me, sizeof(me))))
 		itest_die("accept", err);
@@ -293,7 +299,7 @@ static int serve(const char *service)
 		itest_die("listen", errno);
 	printf("ITEST server-ready PASS\n");
 	fflush(stdout);
-	qp = accept_one(&c, l);
+	qp = accept_one(&c, l, T_ASK_MS);
 
 	for (;;) {
 		struct vrdma_wc wc;
@@ -330,7 +336,7 @@ static int serve(const char *service)
 				   itest_bad_byte(m.data, sizeof(m.data), m.seed) < 0 ? 0 : -1;
 		} else if (m.type == M_ACCEPT_MORE) {
 			for (unsigned i = 0; i < m.len && nextra < 4; i++)
-				extra[nextra++] = accept_one(&c, l);
+				extra[nextra++] = accept_one(&c, l, T_MS);	/* it asked */
 			r.result = 0;
 		} else if (m.type == M_STALE_REG || m.type == M_STALE_SWAP) {
 			/* SWAP: the client's key goes, a new MR takes the same

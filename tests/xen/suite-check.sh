@@ -126,13 +126,16 @@ else
 fi
 
 # ---- a. every opcode ----
-ITEST='timeout 120 itest_guest %s itest'
-ns=$(du_run $D1 "$(printf "$ITEST" server)" server-ready)
+# The server lives through the client's whole run and waits up to 60 s
+# (itest_guest's T_ASK_MS) for its first request: its limit is the 60 s
+# it may take to be ready and the client's 120 s, and after a client that
+# failed before asking it still waits out those 60 s.
+ns=$(du_run $D1 "timeout 180 itest_guest server itest" server-ready)
 if du_ready $D1 $ns 60; then
-	nc=$(du_run $D2 "$(printf "$ITEST" client)")
+	nc=$(du_run $D2 "timeout 120 itest_guest client itest")
 	du_wait $D2 $nc 150
 	crc=$DU_RC
-	du_wait $D1 $ns 30
+	du_wait $D1 $ns 90
 	src=$DU_RC
 	cout=$(du_out $D2 $nc)
 	sout=$(du_out $D1 $ns)
