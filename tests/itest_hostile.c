@@ -36,6 +36,10 @@
 #include "vring.h"
 
 #define T_MS	15000	/* TCG under load: a hand-over can take seconds */
+/* The handshake, as itest_guest's vrdma_open: some 40 xenstore calls from
+ * the domU and 25 from dom0, over 15 s in the rig soak (ETIMEDOUT before
+ * the case could run).  A case is judged only once it is connected. */
+#define T_OPEN_MS	30000
 #define WEDGE_MS	4000
 
 static int ev_ignore(void *arg, const struct vrdma_evt *e)
@@ -358,7 +362,7 @@ static int c_frag(char **argv, int hold_s)
 
 		if (!d)
 			return 1;
-		open_err = vfe_open(d, NULL, T_MS, ev_ignore, NULL);
+		open_err = vfe_open(d, NULL, T_OPEN_MS, ev_ignore, NULL);
 		if (open_err)
 			break;
 		opened++;
@@ -419,7 +423,7 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(argv[1], cases[i].name))
 			continue;
-		err = vfe_open(&d, NULL, T_MS, ev_ignore, NULL);
+		err = vfe_open(&d, NULL, T_OPEN_MS, ev_ignore, NULL);
 		if (err) {
 			fprintf(stderr, "itest_hostile: cannot connect: %s\n", strerror(-err));
 			return 1;
@@ -432,7 +436,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "list"))
 		return 0;
 	if (!strcmp(argv[1], "wedge")) {
-		err = vfe_open(&d, NULL, T_MS, ev_ignore, NULL);
+		err = vfe_open(&d, NULL, T_OPEN_MS, ev_ignore, NULL);
 		if (err) {
 			fprintf(stderr, "itest_hostile: cannot connect: %s\n", strerror(-err));
 			return 1;

@@ -157,21 +157,31 @@ vt_check itest-clean leak_free 3
 
 # ---- b. hostile domu3 beside verified transfers ----
 # One process per case; each waits (bounded) until the backend is ready
-# for a new frontend (InitWait) after the last one was thrown out.
+# for a new frontend (InitWait) after the last one was thrown out.  A
+# case's limit (HT) is its start and handshake (itest_hostile's 30 s
+# open, and as long again for the start, as itest_guest's T_ASK_MS) and
+# its own waits (a 5 s command, then 15 s for dom0 to give up on it).
+HT=80
+hl=$(du_run $D3 'itest_hostile list')
+du_wait $D3 $hl 60
+hcases=$(du_out $D3 $hl | grep -c .)
 nh=$(du_run $D3 'be=$(xenstore-read device/vrdma/0/backend)
 for c in $(itest_hostile list); do
 	i=0
 	while [ "$(xenstore-read $be/state)" != 2 ] && [ $i -lt 50 ]; do
 		sleep 0.2; i=$((i + 1))
 	done
-	timeout 40 itest_hostile $c >/tmp/h.out 2>&1; rc=$?
+	timeout '$HT' itest_hostile $c >/tmp/h.out 2>&1; rc=$?
 	echo "HOSTILE $c rc=$rc"; [ $rc = 0 ] || tail -n 3 /tmp/h.out
 done')
 # Verified bw pairs back to back for as long as the cases run, so the
-# overlap does not depend on how fast this TCG run happens to be.
+# overlap does not depend on how fast this TCG run happens to be; the
+# cases end by their own limits (10 s for InitWait and HT each), not by
+# a figure for the whole run: the soak's section took 201 s of the 260 s
+# this loop (200 s) and the wait after it allowed.
 pairs=0
 bad=0
-end=$(($(date +%s) + 200))
+end=$(($(date +%s) + hcases * (10 + HT)))
 while ! xenstore-read /local/domain/$D3/data/rc/$nh >/dev/null 2>&1 &&
       [ "$(date +%s)" -lt $end ]; do
 	if bw_pair calm-$pairs 65536 $CALM_ITERS --verify &&
