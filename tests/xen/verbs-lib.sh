@@ -12,6 +12,9 @@
 # port (read from /proc/net/tcp, not by connecting: perftest would take a
 # probe for its client; rdma_cm on vrdma listens on the same TCP port).
 VT_T=${VT_T:-90}
+# The rig waits this long for a server to listen before it starts the
+# client (du_sh with vt_listen_cmd).
+VT_LISTEN_T=70
 
 # The command that waits (bounded) until a domU listens on TCP port $1.
 vt_listen_cmd() {
@@ -81,9 +84,13 @@ vpair() { # name port srv_dom cli_dom addr prog args...
 }
 
 # One run; stderr last: perftest's long banner would push its error out
-# of the 3000 bytes du_out keeps.
+# of the 3000 bytes du_out keeps.  A client has VT_T; a server (tag s)
+# lives through its client's whole run, which starts up to VT_LISTEN_T
+# after it: VT_T is the client's limit, the server's is both.
 vt_wrap() { # cmd port tag
-	echo "timeout $VT_T vrdma-run $(echo "$1" | sed "s/@P@/$2/g") 2>/tmp/vp.err.$3; r=\$?; cat /tmp/vp.err.$3; exit \$r"
+	local t=$VT_T
+	[ "$3" = s ] && t=$((VT_T + VT_LISTEN_T))
+	echo "timeout $t vrdma-run $(echo "$1" | sed "s/@P@/$2/g") 2>/tmp/vp.err.$3; r=\$?; cat /tmp/vp.err.$3; exit \$r"
 }
 
 vcmds_once() { # name port srv_dom cli_dom srv_cmd cli_cmd
@@ -91,9 +98,12 @@ vcmds_once() { # name port srv_dom cli_dom srv_cmd cli_cmd
 	VP_OK=0
 	VP_SAID=
 	ns=$(du_run $sd "$(vt_wrap "$5" $port s)")
-	if ! du_sh $sd 70 "$(vt_listen_cmd $port)"; then
-		echo "-- verbs-$name: the server never listened: $(du_out $sd $ns | tail -n 5)"
-		du_wait $sd $ns $VT_T
+	if ! du_sh $sd $VT_LISTEN_T "$(vt_listen_cmd $port)"; then
+		# No client comes: stop it as after a failed client.  What it
+		# said reaches dom0 only when it has ended.
+		vt_reap nolisten $sd $ns "$5"
+		echo "-- verbs-$name: the server never listened (rc $DU_RC):"
+		echo "$VT_SRV_OUT" | tail -n 8
 		return 1
 	fi
 	nc=$(du_run $cd "$(vt_wrap "$6" $port c)")
