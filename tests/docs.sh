@@ -25,6 +25,13 @@ if command -v man >/dev/null 2>&1; then
 else
 	echo "docs: man not installed: renderings not checked"
 fi
+# Every call of the API headers has a page, its own or a .so to one (no
+# new API without one, as rdma-core asks).
+for f in $(grep -hE '^[a-z].*[ *]vrdma_[a-z0-9_]+\(' include/vrdma/vrdma.h include/vrdma/coll.h |
+	   sed -E 's/.*[ *](vrdma_[a-z0-9_]+)\(.*/\1/' | sort -u); do
+	n=$((n + 1))
+	[ -f "docs/man/$f.3" ] || bad "$f: declared in include/vrdma, no docs/man/$f.3"
+done
 stale=$(grep -n -i -E 'not (yet )?implemented|implemented yet|a future |in the future|\b(issue|work item) [0-9]+|\bitem [0-9]+ of' \
 	docs/*.md docs/man/* README.md 2>/dev/null)
 if [ -n "$stale" ]; then
