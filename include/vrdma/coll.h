@@ -138,9 +138,10 @@ int vrdma_team_key(uint8_t key[VRDMA_TEAM_KEY_LEN]);
  * A create succeeds in every member or in none (but for a member that
  * dies meanwhile).  NULL with errno: EINVAL (bad attr), ENOMEM,
  * ETIMEDOUT (not every member joined in time, or one that had joined
- * gave up first), EPROTO (a member's key, size or node list differs; a
- * member that cannot see it fails with ETIMEDOUT), EACCES (dom0's
- * connect policy refuses a member), EIO.
+ * gave up first, or a member's key differs: it is another team), EPROTO
+ * (a member's size or node list differs, in the members that see it; a
+ * member that cannot fails with ETIMEDOUT), EACCES (dom0's connect
+ * policy refuses a member), EIO.
  */
 struct vrdma_team *vrdma_team_create(struct vrdma_pd *pd, const struct vrdma_team_attr *attr,
 				     int timeout_ms);
