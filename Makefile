@@ -128,7 +128,7 @@ CHECK_BINS   :=
 ITEST_BINS   :=
 
 .PHONY: all clean install uninstall check check-unit check-soak demo demo-host bench bench-cost \
-	bench-projection bench-scale deps FORCE
+	bench-projection bench-scale bench-coll deps FORCE
 all: $(LIBSO) $(VRDMAD) $(VRDMACTL) $(GT_BINS) $(GT_INST_BINS) $(BENCH_BINS) \
 	$(B)/vrdma.pc $(VRDMAD_UNIT)
 
@@ -265,6 +265,11 @@ bench-projection: all
 # 1, 8, 64 and 128 pairs of guests on one node at once (plain host).
 bench-scale: all
 	$(Q)scripts/bench-scale.sh $(B)
+
+# MPI_Allreduce and MPI_Bcast of plain MPI ranks through vrdma-run --coll:
+# dom0's offload, the ranks' fallback and Open MPI's own, 2, 4, 8 ranks.
+bench-coll: all
+	$(Q)scripts/bench-coll.sh $(B)
 
 deps:
 	$(Q)scripts/install-deps.sh
