@@ -318,8 +318,15 @@ static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 
 	m->g = NULL;		/* no completions for the one leaving */
 	if (t->state == VBE_TEAM_READY) {
+		/* A failure only if an operation was under way: members leave
+		 * one by one at a team's normal end. */
+		bool busy = m->posted > m->cdone;
+
+		for (uint32_t r = 0; r < t->size; r++)
+			busy |= t->m[r].g && t->m[r].posted > t->m[r].cdone;
 		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
-		g->node->coll->fails++;
+		if (busy)
+			g->node->coll->fails++;
 	}
 	m->evt_pend = false;
 	free(m->q);
