@@ -37,6 +37,30 @@ static struct {
 	pid_t pid;
 } vvb_sh = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * The handshake's limit: VVB_OPEN_MS, or env VRDMA_OPEN_TIMEOUT_MS
+ * (1000..3600000) for a host so loaded that dom0 takes longer (a
+ * handshake is a few dozen xenstore round trips each way).  A bad value
+ * is said and ignored.
+ */
+static int vvb_open_ms(int def)
+{
+	const char *s = getenv("VRDMA_OPEN_TIMEOUT_MS");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 1000 || v > 3600000) {
+		fprintf(stderr, "vrdma: VRDMA_OPEN_TIMEOUT_MS=%s is not 1000..3600000: %d\n",
+			s, def);
+		return def;
+	}
+	return (int)v;
+}
+
 static struct vrdma_device *vvb_dev_get(int timeout_ms)
 {
 	struct vrdma_device *d;
@@ -47,7 +71,7 @@ static struct vrdma_device *vvb_dev_get(int timeout_ms)
 		vvb_sh.refs = 0;
 	}
 	if (!vvb_sh.dev) {
-		vvb_sh.dev = vrdma_open(NULL, timeout_ms);
+		vvb_sh.dev = vrdma_open(NULL, vvb_open_ms(timeout_ms));
 		vvb_sh.pid = getpid();
 	}
 	d = vvb_sh.dev;

@@ -86,11 +86,12 @@ vpair() { # name port srv_dom cli_dom addr prog args...
 # One run; stderr last: perftest's long banner would push its error out
 # of the 3000 bytes du_out keeps.  A client has VT_T; a server (tag s)
 # lives through its client's whole run, which starts up to VT_LISTEN_T
-# after it: VT_T is the client's limit, the server's is both.
+# after it: VT_T is the client's limit, the server's is both.  Their
+# handshakes get 30 s, as itest_guest's (a loaded rig took over 13 s).
 vt_wrap() { # cmd port tag
 	local t=$VT_T
 	[ "$3" = s ] && t=$((VT_T + VT_LISTEN_T))
-	echo "timeout $t vrdma-run $(echo "$1" | sed "s/@P@/$2/g") 2>/tmp/vp.err.$3; r=\$?; cat /tmp/vp.err.$3; exit \$r"
+	echo "timeout $t env VRDMA_OPEN_TIMEOUT_MS=30000 vrdma-run $(echo "$1" | sed "s/@P@/$2/g") 2>/tmp/vp.err.$3; r=\$?; cat /tmp/vp.err.$3; exit \$r"
 }
 
 vcmds_once() { # name port srv_dom cli_dom srv_cmd cli_cmd
