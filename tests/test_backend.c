@@ -901,6 +901,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_udahead_tcase());
 	suite_add_tcase(s, backend_coll_tcase());
 	suite_add_tcase(s, backend_collsw_tcase());
+	suite_add_tcase(s, backend_collbad_tcase());
 	return s;
 }
 

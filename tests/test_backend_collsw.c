@@ -158,7 +158,7 @@ START_TEST(collsw_vm_off)
 	for (unsigned i = 0; i < 2; i++)
 		ck_assert_int_eq(team_evt(&g[i]), VRDMA_CS_NOENT);
 	ck_assert_int_eq(node->coll->teams->state, VBE_TEAM_SELF);
-	ck_assert_ptr_null(node->coll->teams->scratch);
+	ck_assert_ptr_null(node->coll->scratch);	/* no team ran: none made */
 	teams_text(out, sizeof(out));
 	ck_assert_msg(strstr(out, "offload on, 1 teams") && strstr(out, " fallback members 3"),
 		      "%s", out);

@@ -3,7 +3,7 @@
  * Teams run by dom0 (vbe_coll_*): the members of a one-node team post
  * OP_COLL entries naming ranges of their own MRs; once every member
  * posted operation s, dom0 folds the send ranges in place, in rank order,
- * into a chunk of its own scratch and copies the chunk into every
+ * into a chunk of the node's scratch and copies the chunk into every
  * member's receive range (docs/collectives.md, wire.md "Teams").
  *
  * Trust: a member's entry is copied out of its ring and checked before
@@ -68,7 +68,6 @@ struct vbe_team {
 	struct vbe_cmember *m;		/* by rank */
 	uint64_t done;			/* READY: ops completed in every member */
 	uint64_t off;			/* the running op: bytes of the vector done */
-	uint8_t *scratch;		/* VBE_COLL_CHUNK, READY teams */
 	uint64_t ops, bytes;		/* for vrdmactl */
 	uint64_t serial;		/* the node's count: names it in logs */
 };
@@ -92,6 +91,12 @@ struct vbe_coll_node {
 	uint64_t serial;
 	bool off;			/* the operator's switch: no offload here */
 	uint64_t joins, ops, bytes, fails;
+	/* What a chunk is made in, one for the node: its poll runs one
+	 * chunk at a time and finishes it before the next.  Allocated with
+	 * the first team dom0 runs, kept until the node goes. */
+	uint8_t *scratch;		/* VBE_COLL_CHUNK */
+	uint8_t **sp, **rp;		/* VRDMA_TEAM_MAX each: a chunk's ranges */
+	const void **src;		/* VRDMA_TEAM_MAX: the fold's sources */
 };
 
 /* team.c */

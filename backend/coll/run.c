@@ -3,7 +3,7 @@
  * A team's operations in dom0: an OP_COLL entry checked and queued on
  * its member, then, once every member posted the same seq, run chunk by
  * chunk from the node's poll: fold the send ranges in rank order into
- * the team's scratch, copy the scratch into the receive ranges.
+ * the node's scratch, copy the scratch into the receive ranges.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -199,9 +199,11 @@ static void vbe_coll_gather(struct vbe_team *t, const struct vbe_cx *x, uint8_t 
 /* One chunk of the running op.  0, or -errno with *bad the member to
  * blame (its ranges) or UINT32_MAX (the kernels refused: cannot happen
  * after vbe_coll_agree). */
-static int vbe_coll_chunk(struct vbe_team *t, const struct vbe_cx *x, uint8_t **sp,
-			  uint8_t **rp, const void **src, uint32_t *bad)
+static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const struct vbe_cx *x,
+			  uint32_t *bad)
 {
+	uint8_t **sp = cn->sp, **rp = cn->rp;
+	const void **src = cn->src;
 	uint64_t len = x->vbytes - t->off;
 	const struct vrdma_coll_wr *w = x->w;
 	uint32_t r;
@@ -218,12 +220,12 @@ static int vbe_coll_chunk(struct vbe_team *t, const struct vbe_cx *x, uint8_t **
 	case VBE_CK_REDUCE:
 		for (r = 0; r < t->size; r++)
 			src[r] = sp[r] + t->off;
-		rc = vcoll_fold(w->type, w->op, t->scratch, src, t->size, len / x->es);
+		rc = vcoll_fold(w->type, w->op, cn->scratch, src, t->size, len / x->es);
 		if (rc)
 			return rc;
 		for (r = 0; r < t->size; r++)
 			if (rp[r])
-				memcpy(rp[r] + t->off, t->scratch, len);
+				memcpy(rp[r] + t->off, cn->scratch, len);
 		break;
 	case VBE_CK_BCAST:
 		for (r = 0; r < t->size; r++)
@@ -264,18 +266,11 @@ static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const stru
 /* Run @t's head operation for up to VBE_COLL_ROUND_CHUNKS chunks. */
 static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
 {
-	uint8_t **sp = calloc(2 * (size_t)t->size, sizeof(*sp)), **rp = sp + t->size;
-	const void **src = calloc(t->size, sizeof(*src));
 	struct vbe_cx x;
 	uint32_t bad = 0;
 	uint8_t ws;
 	int rc = 0, k = 0;
 
-	if (!sp || !src) {
-		free(sp);
-		free(src);
-		return 0;		/* the next poll tries again */
-	}
 	ws = vbe_coll_agree(t, &x);
 	if (ws) {
 		vlog_warn("vrdmad: team %llu: members disagree on operation %llu",
@@ -285,7 +280,7 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
 		goto out;
 	}
 	for (k = 0; k < VBE_COLL_ROUND_CHUNKS && !rc; k++) {
-		rc = vbe_coll_chunk(t, &x, sp, rp, src, &bad);
+		rc = vbe_coll_chunk(n->coll, t, &x, &bad);
 		if (!rc && t->off >= x.vbytes) {
 			vbe_coll_complete(n, t, &x);
 			break;
@@ -304,8 +299,6 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
 		n->coll->fails++;
 	}
 out:
-	free(sp);
-	free(src);
 	return k + 1;
 }
 

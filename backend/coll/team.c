@@ -108,6 +108,17 @@ static struct vbe_team *vbe_coll_new(struct vbe_coll_node *cn, const uint8_t key
 	return t;
 }
 
+static void vbe_coll_work_free(struct vbe_coll_node *cn)
+{
+	free(cn->sp);
+	free(cn->rp);
+	free(cn->src);
+	free(cn->scratch);
+	cn->sp = cn->rp = NULL;
+	cn->src = NULL;
+	cn->scratch = NULL;
+}
+
 static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 {
 	struct vbe_coll_node *cn = n->coll;
@@ -124,7 +135,6 @@ static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	cn->nteams--;
-	free(t->scratch);
 	free(t->m);
 	free(t);
 }
@@ -190,8 +200,21 @@ void vbe_coll_fail(struct vbe_team *t, uint8_t ws)
 		for (; m->g && m->cdone < m->posted; m->cdone++)
 			vbe_coll_cqe(m, m->q[(m->cdone + 1) % VRDMA_TEAM_DEPTH].id, ws, 0);
 	}
-	free(t->scratch);
-	t->scratch = NULL;
+}
+
+/* The node's scratch and rank arrays, made once: 0 or -ENOMEM. */
+static int vbe_coll_work(struct vbe_coll_node *cn)
+{
+	if (cn->scratch)
+		return 0;
+	cn->sp = calloc(VRDMA_TEAM_MAX, sizeof(*cn->sp));
+	cn->rp = calloc(VRDMA_TEAM_MAX, sizeof(*cn->rp));
+	cn->src = calloc(VRDMA_TEAM_MAX, sizeof(*cn->src));
+	cn->scratch = malloc(VBE_COLL_CHUNK);
+	if (cn->sp && cn->rp && cn->src && cn->scratch)
+		return 0;
+	vbe_coll_work_free(cn);
+	return -ENOMEM;
 }
 
 int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
@@ -291,8 +314,7 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 	if (t->state != VBE_TEAM_JOINING || t->joined < t->size)
 		return;
 	if (!t->self && !g->node->coll->off) {
-		t->scratch = malloc(VBE_COLL_CHUNK);
-		if (t->scratch) {
+		if (!vbe_coll_work(g->node->coll)) {
 			t->state = VBE_TEAM_READY;
 			vbe_coll_say(t, VRDMA_CS_OK);
 			vlog_info("vrdmad: team %llu: %u members, run by dom0",
@@ -302,7 +324,7 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 	}
 	/* Asked to, or no scratch for it: the members run it themselves. */
 	if (!t->self)
-		vlog_warn("vrdmad: team %llu: no memory for its scratch: its members run it",
+		vlog_warn("vrdmad: team %llu: no memory for the scratch: its members run it",
 			  (unsigned long long)t->serial);
 	t->state = VBE_TEAM_SELF;
 	vbe_coll_say(t, VRDMA_CS_NOENT);
@@ -368,6 +390,7 @@ void vbe_coll_node_fini(struct vbe_node *n)
 		return;
 	while (n->coll->teams)
 		vbe_coll_free(n, n->coll->teams);
+	vbe_coll_work_free(n->coll);
 	free(n->coll);
 	n->coll = NULL;
 }

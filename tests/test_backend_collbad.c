@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Teams dom0 runs (backend/coll/) against guests that want more than
+ * their share or other members' bits: what one guest can make dom0
+ * allocate, how much a node poll does for a team however large, a member
+ * holding several ranks whose ranges alias the others', a node whose
+ * teams are all taken, tenants the connect policy keeps apart.
+ */
+#include <check.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend_tg.h"
+#include "../backend/vbe.h"
+#include "../common/coll/vcoll_reduce.h"
+
+#define LIST_OFF	(DATA_OFF)		/* the node list, up to 12 KiB */
+#define DATA		(DATA_OFF + 4096)	/* ranges from here to the MR's end */
+#define MR_END		(BUF_PAGES * VRDMA_PAGE_SIZE)
+
+static uint32_t put_list(struct tg *g, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		memcpy(g->mem + LIST_OFF + 3 * i, "n1", 3);
+	return 3 * n;
+}
+
+/* TEAM_JOIN of g as rank of a team of size keyed (k0, k1): its CMD_DONE. */
+static int join(struct tg *g, uint8_t k0, uint8_t k1, uint32_t size, uint32_t rank,
+		uint32_t *team)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_TEAM_JOIN, 0);
+	uint32_t out[4] = { 0 };
+	int st;
+
+	r.u.team_join.key[0] = 0xba;
+	r.u.team_join.key[1] = k0;
+	r.u.team_join.key[2] = k1;
+	r.u.team_join.size = size;
+	r.u.team_join.rank = rank;
+	r.u.team_join.pd = g->pd;
+	r.u.team_join.cq = g->cq;
+	r.u.team_join.list_lkey = g->key;
+	r.u.team_join.list_addr = IOVA + LIST_OFF;
+	r.u.team_join.list_len = put_list(g, size);
+	st = tg_cmd(g, &r, out);
+	*team = out[0];
+	return st;
+}
+
+/* EVT_TEAMs g got since the last call with status st. */
+static unsigned evts(struct tg *g, int st)
+{
+	unsigned n = 0;
+
+	tg_events(g);
+	for (unsigned i = 0; i < g->nasync; i++)
+		n += g->async[i].type == VRDMA_EVT_TEAM && g->async[i].status == st;
+	g->nasync = 0;
+	return n;
+}
+
+static void post_at(struct tg *g, uint32_t team, uint64_t seq, uint8_t kind, uint8_t type,
+		    uint8_t op, uint32_t root, uint64_t count, uint32_t soff, uint32_t slen,
+		    uint32_t roff, uint32_t rlen)
+{
+	struct vrdma_req r = mkreq(VRDMA_OP_COLL, team);
+
+	r.id = 100 + seq;
+	r.u.coll.kind = kind;
+	r.u.coll.type = type;
+	r.u.coll.op = op;
+	r.u.coll.root = root;
+	r.u.coll.count = count;
+	r.u.coll.seq = seq;
+	if (slen)
+		r.u.coll.sge[0] = (struct vrdma_wire_sge){ IOVA + soff, slen, g->key };
+	if (rlen)
+		r.u.coll.sge[1] = (struct vrdma_wire_sge){ IOVA + roff, rlen, g->key };
+	tg_push(g, &r);
+}
+
+/* Bytes of dom0's heap in use.  0 under a sanitizer, whose allocator
+ * glibc's counts do not see: the bounds below then hold trivially. */
+static size_t heap(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* One guest alone makes as many teams dom0 runs as its quota lets it
+ * (64 joins: 32 teams of 2, both ranks its own): dom0 holds one chunk of
+ * scratch for the node, not one per team (32 x 256 KiB = 8 MiB). */
+START_TEST(collbad_scratch_per_node)
+{
+	struct tg g;
+	uint32_t t[2];
+	size_t before;
+
+	tg_full(&g, 5);
+	before = heap();
+	for (unsigned k = 0; k < VBE_COLL_GUEST_TEAMS / 2; k++) {
+		ck_assert_int_eq(join(&g, 1, (uint8_t)k, 2, 0, &t[0]), VRDMA_CS_OK);
+		ck_assert_int_eq(join(&g, 1, (uint8_t)k, 2, 1, &t[1]), VRDMA_CS_OK);
+		ck_assert_uint_eq(evts(&g, VRDMA_CS_OK), 2);
+	}
+	ck_assert_uint_eq(node->coll->nteams, VBE_COLL_GUEST_TEAMS / 2);
+	ck_assert_msg(heap() - before < (2u << 20), "%zu bytes for 32 teams", heap() - before);
+	/* the last of them still runs: in place, both ranks on one range */
+	for (unsigned i = 0; i < 256; i++)
+		((uint32_t *)(g.mem + DATA))[i] = i;
+	post_at(&g, t[0], 1, 1, VCOLL_UINT32, VCOLL_SUM, 0, 256, DATA, 1024, DATA, 1024);
+	post_at(&g, t[1], 1, 1, VCOLL_UINT32, VCOLL_SUM, 0, 256, DATA, 1024, DATA, 1024);
+	vbe_node_poll(node);
+	expect_cqe(&g, 101, VRDMA_WS_SUCCESS);
+	expect_cqe(&g, 101, VRDMA_WS_SUCCESS);
+	ck_assert_uint_eq(((uint32_t *)(g.mem + DATA))[255], 2 * 255);
+	tg_stop(&g);
+}
+END_TEST
+
+TCase *backend_collbad_tcase(void)
+{
+	TCase *t = tcase_create("collbad");
+
+	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, collbad_scratch_per_node);
+	return t;
+}
