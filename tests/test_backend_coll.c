@@ -401,6 +401,43 @@ START_TEST(coll_violations)
 }
 END_TEST
 
+/* A member's team holds its PD and CQ: DEALLOC_PD and DESTROY_CQ are
+ * BUSY until it leaves (dom0 pushes the team's CQEs there, reads its
+ * MRs through that PD); one guest may hold several ranks, each its own
+ * handle, and leaving one keeps the other's hold. */
+START_TEST(coll_holds_pd_cq)
+{
+	static const uint8_t k9[16] = { 9 };
+	struct tg g;
+	uint32_t t[2];
+	struct vrdma_req r;
+
+	tg_full(&g, 5);
+	ck_assert_int_eq(join(&g, k9, 3, 0, 0, "n1", &t[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g, k9, 3, 2, 0, "n1", &t[1]), VRDMA_CS_OK);
+	ck_assert_uint_ne(t[0], t[1]);
+	r = mkreq(VRDMA_CMD_DESTROY_QP, g.qp);		/* the QP and MR hold them too */
+	ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DEREG_MR, g.mr);
+	ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_OK);
+	for (unsigned i = 0; i < 2; i++) {
+		r = mkreq(VRDMA_CMD_DESTROY_CQ, g.cq);
+		ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_BUSY);
+		r = mkreq(VRDMA_CMD_DEALLOC_PD, g.pd);
+		ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_BUSY);
+		r = mkreq(VRDMA_CMD_TEAM_LEAVE, t[i]);
+		ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_OK);
+	}
+	ck_assert_uint_eq(node->coll->nteams, 0);
+	r = mkreq(VRDMA_CMD_DESTROY_CQ, g.cq);
+	ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_OK);
+	r = mkreq(VRDMA_CMD_DEALLOC_PD, g.pd);
+	ck_assert_int_eq(tg_cmd(&g, &r, NULL), VRDMA_CS_OK);
+	ck_assert_int_eq(back_state(&g), VRDMA_XB_CONNECTED);
+	tg_stop(&g);
+}
+END_TEST
+
 TCase *backend_coll_tcase(void)
 {
 	TCase *t = tcase_create("coll");
@@ -413,5 +450,6 @@ TCase *backend_coll_tcase(void)
 	tcase_add_test(t, coll_leave_die);
 	tcase_add_test(t, coll_join_refusals);
 	tcase_add_test(t, coll_violations);
+	tcase_add_test(t, coll_holds_pd_cq);
 	return t;
 }

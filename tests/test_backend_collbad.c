@@ -121,6 +121,28 @@ START_TEST(collbad_scratch_per_node)
 }
 END_TEST
 
+/* Teams that never fill: one guest joins 64 teams of VRDMA_TEAM_MAX
+ * members as rank 0 of each.  dom0 keeps what the joins hold, and a
+ * pointer a rank: not a member record for every rank named (14 MiB). */
+START_TEST(collbad_joining_teams)
+{
+	struct tg g;
+	uint32_t t;
+	size_t before;
+
+	tg_full(&g, 5);
+	before = heap();
+	for (unsigned k = 0; k < VBE_COLL_GUEST_TEAMS; k++)
+		ck_assert_int_eq(join(&g, 2, (uint8_t)k, VRDMA_TEAM_MAX, 0, &t), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g, 3, 0, 2, 0, &t), VRDMA_CS_NOMEM);	/* its quota */
+	ck_assert_msg(heap() - before < (4u << 20), "%zu bytes for 64 teams", heap() - before);
+	vplat_key_rm(g.p, g.fdir);	/* the VM goes: so do its teams */
+	stub_run();
+	ck_assert_uint_eq(node->coll->nteams, 0);
+	tg_stop(&g);
+}
+END_TEST
+
 TCase *backend_collbad_tcase(void)
 {
 	TCase *t = tcase_create("collbad");
@@ -128,5 +150,6 @@ TCase *backend_collbad_tcase(void)
 	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, collbad_scratch_per_node);
+	tcase_add_test(t, collbad_joining_teams);
 	return t;
 }

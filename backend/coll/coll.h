@@ -44,16 +44,18 @@ struct vbe_cop {
 	struct vrdma_coll_wr w;
 };
 
+/* A member, made by its join, gone with its leave: a team that never
+ * fills holds what its joins made, and a pointer a rank. */
 struct vbe_cmember {
-	struct vbe_guest *g;		/* NULL: not joined, or left */
+	struct vbe_guest *g;
 	uint32_t handle;		/* the team's handle in g's space */
 	uint32_t pd, cq;		/* g's table indexes */
-	struct vbe_cop *q;		/* VRDMA_TEAM_DEPTH posted, not done */
 	uint64_t posted;		/* seqs posted so far; seq s is in
 					 * q[s % VRDMA_TEAM_DEPTH] */
 	uint64_t cdone;			/* ... and completed */
 	uint16_t evt;			/* EVT_TEAM status still to tell */
 	bool evt_pend;
+	struct vbe_cop q[VRDMA_TEAM_DEPTH];	/* posted, not done */
 };
 
 struct vbe_team {
@@ -65,7 +67,7 @@ struct vbe_team {
 	bool self;			/* a member joined with VRDMA_TEAM_F_SELF */
 	bool queued;			/* on the node's run list */
 	struct vbe_team *run_next;
-	struct vbe_cmember *m;		/* by rank */
+	struct vbe_cmember **m;		/* by rank; NULL: not joined, or left */
 	uint64_t done;			/* READY: ops completed in every member */
 	uint64_t off;			/* the running op: bytes of the vector done */
 	uint64_t ops, bytes;		/* for vrdmactl */

@@ -37,7 +37,7 @@ void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t)
 static bool vbe_coll_ready(const struct vbe_team *t)
 {
 	for (uint32_t r = 0; r < t->size; r++)
-		if (!t->m[r].g || t->m[r].posted <= t->done)
+		if (!t->m[r] || t->m[r]->posted <= t->done)
 			return false;
 	return t->state == VBE_TEAM_READY;
 }
@@ -56,7 +56,7 @@ int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
 	if (w->kind < VBE_CK_ALLREDUCE || w->kind > VBE_CK_ALLGATHER)
 		return vbe_guest_fatal(g, "OP_COLL of kind %u", w->kind);
 	t = ref->t;
-	m = &t->m[ref->rank];
+	m = t->m[ref->rank];
 	if (t->state == VBE_TEAM_JOINING)
 		return vbe_guest_fatal(g, "OP_COLL before team %#x is ready", r->handle);
 	if (w->seq != m->posted + 1)
@@ -115,13 +115,13 @@ static void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint
  * they agree on something no one can run. */
 static uint8_t vbe_coll_agree(const struct vbe_team *t, struct vbe_cx *x)
 {
-	const struct vrdma_coll_wr *w = &t->m[0].q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+	const struct vrdma_coll_wr *w = &t->m[0]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
 	size_t bytes;
 
 	x->w = w;
 	x->es = 1;
 	for (uint32_t r = 1; r < t->size; r++) {
-		const struct vrdma_coll_wr *o = &t->m[r].q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+		const struct vrdma_coll_wr *o = &t->m[r]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
 
 		if (o->kind != w->kind || o->type != w->type || o->op != w->op ||
 		    o->root != w->root || o->count != w->count)
@@ -159,13 +159,14 @@ static int vbe_coll_ranges(struct vbe_team *t, const struct vbe_cx *x, uint8_t *
 			   uint8_t **rp, uint32_t *bad)
 {
 	for (uint32_t r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = &t->m[r];
-		const struct vrdma_coll_wr *w = &m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
+		const struct vbe_cmember *m = t->m[r];
+		const struct vrdma_coll_wr *w;
 		uint64_t sl, rl;
 
 		*bad = r;
-		if (!m->g || m->g->dead)
+		if (!m || m->g->dead)
 			return -ECONNRESET;
+		w = &m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
 		vbe_coll_lens(t, x, r, &sl, &rl);
 		if (w->sge[0].length != sl || w->sge[1].length != rl)
 			return -EFAULT;
@@ -239,7 +240,7 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 	}
 	/* Each member pays for what was read from and written to it. */
 	for (r = 0; r < t->size; r++)
-		vbe_budget_charge(t->m[r].g, (rp[r] ? len : 0) + (sp[r] ? len : 0));
+		vbe_budget_charge(t->m[r]->g, (rp[r] ? len : 0) + (sp[r] ? len : 0));
 	t->off += len;
 	return 0;
 }
@@ -247,7 +248,7 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const struct vbe_cx *x)
 {
 	for (uint32_t r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = &t->m[r];
+		struct vbe_cmember *m = t->m[r];
 		uint64_t sl, rl;
 
 		vbe_coll_lens(t, x, r, &sl, &rl);
@@ -286,8 +287,8 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	}
-	if (rc && bad < t->size && t->m[bad].g) {
-		struct vbe_cmember *m = &t->m[bad];
+	if (rc && bad < t->size && t->m[bad]) {
+		struct vbe_cmember *m = t->m[bad];
 
 		vlog_warn("vrdmad: %s: team %llu rank %u: a range that is not its own",
 			  m->g->name, (unsigned long long)t->serial, bad);

@@ -31,17 +31,19 @@ static void vbe_team_show(const struct vbe_team *t, struct vout *o)
 	vout_arr(o, "members");
 	vout_text(o, "\n ");
 	for (uint32_t r = 0; r < t->size; r++) {
-		const struct vbe_guest *g = t->m[r].g;
+		const struct vbe_cmember *m = t->m[r];
+		const struct vbe_guest *g;
 
-		if (!g)
+		if (!m)
 			continue;
+		g = m->g;
 		vout_obj(o, NULL);
 		vout_u64(o, "rank", r, " %u:", r);
 		vout_str(o, "vm", g->vm[0] ? g->vm : g->name, "%s", g->vm[0] ? g->vm : g->name);
 		vout_ju64(o, "domid", g->domid);
 		vout_ju64(o, "devid", g->devid);
-		vout_u64(o, "pending", t->m[r].posted - t->m[r].cdone, " (%llu pending)",
-			 (unsigned long long)(t->m[r].posted - t->m[r].cdone));
+		vout_u64(o, "pending", m->posted - m->cdone, " (%llu pending)",
+			 (unsigned long long)(m->posted - m->cdone));
 		vout_end(o);
 	}
 	vout_end(o);

@@ -135,6 +135,8 @@ static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	cn->nteams--;
+	for (uint32_t r = 0; r < t->size; r++)
+		free(t->m[r]);
 	free(t->m);
 	free(t);
 }
@@ -146,9 +148,9 @@ void vbe_coll_tell(struct vbe_team *t)
 	uint32_t r;
 
 	for (r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = &t->m[r];
+		struct vbe_cmember *m = t->m[r];
 
-		if (!m->g || !m->evt_pend)
+		if (!m || !m->evt_pend)
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.type = VRDMA_EVT_TEAM;
@@ -162,9 +164,9 @@ void vbe_coll_tell(struct vbe_team *t)
 static void vbe_coll_say(struct vbe_team *t, uint16_t status)
 {
 	for (uint32_t r = 0; r < t->size; r++)
-		if (t->m[r].g) {
-			t->m[r].evt = status;
-			t->m[r].evt_pend = true;
+		if (t->m[r]) {
+			t->m[r]->evt = status;
+			t->m[r]->evt_pend = true;
 		}
 	vbe_coll_tell(t);
 }
@@ -195,9 +197,9 @@ void vbe_coll_fail(struct vbe_team *t, uint8_t ws)
 	t->fail_ws = VRDMA_WS_WR_FLUSH_ERR;
 	t->off = 0;
 	for (r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = &t->m[r];
+		struct vbe_cmember *m = t->m[r];
 
-		for (; m->g && m->cdone < m->posted; m->cdone++)
+		for (; m && m->cdone < m->posted; m->cdone++)
 			vbe_coll_cqe(m, m->q[(m->cdone + 1) % VRDMA_TEAM_DEPTH].id, ws, 0);
 	}
 }
@@ -269,20 +271,20 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 		}
 		return VRDMA_CS_INVAL;
 	}
-	if (t && (t->m[c.rank].g || t->state != VBE_TEAM_JOINING))
+	if (t && (t->m[c.rank] || t->state != VBE_TEAM_JOINING))
 		return VRDMA_CS_EXIST;
 	if (!t) {
 		t = vbe_coll_new(cn, c.key, c.size, (uint32_t)hash);
 		if (!t)
 			return VRDMA_CS_NOMEM;
 	}
-	m = &t->m[c.rank];
-	m->q = calloc(VRDMA_TEAM_DEPTH, sizeof(*m->q));
-	if (!m->q) {
+	m = calloc(1, sizeof(*m));
+	if (!m) {
 		if (!t->joined)
 			vbe_coll_free(g->node, t);
 		return VRDMA_CS_NOMEM;
 	}
+	t->m[c.rank] = m;
 	ref->t = t;
 	ref->rank = c.rank;
 	ref->gen = (uint16_t)(ref->gen + 1) ? (uint16_t)(ref->gen + 1) : 1;
@@ -290,7 +292,6 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	m->handle = (uint32_t)ref->gen << 16 | (uint32_t)(ref - g->coll->ref);
 	m->pd = c.pd & 0xffff;
 	m->cq = c.cq & 0xffff;
-	m->posted = m->cdone = 0;
 	pd->users++;
 	cq->users++;
 	g->coll->nteams++;
@@ -334,25 +335,23 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 {
 	struct vbe_team *t = ref->t;
-	struct vbe_cmember *m = &t->m[ref->rank];
+	struct vbe_cmember *m = t->m[ref->rank];
 	struct vbe_pd *pd = &g->pds[m->pd];
 	struct vbe_cq *cq = &g->cqs[m->cq];
 
-	m->g = NULL;		/* no completions for the one leaving */
+	t->m[ref->rank] = NULL;	/* no completions for the one leaving */
 	if (t->state == VBE_TEAM_READY) {
 		/* A failure only if an operation was under way: members leave
 		 * one by one at a team's normal end. */
 		bool busy = m->posted > m->cdone;
 
 		for (uint32_t r = 0; r < t->size; r++)
-			busy |= t->m[r].g && t->m[r].posted > t->m[r].cdone;
+			busy |= t->m[r] && t->m[r]->posted > t->m[r]->cdone;
 		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
 		if (busy)
 			g->node->coll->fails++;
 	}
-	m->evt_pend = false;
-	free(m->q);
-	m->q = NULL;
+	free(m);
 	if (pd->users)
 		pd->users--;
 	if (cq->users)
