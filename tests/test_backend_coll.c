@@ -401,6 +401,51 @@ START_TEST(coll_violations)
 }
 END_TEST
 
+/* g's event ring as if it held 63 events g has not read: no room for an
+ * async event (a command's answer keeps the last slot). */
+static void evt_ring_full(struct tg *g)
+{
+	vring_consumed(&g->sr->evt, g->evt_cons - ((1u << VRDMA_EVT_RING_ORDER_DEF) - 1));
+}
+
+/* An EVT_TEAM that finds its member's event ring full waits on that
+ * member's handle and goes at a later poll once there is room; one whose
+ * member leaves first is forgotten. */
+START_TEST(coll_evt_later)
+{
+	static const uint8_t ka[16] = { 0xa }, kb[16] = { 0xb };
+	struct tg g[2];
+	uint32_t t[2];
+	struct vrdma_req r;
+
+	for (unsigned i = 0; i < 2; i++)
+		tg_full(&g[i], 5 + i);
+	ck_assert_int_eq(join(&g[0], ka, 2, 0, 0, "n1", &t[0]), VRDMA_CS_OK);
+	evt_ring_full(&g[0]);
+	ck_assert_int_eq(join(&g[1], ka, 2, 1, 0, "n1", &t[1]), VRDMA_CS_OK);
+	ck_assert_int_eq(team_evt(&g[1]), VRDMA_CS_OK);
+	vbe_node_poll(node);
+	ck_assert_uint_eq(vring_load_acq(&g[0].sr->evt.prod), g[0].evt_cons);	/* none yet */
+	ck_assert_uint_eq(node->coll->npend, 1);
+	vring_consumed(&g[0].sr->evt, g[0].evt_cons);	/* read: room again */
+	vbe_node_poll(node);
+	ck_assert_int_eq(team_evt(&g[0]), VRDMA_CS_OK);
+	ck_assert_uint_eq(node->coll->npend, 0);
+
+	ck_assert_int_eq(join(&g[0], kb, 2, 0, 0, "n1", &t[0]), VRDMA_CS_OK);
+	evt_ring_full(&g[0]);
+	ck_assert_int_eq(join(&g[1], kb, 2, 1, 0, "n1", &t[1]), VRDMA_CS_OK);
+	ck_assert_uint_eq(node->coll->npend, 1);
+	r = mkreq(VRDMA_CMD_TEAM_LEAVE, t[0]);
+	vring_consumed(&g[0].sr->evt, g[0].evt_cons);
+	ck_assert_int_eq(tg_cmd(&g[0], &r, NULL), VRDMA_CS_OK);
+	ck_assert_uint_eq(node->coll->npend, 0);
+	vbe_node_poll(node);
+	ck_assert_int_eq(team_evt(&g[0]), -1);
+	stop_all(g, 2);
+}
+END_TEST
+
 /* A member's team holds its PD and CQ: DEALLOC_PD and DESTROY_CQ are
  * BUSY until it leaves (dom0 pushes the team's CQEs there, reads its
  * MRs through that PD); one guest may hold several ranks, each its own
@@ -451,5 +496,6 @@ TCase *backend_coll_tcase(void)
 	tcase_add_test(t, coll_join_refusals);
 	tcase_add_test(t, coll_violations);
 	tcase_add_test(t, coll_holds_pd_cq);
+	tcase_add_test(t, coll_evt_later);
 	return t;
 }

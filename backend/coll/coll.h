@@ -53,8 +53,6 @@ struct vbe_cmember {
 	uint64_t posted;		/* seqs posted so far; seq s is in
 					 * q[s % VRDMA_TEAM_DEPTH] */
 	uint64_t cdone;			/* ... and completed */
-	uint16_t evt;			/* EVT_TEAM status still to tell */
-	bool evt_pend;
 	struct vbe_cop q[VRDMA_TEAM_DEPTH];	/* posted, not done */
 };
 
@@ -74,16 +72,21 @@ struct vbe_team {
 	uint64_t serial;		/* the node's count: names it in logs */
 };
 
-/* A guest's handles to its teams. */
+/* A guest's handles to its teams.  An EVT_TEAM its event ring had no
+ * room for waits here, on the guest that keeps it waiting: the node's
+ * poll retries the guests that have one, no scan of every team. */
 struct vbe_cref {
 	struct vbe_team *t;		/* NULL: free */
 	uint32_t rank;
 	uint16_t gen;
+	uint16_t evt;			/* EVT_TEAM status still to tell */
+	bool evt_pend;
 };
 
 struct vbe_coll_guest {
 	struct vbe_cref ref[VBE_COLL_GUEST_TEAMS];
 	unsigned nteams;
+	unsigned npend;			/* refs with evt_pend */
 };
 
 struct vbe_coll_node {
@@ -93,6 +96,7 @@ struct vbe_coll_node {
 	uint64_t serial;
 	bool off;			/* the operator's switch: no offload here */
 	uint64_t joins, ops, bytes, fails;
+	unsigned npend;			/* EVT_TEAMs waiting, every guest's */
 	/* What a chunk is made in, one for the node: its poll runs one
 	 * chunk at a time and finishes it before the next.  Allocated with
 	 * the first team dom0 runs, kept until the node goes. */
@@ -109,7 +113,7 @@ void vbe_coll_guest_gone(struct vbe_guest *g);
 void vbe_coll_node_fini(struct vbe_node *n);
 struct vbe_cref *vbe_coll_ref(struct vbe_guest *g, uint32_t handle);
 void vbe_coll_fail(struct vbe_team *t, uint8_t ws);
-void vbe_coll_tell(struct vbe_team *t);		/* pending EVT_TEAMs */
+void vbe_coll_tell(struct vbe_node *n);		/* EVT_TEAMs still to tell */
 void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len);
 
 /* run.c */

@@ -311,8 +311,7 @@ int vbe_coll_run(struct vbe_node *n)
 
 	if (!cn || !cn->nteams)
 		return 0;
-	for (t = cn->teams; t; t = t->next)
-		vbe_coll_tell(t);
+	vbe_coll_tell(n);
 	for (pp = &cn->run; (t = *pp);) {
 		if (vbe_coll_ready(t))
 			work += vbe_coll_step(n, t);

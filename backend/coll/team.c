@@ -141,34 +141,62 @@ static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 	free(t);
 }
 
-/* One EVT_TEAM per member, kept on the member while its ring is full. */
-void vbe_coll_tell(struct vbe_team *t)
+static void vbe_coll_unpend(struct vbe_guest *g, struct vbe_cref *ref)
+{
+	if (!ref->evt_pend)
+		return;
+	ref->evt_pend = false;
+	g->coll->npend--;
+	g->node->coll->npend--;
+}
+
+/* @ref's EVT_TEAM, unless its guest's event ring has no room for it. */
+static void vbe_coll_tell_ref(struct vbe_guest *g, struct vbe_cref *ref)
 {
 	struct vrdma_evt e;
-	uint32_t r;
 
-	for (r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = t->m[r];
+	memset(&e, 0, sizeof(e));
+	e.type = VRDMA_EVT_TEAM;
+	e.status = ref->evt;
+	e.handle = (uint32_t)ref->gen << 16 | (uint32_t)(ref - g->coll->ref);
+	if (vbe_evt_post(g, &e, false) != -ENOSPC)
+		vbe_coll_unpend(g, ref);	/* told, or gone */
+}
 
-		if (!m || !m->evt_pend)
+/* Each node poll: the EVT_TEAMs that found no room, if any. */
+void vbe_coll_tell(struct vbe_node *n)
+{
+	struct vbe_guest *g;
+
+	if (!n->coll || !n->coll->npend)
+		return;
+	for (g = n->guests; g && n->coll->npend; g = g->next) {
+		if (!g->coll || !g->coll->npend)
 			continue;
-		memset(&e, 0, sizeof(e));
-		e.type = VRDMA_EVT_TEAM;
-		e.status = m->evt;
-		e.handle = m->handle;
-		if (vbe_evt_post(m->g, &e, false) != -ENOSPC)
-			m->evt_pend = false;
+		for (uint32_t i = 0; i < VBE_COLL_GUEST_TEAMS; i++)
+			if (g->coll->ref[i].t && g->coll->ref[i].evt_pend)
+				vbe_coll_tell_ref(g, &g->coll->ref[i]);
 	}
 }
 
+/* One EVT_TEAM per member, kept on its handle while its ring is full. */
 static void vbe_coll_say(struct vbe_team *t, uint16_t status)
 {
-	for (uint32_t r = 0; r < t->size; r++)
-		if (t->m[r]) {
-			t->m[r]->evt = status;
-			t->m[r]->evt_pend = true;
+	for (uint32_t r = 0; r < t->size; r++) {
+		struct vbe_cmember *m = t->m[r];
+		struct vbe_cref *ref;
+
+		if (!m)
+			continue;
+		ref = &m->g->coll->ref[m->handle & 0xffff];
+		if (!ref->evt_pend) {
+			ref->evt_pend = true;
+			m->g->coll->npend++;
+			m->g->node->coll->npend++;
 		}
-	vbe_coll_tell(t);
+		ref->evt = status;
+		vbe_coll_tell_ref(m->g, ref);
+	}
 }
 
 void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len)
@@ -352,6 +380,7 @@ static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 			g->node->coll->fails++;
 	}
 	free(m);
+	vbe_coll_unpend(g, ref);
 	if (pd->users)
 		pd->users--;
 	if (cq->users)
