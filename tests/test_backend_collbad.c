@@ -143,6 +143,62 @@ START_TEST(collbad_joining_teams)
 }
 END_TEST
 
+/*
+ * A guest holding ranks 0 (the root) and 2 of four: rank 2's receive
+ * range is the root's send range one byte on.  The honest ranks 1 and 3
+ * must get the same bits, the root's as they were when the chunk was
+ * read: dom0 reads each source byte once, into its own memory.
+ */
+START_TEST(collbad_aliased_root)
+{
+	struct tg g[3];
+	uint32_t t[4];
+	uint8_t want[1500];
+
+	for (unsigned i = 0; i < 3; i++)
+		tg_full(&g[i], 5 + i);
+	ck_assert_int_eq(join(&g[0], 4, 0, 4, 0, &t[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[1], 4, 0, 4, 1, &t[1]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[0], 4, 0, 4, 2, &t[2]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[2], 4, 0, 4, 3, &t[3]), VRDMA_CS_OK);
+	ck_assert_uint_eq(evts(&g[0], VRDMA_CS_OK) + evts(&g[1], VRDMA_CS_OK) +
+			  evts(&g[2], VRDMA_CS_OK), 4);
+	for (unsigned i = 0; i < sizeof(want); i++)
+		want[i] = g[0].mem[DATA + i] = (uint8_t)(i * 13 + 1);
+
+	/* bcast of 1000 bytes from rank 0 */
+	post_at(&g[0], t[0], 1, 3, 0, 0, 0, 1000, DATA, 1000, 0, 0);
+	post_at(&g[1], t[1], 1, 3, 0, 0, 0, 1000, 0, 0, DATA, 1000);
+	post_at(&g[0], t[2], 1, 3, 0, 0, 0, 1000, 0, 0, DATA + 1, 1000);
+	post_at(&g[2], t[3], 1, 3, 0, 0, 0, 1000, 0, 0, DATA, 1000);
+	vbe_node_poll(node);
+	for (unsigned i = 0; i < 3; i++)
+		expect_cqe(&g[i], 101, VRDMA_WS_SUCCESS);
+	expect_cqe(&g[0], 101, VRDMA_WS_SUCCESS);
+	ck_assert_mem_eq(g[1].mem + DATA, want, 1000);
+	ck_assert_mem_eq(g[2].mem + DATA, want, 1000);
+
+	/* allgather of 300 bytes each: rank 2 receives over rank 0's block */
+	for (unsigned i = 0; i < sizeof(want); i++)
+		want[i] = g[0].mem[DATA + i] = (uint8_t)(i * 7 + 3);
+	memset(g[1].mem + DATA + 2048, 0x11, 300);
+	memset(g[0].mem + DATA + 4096, 0x22, 300);
+	memset(g[2].mem + DATA + 2048, 0x33, 300);
+	post_at(&g[0], t[0], 2, 5, 0, 0, 0, 300, DATA, 300, DATA + 8192, 1200);
+	post_at(&g[1], t[1], 2, 5, 0, 0, 0, 300, DATA + 2048, 300, DATA, 1200);
+	post_at(&g[0], t[2], 2, 5, 0, 0, 0, 300, DATA + 4096, 300, DATA + 1, 1200);
+	post_at(&g[2], t[3], 2, 5, 0, 0, 0, 300, DATA + 2048, 300, DATA, 1200);
+	vbe_node_poll(node);
+	for (unsigned i = 0; i < 3; i++)
+		expect_cqe(&g[i], 102, VRDMA_WS_SUCCESS);
+	expect_cqe(&g[0], 102, VRDMA_WS_SUCCESS);
+	ck_assert_mem_eq(g[1].mem + DATA, g[2].mem + DATA, 1200);
+	ck_assert_mem_eq(g[1].mem + DATA, want, 300);
+	for (unsigned i = 0; i < 3; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 TCase *backend_collbad_tcase(void)
 {
 	TCase *t = tcase_create("collbad");
@@ -151,5 +207,6 @@ TCase *backend_collbad_tcase(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, collbad_scratch_per_node);
 	tcase_add_test(t, collbad_joining_teams);
+	tcase_add_test(t, collbad_aliased_root);
 	return t;
 }

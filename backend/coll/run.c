@@ -179,9 +179,10 @@ static int vbe_coll_ranges(struct vbe_team *t, const struct vbe_cx *x, uint8_t *
 	return 0;
 }
 
-/* ALLGATHER: the chunk [off, off + len) of the result, block by block. */
-static void vbe_coll_gather(struct vbe_team *t, const struct vbe_cx *x, uint8_t **sp,
-			    uint8_t **rp, uint64_t off, uint64_t len)
+/* ALLGATHER: the chunk [off, off + len) of the result into @dst, each
+ * block's part read once from its member. */
+static void vbe_coll_gather(const struct vbe_team *t, const struct vbe_cx *x,
+			    uint8_t *const *sp, uint8_t *dst, uint64_t off, uint64_t len)
 {
 	uint64_t cnt = x->w->count;
 
@@ -192,14 +193,19 @@ static void vbe_coll_gather(struct vbe_team *t, const struct vbe_cx *x, uint8_t 
 			lo = off;
 		if (hi > off + len)
 			hi = off + len;
-		for (uint32_t r = 0; r < t->size; r++)
-			memmove(rp[r] + lo, sp[q] + (lo - (uint64_t)q * cnt), hi - lo);
+		memcpy(dst + (lo - off), sp[q] + (lo - (uint64_t)q * cnt), hi - lo);
 	}
 }
 
-/* One chunk of the running op.  0, or -errno with *bad the member to
+/*
+ * One chunk of the running op.  0, or -errno with *bad the member to
  * blame (its ranges) or UINT32_MAX (the kernels refused: cannot happen
- * after vbe_coll_agree). */
+ * after vbe_coll_agree).  Every kind makes the chunk in the scratch
+ * first, reading each source byte once, then copies it out: a guest
+ * writing its own ranges meanwhile (another vCPU, or a receive range of
+ * a rank it holds over a send range) changes what every member gets,
+ * never what one member gets and another does not.
+ */
 static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const struct vbe_cx *x,
 			  uint32_t *bad)
 {
@@ -216,6 +222,8 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 	if (rc)
 		return rc;
 	*bad = UINT32_MAX;
+	if (!len)		/* BARRIER, or a count of 0 */
+		goto charge;
 	switch (w->kind) {
 	case VBE_CK_ALLREDUCE:
 	case VBE_CK_REDUCE:
@@ -224,20 +232,18 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 		rc = vcoll_fold(w->type, w->op, cn->scratch, src, t->size, len / x->es);
 		if (rc)
 			return rc;
-		for (r = 0; r < t->size; r++)
-			if (rp[r])
-				memcpy(rp[r] + t->off, cn->scratch, len);
 		break;
 	case VBE_CK_BCAST:
-		for (r = 0; r < t->size; r++)
-			if (rp[r])
-				memmove(rp[r] + t->off, sp[w->root] + t->off, len);
+		memcpy(cn->scratch, sp[w->root] + t->off, len);
 		break;
 	case VBE_CK_ALLGATHER:
-		if (len)
-			vbe_coll_gather(t, x, sp, rp, t->off, len);
+		vbe_coll_gather(t, x, sp, cn->scratch, t->off, len);
 		break;
 	}
+	for (r = 0; r < t->size; r++)
+		if (rp[r])
+			memcpy(rp[r] + t->off, cn->scratch, len);
+charge:
 	/* Each member pays for what was read from and written to it. */
 	for (r = 0; r < t->size; r++)
 		vbe_budget_charge(t->m[r]->g, (rp[r] ? len : 0) + (sp[r] ? len : 0));
