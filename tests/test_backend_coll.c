@@ -401,6 +401,56 @@ START_TEST(coll_violations)
 }
 END_TEST
 
+/* A member 64 operations ahead (the whole depth), the other catching up
+ * one and then many at a time: every operation completes in seq order in
+ * both, across the queue's wrap; a leave then fails exactly the ops the
+ * other has pending. */
+START_TEST(coll_depth)
+{
+	struct tg g[2];
+	uint32_t t[2];
+	struct vrdma_req r;
+	struct vrdma_cqe c;
+	uint64_t next[2] = { 101, 101 };
+
+	team_at(g, 2, 5, t);
+	for (unsigned s = 1; s <= VRDMA_TEAM_DEPTH; s++)
+		post_coll(&g[0], t[0], s, 4, 0, 0, 0, 0, 0, 0);
+	vbe_node_poll(node);
+	expect_no_cqe(&g[0]);
+	post_coll(&g[1], t[1], 1, 4, 0, 0, 0, 0, 0, 0);
+	vbe_node_poll(node);
+	for (unsigned i = 0; i < 2; i++)
+		next[i] = expect_cqe(&g[i], 101, VRDMA_WS_SUCCESS).wr_id + 1;
+	for (unsigned s = 2; s <= VRDMA_TEAM_DEPTH; s++)
+		post_coll(&g[1], t[1], s, 4, 0, 0, 0, 0, 0, 0);
+	for (unsigned k = 0; k < 4 * VRDMA_TEAM_DEPTH && next[1] <= 100 + VRDMA_TEAM_DEPTH; k++) {
+		vbe_node_poll(node);
+		for (unsigned i = 0; i < 2; i++)
+			while (tg_poll_cq(&g[i], &c)) {
+				ck_assert_uint_eq(c.wr_id, next[i]++);
+				ck_assert_uint_eq(c.status, VRDMA_WS_SUCCESS);
+			}
+	}
+	ck_assert_uint_eq(next[0], 101 + VRDMA_TEAM_DEPTH);
+	ck_assert_uint_eq(next[1], 101 + VRDMA_TEAM_DEPTH);
+	/* past the wrap: 65..70 in g[0], 65 in g[1], then g[1] leaves */
+	for (unsigned s = VRDMA_TEAM_DEPTH + 1; s <= VRDMA_TEAM_DEPTH + 6; s++)
+		post_coll(&g[0], t[0], s, 4, 0, 0, 0, 0, 0, 0);
+	post_coll(&g[1], t[1], VRDMA_TEAM_DEPTH + 1, 4, 0, 0, 0, 0, 0, 0);
+	vbe_node_poll(node);
+	expect_cqe(&g[0], 101 + VRDMA_TEAM_DEPTH, VRDMA_WS_SUCCESS);
+	expect_cqe(&g[1], 101 + VRDMA_TEAM_DEPTH, VRDMA_WS_SUCCESS);
+	r = mkreq(VRDMA_CMD_TEAM_LEAVE, t[1]);
+	ck_assert_int_eq(tg_cmd(&g[1], &r, NULL), VRDMA_CS_OK);
+	for (unsigned s = VRDMA_TEAM_DEPTH + 2; s <= VRDMA_TEAM_DEPTH + 6; s++)
+		expect_cqe(&g[0], 100 + s, VRDMA_WS_RETRY_EXC_ERR);
+	expect_no_cqe(&g[0]);
+	expect_no_cqe(&g[1]);
+	stop_all(g, 2);
+}
+END_TEST
+
 /* g's event ring as if it held 63 events g has not read: no room for an
  * async event (a command's answer keeps the last slot). */
 static void evt_ring_full(struct tg *g)
@@ -497,5 +547,6 @@ TCase *backend_coll_tcase(void)
 	tcase_add_test(t, coll_violations);
 	tcase_add_test(t, coll_holds_pd_cq);
 	tcase_add_test(t, coll_evt_later);
+	tcase_add_test(t, coll_depth);
 	return t;
 }

@@ -199,6 +199,68 @@ START_TEST(collbad_aliased_root)
 }
 END_TEST
 
+/*
+ * Two guests, 64 ranks each (their whole quota), one team of 128: an
+ * allreduce of 48 KiB, every rank in place on its guest's one range.
+ * Each node poll reads and writes at most VBE_COLL_ROUND_WORK bytes of
+ * the members' memory (and one chunk more), however many members a
+ * chunk has; the bits are the fold in rank order.
+ */
+START_TEST(collbad_big_team_per_poll)
+{
+	enum { N = VBE_COLL_GUEST_TEAMS, COUNT = 12288 };
+	struct tg g[2];
+	uint32_t t[2][N];
+	uint64_t seen = 0, polls = 0;
+	unsigned told = 0, cqes = 0;
+	struct vrdma_cqe c;
+
+	for (unsigned i = 0; i < 2; i++)
+		tg_full(&g[i], 5 + i);
+	for (unsigned i = 0; i < 2; i++)
+		for (unsigned r = 0; r < N; r++) {
+			ck_assert_int_eq(join(&g[i], 5, 0, 2 * N, i * N + r, &t[i][r]), VRDMA_CS_OK);
+			told += evts(&g[i], VRDMA_CS_OK);
+		}
+	/* 128 EVT_TEAMs into two rings of 64: the rest when there is room */
+	for (unsigned k = 0; k < 4 && told < 2 * N; k++) {
+		vbe_node_poll(node);
+		told += evts(&g[0], VRDMA_CS_OK) + evts(&g[1], VRDMA_CS_OK);
+	}
+	ck_assert_uint_eq(told, 2 * N);
+	for (unsigned i = 0; i < 2; i++) {
+		for (unsigned k = 0; k < COUNT; k++)
+			((int32_t *)(g[i].mem + DATA))[k] = (int32_t)(i ? 3 * k + 1 : k);
+		for (unsigned r = 0; r < N; r++)
+			post_at(&g[i], t[i][r], 1, 1, VCOLL_INT32, VCOLL_SUM, 0, COUNT,
+				DATA, 4 * COUNT, DATA, 4 * COUNT);
+	}
+	while (cqes < 2 * N && polls++ < 1000) {
+		const struct vbe_team *tm = node->coll->teams;
+		uint64_t now;
+
+		vbe_node_poll(node);
+		now = tm->done * 4 * COUNT + tm->off;
+		ck_assert_msg((now - seen) * 2 * 2 * N <= VBE_COLL_ROUND_WORK + VBE_COLL_CHUNK_WORK,
+			      "%llu bytes of the vector in one poll",
+			      (unsigned long long)(now - seen));
+		seen = now;
+		for (unsigned i = 0; i < 2; i++)
+			while (tg_poll_cq(&g[i], &c)) {
+				ck_assert_uint_eq(c.status, VRDMA_WS_SUCCESS);
+				cqes++;
+			}
+	}
+	ck_assert_uint_eq(cqes, 2 * N);
+	for (unsigned i = 0; i < 2; i++)
+		for (unsigned k = 0; k < COUNT; k++)
+			ck_assert_int_eq(((int32_t *)(g[i].mem + DATA))[k],
+					 (int32_t)(N * k + N * (3 * k + 1)));
+	for (unsigned i = 0; i < 2; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 TCase *backend_collbad_tcase(void)
 {
 	TCase *t = tcase_create("collbad");
@@ -208,5 +270,6 @@ TCase *backend_collbad_tcase(void)
 	tcase_add_test(t, collbad_scratch_per_node);
 	tcase_add_test(t, collbad_joining_teams);
 	tcase_add_test(t, collbad_aliased_root);
+	tcase_add_test(t, collbad_big_team_per_poll);
 	return t;
 }

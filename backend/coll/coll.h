@@ -10,9 +10,13 @@
  * anything is queued; ranges are looked up in the member's own MR table
  * again at every chunk (an MR deregistered mid-operation fails that
  * member, never dom0), and the kernels see only those ranges and the
- * scratch.  A team's bytes are charged to its members' budgets; at most
- * VBE_COLL_ROUND_CHUNKS chunks of a team run per node poll, so one large
- * vector never holds the loop.
+ * scratch.  A team's bytes are charged to its members' budgets.  Work is
+ * bounded in the members' bytes it reads and writes: a chunk's length
+ * shrinks with the team's size so that a chunk touches at most
+ * VBE_COLL_CHUNK_WORK bytes, and a node poll runs chunks of every team
+ * together up to VBE_COLL_ROUND_WORK (at most VBE_COLL_ROUND_CHUNKS of
+ * one team), taking up next time the teams it did not reach: neither a
+ * large vector, nor a large team, nor many teams hold the loop.
  */
 #ifndef VRDMA_BACKEND_COLL_H
 #define VRDMA_BACKEND_COLL_H
@@ -27,6 +31,9 @@ struct vbe_node;
 
 #define VBE_COLL_CHUNK		(256u << 10)	/* scratch: bytes folded at once */
 #define VBE_COLL_ROUND_CHUNKS	4		/* per team per node poll */
+#define VBE_COLL_CHUNK_WORK	(2u << 20)	/* members' bytes a chunk reads
+						 * and writes, at most */
+#define VBE_COLL_ROUND_WORK	(8u << 20)	/* ... every chunk of a node poll */
 #define VBE_COLL_GUEST_TEAMS	64		/* teams a guest device is in */
 #define VBE_COLL_NODE_TEAMS	1024		/* teams a node keeps */
 #define VBE_COLL_NAME		32		/* a node name and its NUL */
@@ -68,6 +75,8 @@ struct vbe_team {
 	struct vbe_cmember **m;		/* by rank; NULL: not joined, or left */
 	uint64_t done;			/* READY: ops completed in every member */
 	uint64_t off;			/* the running op: bytes of the vector done */
+	uint32_t chunk;			/* READY: bytes of the vector a chunk takes */
+	uint32_t nready;		/* READY: members that posted op done + 1 */
 	uint64_t ops, bytes;		/* for vrdmactl */
 	uint64_t serial;		/* the node's count: names it in logs */
 };

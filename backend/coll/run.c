@@ -33,13 +33,11 @@ void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t)
 	n->coll->run = t;
 }
 
-/* Has every member posted the next operation? */
+/* Has every member posted the next operation?  Counted as they post, not
+ * looked for: an OP_COLL costs dom0 the same in a team of 2 or 4096. */
 static bool vbe_coll_ready(const struct vbe_team *t)
 {
-	for (uint32_t r = 0; r < t->size; r++)
-		if (!t->m[r] || t->m[r]->posted <= t->done)
-			return false;
-	return t->state == VBE_TEAM_READY;
+	return t->state == VBE_TEAM_READY && t->nready == t->size;
 }
 
 int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
@@ -74,6 +72,8 @@ int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
 		vbe_coll_cqe(m, r->id, VRDMA_WS_WR_FLUSH_ERR, 0);
 		return 0;
 	}
+	if (m->posted == t->done + 1)
+		t->nready++;
 	if (vbe_coll_ready(t))
 		vbe_coll_queue(g->node, t);
 	return 0;
@@ -207,7 +207,7 @@ static void vbe_coll_gather(const struct vbe_team *t, const struct vbe_cx *x,
  * never what one member gets and another does not.
  */
 static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const struct vbe_cx *x,
-			  uint32_t *bad)
+			  uint32_t *bad, uint64_t *cost)
 {
 	uint8_t **sp = cn->sp, **rp = cn->rp;
 	const void **src = cn->src;
@@ -216,8 +216,8 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 	uint32_t r;
 	int rc;
 
-	if (len > VBE_COLL_CHUNK)
-		len = VBE_COLL_CHUNK;
+	if (len > t->chunk)
+		len = t->chunk;
 	rc = vbe_coll_ranges(t, x, sp, rp, bad);
 	if (rc)
 		return rc;
@@ -245,14 +245,20 @@ static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const st
 			memcpy(rp[r] + t->off, cn->scratch, len);
 charge:
 	/* Each member pays for what was read from and written to it. */
-	for (r = 0; r < t->size; r++)
-		vbe_budget_charge(t->m[r]->g, (rp[r] ? len : 0) + (sp[r] ? len : 0));
+	*cost = 0;
+	for (r = 0; r < t->size; r++) {
+		uint64_t b = (rp[r] ? len : 0) + (sp[r] ? len : 0);
+
+		vbe_budget_charge(t->m[r]->g, b);
+		*cost += b;
+	}
 	t->off += len;
 	return 0;
 }
 
 static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const struct vbe_cx *x)
 {
+	t->nready = 0;
 	for (uint32_t r = 0; r < t->size; r++) {
 		struct vbe_cmember *m = t->m[r];
 		uint64_t sl, rl;
@@ -261,6 +267,7 @@ static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const stru
 		vbe_coll_cqe(m, m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].id, VRDMA_WS_SUCCESS,
 			     rl > UINT32_MAX ? UINT32_MAX : (uint32_t)rl);
 		m->cdone++;
+		t->nready += m->posted > t->done + 1;	/* posted the next one */
 	}
 	t->done++;
 	t->off = 0;
@@ -270,11 +277,13 @@ static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const stru
 	n->coll->bytes += x->vbytes;
 }
 
-/* Run @t's head operation for up to VBE_COLL_ROUND_CHUNKS chunks. */
-static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
+/* Run @t's head operation for up to VBE_COLL_ROUND_CHUNKS chunks, while
+ * the poll's *budget (members' bytes) lasts; one chunk at least. */
+static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budget)
 {
 	struct vbe_cx x;
 	uint32_t bad = 0;
+	uint64_t cost;
 	uint8_t ws;
 	int rc = 0, k = 0;
 
@@ -286,14 +295,18 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t)
 		n->coll->fails++;
 		goto out;
 	}
-	for (k = 0; k < VBE_COLL_ROUND_CHUNKS && !rc; k++) {
-		rc = vbe_coll_chunk(n->coll, t, &x, &bad);
+	for (k = 0; k < VBE_COLL_ROUND_CHUNKS && !rc && *budget; k++) {
+		cost = 0;
+		rc = vbe_coll_chunk(n->coll, t, &x, &bad, &cost);
+		*budget -= cost < *budget ? cost : *budget;
 		if (!rc && t->off >= x.vbytes) {
 			vbe_coll_complete(n, t, &x);
 			break;
 		}
 	}
-	if (rc && bad < t->size && t->m[bad]) {
+	/* A member that left or died is no range fault: its leave or its
+	 * release fails the team, and it gets no completions. */
+	if (rc == -EFAULT && bad < t->size) {
 		struct vbe_cmember *m = t->m[bad];
 
 		vlog_warn("vrdmad: %s: team %llu rank %u: a range that is not its own",
@@ -309,24 +322,35 @@ out:
 	return k + 1;
 }
 
+/* The teams with work, in turn, while VBE_COLL_ROUND_WORK lasts; those
+ * the budget did not reach go first at the next poll. */
 int vbe_coll_run(struct vbe_node *n)
 {
 	struct vbe_coll_node *cn = n->coll;
-	struct vbe_team *t, **pp;
+	uint64_t budget = VBE_COLL_ROUND_WORK;
+	struct vbe_team *t, **pp, *head, **tail;
 	int work = 0;
 
 	if (!cn || !cn->nteams)
 		return 0;
 	vbe_coll_tell(n);
-	for (pp = &cn->run; (t = *pp);) {
+	for (pp = &cn->run; (t = *pp) && budget;) {
 		if (vbe_coll_ready(t))
-			work += vbe_coll_step(n, t);
+			work += vbe_coll_step(n, t, &budget);
 		if (vbe_coll_ready(t)) {
 			pp = &t->run_next;
 			continue;
 		}
 		*pp = t->run_next;
 		t->queued = false;
+	}
+	if (t && pp != &cn->run) {	/* [run, t) ran: after the others */
+		head = cn->run;
+		*pp = NULL;
+		cn->run = t;
+		for (tail = &cn->run; *tail; tail = &(*tail)->run_next)
+			;
+		*tail = head;
 	}
 	return work;
 }

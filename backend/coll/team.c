@@ -331,6 +331,18 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	return VRDMA_CS_OK;
 }
 
+/* Vector bytes per chunk: a power of two (a multiple of every element)
+ * that keeps a chunk's reads and writes, about 2 x size x chunk, within
+ * VBE_COLL_CHUNK_WORK: 256 KiB up to 4 members, 256 bytes at 4096. */
+static uint32_t vbe_coll_chunk_len(uint32_t size)
+{
+	uint32_t c = VBE_COLL_CHUNK;
+
+	while (c > 64 && (uint64_t)c * 2 * size > VBE_COLL_CHUNK_WORK)
+		c >>= 1;
+	return c;
+}
+
 /* After the join's CMD_DONE went out: the last member makes the team. */
 void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 {
@@ -345,6 +357,8 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 	if (!t->self && !g->node->coll->off) {
 		if (!vbe_coll_work(g->node->coll)) {
 			t->state = VBE_TEAM_READY;
+			t->chunk = vbe_coll_chunk_len(t->size);
+			t->nready = 0;		/* no OP_COLL before READY */
 			vbe_coll_say(t, VRDMA_CS_OK);
 			vlog_info("vrdmad: team %llu: %u members, run by dom0",
 				  (unsigned long long)t->serial, t->size);
