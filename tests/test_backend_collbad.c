@@ -261,6 +261,27 @@ START_TEST(collbad_big_team_per_poll)
 }
 END_TEST
 
+/* The node's teams all taken: a new team is NOENT (its members run it),
+ * not NOMEM, which libvrdma takes for a failed create.  The harness has
+ * 15 guests (960 teams): the count stands in for the other 1023. */
+START_TEST(collbad_node_full)
+{
+	struct tg g[2];
+	uint32_t t[2];
+
+	for (unsigned i = 0; i < 2; i++)
+		tg_full(&g[i], 5 + i);
+	ck_assert_int_eq(join(&g[0], 6, 0, 2, 0, &t[0]), VRDMA_CS_OK);
+	node->coll->nteams += VBE_COLL_NODE_TEAMS - 1;
+	ck_assert_int_eq(join(&g[1], 6, 1, 2, 0, &t[1]), VRDMA_CS_NOENT);
+	ck_assert_int_eq(join(&g[1], 6, 0, 2, 1, &t[1]), VRDMA_CS_OK);	/* a team there is */
+	node->coll->nteams -= VBE_COLL_NODE_TEAMS - 1;
+	ck_assert_uint_eq(evts(&g[0], VRDMA_CS_OK) + evts(&g[1], VRDMA_CS_OK), 2);
+	for (unsigned i = 0; i < 2; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 TCase *backend_collbad_tcase(void)
 {
 	TCase *t = tcase_create("collbad");
@@ -271,5 +292,6 @@ TCase *backend_collbad_tcase(void)
 	tcase_add_test(t, collbad_joining_teams);
 	tcase_add_test(t, collbad_aliased_root);
 	tcase_add_test(t, collbad_big_team_per_poll);
+	tcase_add_test(t, collbad_node_full);
 	return t;
 }

@@ -302,6 +302,12 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	if (t && (t->m[c.rank] || t->state != VBE_TEAM_JOINING))
 		return VRDMA_CS_EXIST;
 	if (!t) {
+		/* The node keeps as many teams as it may: it runs no new one,
+		 * and says so as a node that is off does, so that the members
+		 * run it themselves.  NOMEM would fail their create: it is the
+		 * guest's own quota. */
+		if (cn->nteams >= VBE_COLL_NODE_TEAMS)
+			return VRDMA_CS_NOENT;
 		t = vbe_coll_new(cn, c.key, c.size, (uint32_t)hash);
 		if (!t)
 			return VRDMA_CS_NOMEM;

@@ -364,8 +364,9 @@ struct vrdma_cmd_modify_qp {
  * hear the same); INVAL, the members disagree on size or list; EXIST,
  * two members took one rank.  The guest then leaves (TEAM_LEAVE) unless
  * OK.  CMD_DONE NOENT: dom0 does not run this team at all (a member on
- * another node, or offload off on this node): every member knows so from
- * the same list.  INVAL: a bad field; NOMEM: the guest's `teams` quota.
+ * another node, or offload off on this node: every member knows so from
+ * the same list; or the node runs as many teams as it keeps).  INVAL: a
+ * bad field; NOMEM: the guest's `teams` quota.
  */
 #define VRDMA_TEAM_F_SELF	1u	/* this member wants the team run by
 					 * the members (the API's NO_OFFLOAD) */
