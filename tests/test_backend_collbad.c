@@ -282,6 +282,52 @@ START_TEST(collbad_node_full)
 }
 END_TEST
 
+/* `vrdmactl policy` lines. */
+static void pol(const char *line)
+{
+	char buf[128], *argv[8], *save = NULL, *tok, out[512];
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (tok = strtok_r(buf, " ", &save); tok && argc < 8; tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	ck_assert_int_eq(vbe_node_policy(node, argc, argv, tg_out(false)), 0);
+	tg_out_end(out, sizeof(out));
+}
+
+/* Tenants the connect policy keeps apart reach each other through no
+ * team either: every member hears NOENT and runs it, where the policy
+ * refuses their connections.  One tenant's team is run as before. */
+START_TEST(collbad_policy_apart)
+{
+	struct tg g[3];
+	uint32_t t[3];
+
+	pol("default tenant");
+	tg_tenant(&g[0], 5, "alice");
+	tg_tenant(&g[1], 6, "bob");
+	tg_tenant(&g[2], 7, "alice");
+	ck_assert_int_eq(join(&g[0], 7, 0, 2, 0, &t[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[1], 7, 0, 2, 1, &t[1]), VRDMA_CS_OK);
+	ck_assert_uint_eq(evts(&g[0], VRDMA_CS_NOENT), 1);
+	ck_assert_uint_eq(evts(&g[1], VRDMA_CS_NOENT), 1);
+	memset(g[0].mem + DATA, 0x5a, 64);
+	memset(g[1].mem + DATA, 0, 64);
+	post_at(&g[0], t[0], 1, 3, 0, 0, 0, 64, DATA, 64, 0, 0);
+	post_at(&g[1], t[1], 1, 3, 0, 0, 0, 64, 0, 0, DATA, 64);
+	vbe_node_poll(node);
+	expect_cqe(&g[0], 101, VRDMA_WS_WR_FLUSH_ERR);
+	expect_cqe(&g[1], 101, VRDMA_WS_WR_FLUSH_ERR);
+	ck_assert_uint_eq(g[1].mem[DATA], 0);
+
+	ck_assert_int_eq(join(&g[0], 7, 1, 2, 0, &t[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[2], 7, 1, 2, 1, &t[2]), VRDMA_CS_OK);
+	ck_assert_uint_eq(evts(&g[0], VRDMA_CS_OK) + evts(&g[2], VRDMA_CS_OK), 2);
+	for (unsigned i = 0; i < 3; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 TCase *backend_collbad_tcase(void)
 {
 	TCase *t = tcase_create("collbad");
@@ -293,5 +339,6 @@ TCase *backend_collbad_tcase(void)
 	tcase_add_test(t, collbad_aliased_root);
 	tcase_add_test(t, collbad_big_team_per_poll);
 	tcase_add_test(t, collbad_node_full);
+	tcase_add_test(t, collbad_policy_apart);
 	return t;
 }

@@ -37,6 +37,7 @@ struct vbe_node;
 #define VBE_COLL_GUEST_TEAMS	64		/* teams a guest device is in */
 #define VBE_COLL_NODE_TEAMS	1024		/* teams a node keeps */
 #define VBE_COLL_NAME		32		/* a node name and its NUL */
+#define VBE_COLL_GROUPS		16		/* tenant groups a team dom0 runs */
 
 enum vbe_team_state {
 	VBE_TEAM_JOINING,		/* members still to come */

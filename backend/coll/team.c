@@ -349,6 +349,48 @@ static uint32_t vbe_coll_chunk_len(uint32_t size)
 	return c;
 }
 
+/*
+ * Does the connect policy keep some two members' tenants apart?  dom0
+ * would carry their bytes to each other, which the policy refuses their
+ * QPs; told NOENT, the members run the team themselves, and the policy
+ * judges their connections.  A binding has no direction, nor has a team:
+ * either way will do, as for bindings by QP number (cm_qpn.c).  Members
+ * of more than VBE_COLL_GROUPS groups are not compared pair by pair
+ * (4096 groups would be 8M decisions): such a team runs in its members.
+ */
+static bool vbe_coll_apart(struct vbe_node *n, const struct vbe_team *t)
+{
+	struct vbe_party seen[VBE_COLL_GROUPS];
+	const char *who[VBE_COLL_GROUPS];
+	unsigned ns = 0, i;
+
+	for (uint32_t r = 0; r < t->size; r++) {
+		const char *tenant = t->m[r]->g->tenant;
+		struct vbe_party p = vbe_policy_local(n, tenant);
+
+		for (i = 0; i < ns && !vbe_policy_same(&seen[i], &p); i++)
+			;
+		if (i < ns)
+			continue;
+		for (i = 0; i < ns; i++)
+			if (!vbe_policy_allow_either(n, &seen[i], &p)) {
+				vbe_policy_refused(n, "vrdmad: team %llu: tenants %s and %s kept "
+						   "apart by policy: its members run it",
+						   (unsigned long long)t->serial, who[i], tenant);
+				return true;
+			}
+		if (ns == VBE_COLL_GROUPS) {
+			vlog_info("vrdmad: team %llu: members of more than %u tenant groups: "
+				  "its members run it", (unsigned long long)t->serial,
+				  VBE_COLL_GROUPS);
+			return true;
+		}
+		seen[ns] = p;
+		who[ns++] = tenant;
+	}
+	return false;
+}
+
 /* After the join's CMD_DONE went out: the last member makes the team. */
 void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 {
@@ -360,7 +402,7 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 	t = ref->t;
 	if (t->state != VBE_TEAM_JOINING || t->joined < t->size)
 		return;
-	if (!t->self && !g->node->coll->off) {
+	if (!t->self && !g->node->coll->off && !vbe_coll_apart(g->node, t)) {
 		if (!vbe_coll_work(g->node->coll)) {
 			t->state = VBE_TEAM_READY;
 			t->chunk = vbe_coll_chunk_len(t->size);
@@ -370,11 +412,10 @@ void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
 				  (unsigned long long)t->serial, t->size);
 			return;
 		}
-	}
-	/* Asked to, or no scratch for it: the members run it themselves. */
-	if (!t->self)
 		vlog_warn("vrdmad: team %llu: no memory for the scratch: its members run it",
 			  (unsigned long long)t->serial);
+	}
+	/* Asked to, kept apart, or no scratch: the members run it. */
 	t->state = VBE_TEAM_SELF;
 	vbe_coll_say(t, VRDMA_CS_NOENT);
 }

@@ -360,9 +360,10 @@ struct vrdma_cmd_modify_qp {
  * must be the same bytes.  CMD_DONE OK {team}: joined, and exactly one
  * EVT_TEAM follows once every member joined or the team failed: status
  * OK, dom0 runs it; NOENT, the members run it themselves (a member
- * joined with VRDMA_TEAM_F_SELF or its VM has offload off: all members
- * hear the same); INVAL, the members disagree on size or list; EXIST,
- * two members took one rank.  The guest then leaves (TEAM_LEAVE) unless
+ * joined with VRDMA_TEAM_F_SELF or its VM has offload off, or the connect
+ * policy keeps two members' tenants apart: all members hear the same);
+ * INVAL, the members disagree on size or list; EXIST, two members took
+ * one rank.  The guest then leaves (TEAM_LEAVE) unless
  * OK.  CMD_DONE NOENT: dom0 does not run this team at all (a member on
  * another node, or offload off on this node: every member knows so from
  * the same list; or the node runs as many teams as it keeps).  INVAL: a
