@@ -3,9 +3,10 @@
  * vrdma/coll.h misused, through a live vrdmad: every bad argument gets
  * its documented error (EINVAL, EOVERFLOW, ENOSPC), never a crash, and a
  * refused call starts nothing: the team works on afterwards.  The calls
- * on a team run in a team of the device's own node (dom0's, where it
- * offers the offload) and in one of another node's name (the members',
- * through tcoll.h's connect seam): the checks are the same in both.
+ * are checked before either mode's engine sees them (ops.c), so teams of
+ * one do: one named after another node (through tcoll.h's connect seam)
+ * and one on the device's own node, which passes the offload's choice
+ * (a team of one stays in the guest).
  */
 #include <check.h>
 #include <errno.h>
@@ -216,7 +217,7 @@ START_TEST(t_call_args)
 	ck_assert_uint_eq(info.mode, VRDMA_TEAM_FALLBACK);
 	misuse_calls(t);
 	ck_assert_int_eq(vrdma_team_destroy(t), 0);
-	/* this device's node: dom0 runs it if it can */
+	/* this device's node: past the offload's choice */
 	t = team_of_one(pd, vrdma_node_name(dev), 0);
 	misuse_calls(t);
 	ck_assert_int_eq(vrdma_team_destroy(t), 0);
