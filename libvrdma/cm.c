@@ -7,6 +7,8 @@
 #include "vlib.h"
 #include "log.h"
 
+static void vlib_listener_replay(struct vrdma_device *dev, uint32_t h);
+
 struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *service)
 {
 	struct vrdma_req req = { .opcode = VRDMA_CMD_LISTEN };
@@ -37,7 +39,11 @@ struct vrdma_listener *vrdma_listen(struct vrdma_device *dev, const char *servic
 		goto err;
 	}
 	l->handle = out[0];
+	/* Linked under evt_lock, then what came for it before, in order. */
+	pthread_mutex_lock(&dev->fe.evt_lock);
 	VLIB_LINK(dev, &dev->listeners, l);
+	vlib_listener_replay(dev, l->handle);
+	pthread_mutex_unlock(&dev->fe.evt_lock);
 	return l;
 
 err:
@@ -83,6 +89,43 @@ static struct vrdma_listener *vlib_listener_find(struct vrdma_device *dev, uint3
 	return l;
 }
 
+/* evt_lock held: keep an event for a listener not linked yet; the oldest
+ * kept gives way (its requester times out, as for a full queue). */
+static void vlib_listener_stash(struct vrdma_device *dev, const struct vrdma_evt *e)
+{
+	struct vlib_lis_early *x = &dev->lis_early[0];
+
+	for (unsigned i = 1; i < VLIB_LIS_EARLY && x->seq; i++)
+		if (!dev->lis_early[i].seq || dev->lis_early[i].seq < x->seq)
+			x = &dev->lis_early[i];
+	x->e = *e;
+	x->seq = ++dev->lis_early_seq;
+	vlog_dbg("vrdma: event %u for listener %u kept until it is linked", e->type, e->handle);
+}
+
+/* evt_lock held, the listener of @h just linked: its early events, in
+ * the order they came. */
+static void vlib_listener_replay(struct vrdma_device *dev, uint32_t h)
+{
+	for (;;) {
+		struct vlib_lis_early *x = NULL;
+
+		for (unsigned i = 0; i < VLIB_LIS_EARLY; i++) {
+			struct vlib_lis_early *y = &dev->lis_early[i];
+
+			if (y->seq && y->e.handle == h && (!x || y->seq < x->seq))
+				x = y;
+		}
+		if (!x)
+			return;
+		x->seq = 0;
+		if (x->e.type == VRDMA_EVT_CONN_FROM)
+			vlib_listener_from(dev, &x->e);
+		else
+			vlib_listener_event(dev, &x->e);
+	}
+}
+
 /* CONN_FROM (evt_lock held; frontend checked the name's NUL): keep who
  * asks until the program wants to know. */
 int vlib_listener_from(struct vrdma_device *dev, const struct vrdma_evt *e)
@@ -90,6 +133,10 @@ int vlib_listener_from(struct vrdma_device *dev, const struct vrdma_evt *e)
 	struct vrdma_listener *l = vlib_listener_find(dev, e->handle);
 	struct vlib_from *f;
 
+	if (!l && e->id) {
+		vlib_listener_stash(dev, e);
+		return 0;
+	}
 	if (!l || !e->id)
 		return 0;
 	pthread_mutex_lock(&l->lock);
@@ -129,7 +176,7 @@ int vlib_listener_event(struct vrdma_device *dev, const struct vrdma_evt *e)
 	struct vrdma_conn_req *r;
 
 	if (!l) {
-		vlog_dbg("vrdma: request for unknown listener %u dropped", e->handle);
+		vlib_listener_stash(dev, e);
 		return 0;
 	}
 	pthread_mutex_lock(&l->lock);

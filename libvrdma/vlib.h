@@ -193,6 +193,16 @@ struct vlib_team {
 	struct vlib_slot slot[VRDMA_TEAM_DEPTH];	/* by counter */
 };
 
+/* CONN_FROM / CONN_REQUEST for a listener handle no listener has yet:
+ * they may come in the same batch of events as LISTEN's CMD_DONE, before
+ * vrdma_listen() learnt its handle and linked the listener.  Kept in
+ * arrival order; vrdma_listen() replays its own. */
+#define VLIB_LIS_EARLY		16
+struct vlib_lis_early {
+	struct vrdma_evt e;
+	uint64_t seq;			/* arrival, 0 = free */
+};
+
 /* EVT_TEAMs for handles no team has (yet): the one that follows a join's
  * CMD_DONE may be taken in before the joiner learnt its handle. */
 #define VLIB_TEAM_EARLY		8
@@ -240,6 +250,8 @@ struct vrdma_device {
 	struct vlib_cq *cqs;
 	struct vlib_qp *qps[VLIB_QP_HASH];	/* chained by next */
 	struct vrdma_listener *listeners;
+	struct vlib_lis_early lis_early[VLIB_LIS_EARLY];	/* (evt_lock) */
+	uint64_t lis_early_seq;
 	struct vlib_srq *srqs;
 	struct vlib_ah *ahs;		/* every AH, live or destroyed (ah.c) */
 	pthread_mutex_t pin_lock;	/* pins; held across a pin's attach */
