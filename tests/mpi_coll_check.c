@@ -250,8 +250,10 @@ static void reduce_one(MPI_Comm comm, const struct ty *t, int op, size_t count, 
 		MPI_Reduce(s, crank == root ? d : NULL, (int)count, t->dt, ops[op], root, comm);
 	if (how < 2 || crank == root)
 		check_red(what, t, op, d, count, csize);
-	/* every rank, or the root, needs every other's part: one vector */
-	crossed += (how < 2 ? (uint64_t)csize : 1) * count * t->size;
+	/* every rank, or the root, needs every other's part: one vector;
+	 * a communicator of one rank moves nothing */
+	if (csize > 1)
+		crossed += (how < 2 ? (uint64_t)csize : 1) * count * t->size;
 	free(s), free(d);
 }
 
@@ -498,7 +500,8 @@ static void check_float_digest(MPI_Comm comm, int csize)
 		MPI_Allreduce(fs, fd, (int)counts[k], MPI_FLOAT, MPI_SUM, comm);
 		fnv(&dig_float, d, counts[k] * 8);
 		fnv(&dig_float, fd, counts[k] * 4);
-		crossed += (uint64_t)csize * counts[k] * 12;
+		if (csize > 1)
+			crossed += (uint64_t)csize * counts[k] * 12;
 		free(s), free(d), free(fs), free(fd);
 	}
 }
