@@ -20,7 +20,14 @@
  * and "float" of allreduces of random floats, whose last bits depend on
  * the order of the additions.  A wrong result is printed by the rank
  * that saw it; every rank exits 1.
+ *
+ * MPI_COLL_CHECK_MAX_BYTES=N (every rank the same: mpirun -x) cuts every
+ * vector above N bytes to N, for small machines (the Xen rig's domUs:
+ * 256 MB and an emulated CPU, 1 MiB): the same checks and lines, and
+ * digests comparable between runs with the same N.  Default 16 MiB, the
+ * largest vector, so nothing is cut.
  */
+#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +50,7 @@ struct ty {
 static int rank, nranks;
 static long checks, errors;
 static uint64_t crossed;	/* bytes that had to reach rank 0 or its peers */
+static size_t max_bytes = 16 * MIB;	/* MPI_COLL_CHECK_MAX_BYTES */
 static uint64_t dig_exact = 0xcbf29ce484222325ull, dig_float = 0xcbf29ce484222325ull;
 static struct ty types[12];
 static size_t ntypes;
@@ -80,6 +88,12 @@ static void expect(int ok, const char *what)
 	checks++;
 	if (!ok)
 		wrong(what, 0, "wrong", "what MPI specifies");
+}
+
+/* count elements of size bytes, or as many as max_bytes holds */
+static size_t upto(size_t count, size_t size)
+{
+	return count > max_bytes / size ? max_bytes / size : count;
 }
 
 static uint64_t mix(uint64_t x)
@@ -223,10 +237,12 @@ static void check_red(const char *what, const struct ty *t, int op, const void *
 /* Allreduce, in place or not, and Reduce at root (in place or not) */
 static void reduce_one(MPI_Comm comm, const struct ty *t, int op, size_t count, int how, int root)
 {
-	void *s = xmalloc(count * t->size), *d = xmalloc(count * t->size);
 	char what[128];
 	int crank, csize;
+	void *s, *d;
 
+	count = upto(count, t->size);
+	s = xmalloc(count * t->size), d = xmalloc(count * t->size);
 	MPI_Comm_rank(comm, &crank);
 	MPI_Comm_size(comm, &csize);
 	if (how < 2)
@@ -314,11 +330,14 @@ static void check_bytes(const char *what, const unsigned char *b, size_t len, in
 static void bcast_one(MPI_Comm comm, MPI_Datatype dt, const char *name, size_t size,
 		      size_t count, int root, int round)
 {
-	size_t len = count * size, i;
-	unsigned char *b = xmalloc(len);
+	unsigned char *b;
 	char what[96];
 	int crank, csize;
+	size_t len, i;
 
+	count = upto(count, size);
+	len = count * size;
+	b = xmalloc(len);
 	MPI_Comm_rank(comm, &crank);
 	MPI_Comm_size(comm, &csize);
 	for (i = 0; i < len; i++)
@@ -335,11 +354,13 @@ static void bcast_one(MPI_Comm comm, MPI_Datatype dt, const char *name, size_t s
 static void allgather_one(MPI_Comm comm, size_t each, int in_place, MPI_Datatype stype,
 			  size_t ssize, int round)
 {
-	unsigned char *s = xmalloc(each), *d;
+	unsigned char *s, *d;
 	char what[96];
 	int crank, csize, r;
 	size_t i;
 
+	each = upto(each / ssize, ssize) * ssize;	/* whole send elements */
+	s = xmalloc(each);
 	MPI_Comm_rank(comm, &crank);
 	MPI_Comm_size(comm, &csize);
 	d = xmalloc(each * (size_t)csize);
@@ -487,21 +508,22 @@ static void check_float_digest(MPI_Comm comm, int csize)
 	size_t k, i;
 
 	for (k = 0; k < N(counts); k++) {
-		double *s = xmalloc(counts[k] * 8), *d = xmalloc(counts[k] * 8);
-		float *fs = xmalloc(counts[k] * 4), *fd = xmalloc(counts[k] * 4);
+		size_t n = upto(counts[k], 8);
+		double *s = xmalloc(n * 8), *d = xmalloc(n * 8);
+		float *fs = xmalloc(n * 4), *fd = xmalloc(n * 4);
 
-		for (i = 0; i < counts[k]; i++) {
+		for (i = 0; i < n; i++) {
 			uint64_t m = mix((uint64_t)rank << 32 | i);
 
 			s[i] = ((double)(m >> 11) / 9007199254740992.0 - 0.5) * (double)(1 << (m % 20));
 			fs[i] = (float)s[i];
 		}
-		MPI_Allreduce(s, d, (int)counts[k], MPI_DOUBLE, MPI_SUM, comm);
-		MPI_Allreduce(fs, fd, (int)counts[k], MPI_FLOAT, MPI_SUM, comm);
-		fnv(&dig_float, d, counts[k] * 8);
-		fnv(&dig_float, fd, counts[k] * 4);
+		MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, comm);
+		MPI_Allreduce(fs, fd, (int)n, MPI_FLOAT, MPI_SUM, comm);
+		fnv(&dig_float, d, n * 8);
+		fnv(&dig_float, fd, n * 4);
 		if (csize > 1)
-			crossed += (uint64_t)csize * counts[k] * 12;
+			crossed += (uint64_t)csize * n * 12;
 		free(s), free(d), free(fs), free(fd);
 	}
 }
@@ -543,6 +565,31 @@ static void add_type(MPI_Datatype dt, const char *name, enum kind kind)
 	ntypes++;
 }
 
+/* MPI_COLL_CHECK_MAX_BYTES into max_bytes; a bad value ends the job */
+static void read_max_bytes(void)
+{
+	const char *v = getenv("MPI_COLL_CHECK_MAX_BYTES");
+	unsigned long long n;
+	char *end;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	/* 64 KiB or more: the cut is for the large vectors, never the
+	 * 1001-element ones the odd-size checks are made of */
+	if (errno || *end || *v == '-' || n < 64 * 1024 || n > SIZE_MAX) {
+		fprintf(stderr, "mpi_coll_check: rank %d: MPI_COLL_CHECK_MAX_BYTES=%.32s: want "
+			"bytes, 65536 or more\n", rank, v);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	if (n < max_bytes)
+		max_bytes = (size_t)n;
+	if (rank == 0)
+		printf("mpi_coll_check: vectors of at most %zu bytes (MPI_COLL_CHECK_MAX_BYTES)\n",
+		       max_bytes);
+}
+
 static void run(MPI_Comm comm, int big)
 {
 	int csize;
@@ -563,6 +610,7 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	read_max_bytes();
 	ops[SUM] = MPI_SUM, ops[PROD] = MPI_PROD, ops[MIN] = MPI_MIN, ops[MAX] = MPI_MAX;
 	ops[BAND] = MPI_BAND, ops[BOR] = MPI_BOR, ops[BXOR] = MPI_BXOR;
 	/* the six C types first (types[0] int, [4] float, [5] double): all
