@@ -16,7 +16,9 @@
 #                  vrdma-run and Debian's unmodified verbs programs
 #                  (perftest, ibverbs-utils, rdmacm-utils) they run;
 #                  Open MPI and UCX with tests/mpi_check.c and mpirun's
-#                  launcher between domUs (tests/xen/mpi-rsh.sh).
+#                  launcher between domUs (tests/xen/mpi-rsh.sh);
+#                  libvrdma-mpi.so (the Open MPI build, vrdma-run --coll)
+#                  and tests/mpi_coll_check.c.
 # The images reuse the host's glibc: build on Debian 12.
 # Usage: build.sh BUILD_DIR [OUT]      (OUT defaults to BUILD_DIR/xen)
 set -euo pipefail
@@ -40,7 +42,8 @@ DOMU_VERBS="/usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ib_send_bw
 	/usr/bin/ib_atomic_bw /usr/bin/ib_write_lat /usr/bin/ib_send_lat
 	/usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong /usr/bin/ibv_srq_pingpong
 	/usr/bin/ibv_ud_pingpong /usr/bin/rping /usr/bin/ucmatose"
-for f in $DOM0_BINS $DOMU_BINS lib/vrdma/libibverbs.so.1 lib/vrdma/librdmacm.so.1 bin/vrdma-run; do
+for f in $DOM0_BINS $DOMU_BINS lib/vrdma/libibverbs.so.1 lib/vrdma/librdmacm.so.1 bin/vrdma-run \
+	lib/vrdma/libvrdma-mpi.so; do
 	[ -e "$B/$f" ] || xr_die "$B/$f missing (make B=$B all first)"
 done
 for f in $DOMU_VERBS; do
@@ -135,7 +138,7 @@ done
 # vrdma's private libdir (what vrdma-run puts first), then the programs;
 # the distribution's libibverbs their ldd names comes along, unused.
 mkdir -p "$DU/usr/lib/vrdma"
-for f in "$B"/lib/vrdma/*.so.1; do
+for f in "$B"/lib/vrdma/*.so.1 "$B/lib/vrdma/libvrdma-mpi.so"; do
 	addbin "$DU" "$f" "/usr/lib/vrdma/${f##*/}"
 done
 cp "$B/bin/vrdma-run" "$DU/usr/bin/vrdma-run"
@@ -144,7 +147,8 @@ for f in $DOMU_VERBS; do
 done
 # Open MPI over UCX as Debian installs them (openmpi-bin, libopenmpi3,
 # libucx0: components, help texts, MCA defaults), mpirun's launcher
-# between domUs (tests/xen/mpi-rsh.sh) and tests/mpi_check.c.
+# between domUs (tests/xen/mpi-rsh.sh), tests/mpi_check.c and
+# tests/mpi_coll_check.c (its collectives through libvrdma-mpi.so above).
 for d in $MPI_TREES; do
 	mkdir -p "$DU$(dirname "$d")"
 	cp -a "$d" "$DU$d"
@@ -156,6 +160,9 @@ addbin "$DU" /usr/bin/ucx_perftest /usr/bin/ucx_perftest
 ln -sf orterun "$DU/usr/bin/mpirun"
 mpicc -O2 -Wall -o "$W/mpi_check" "$TOP/tests/mpi_check.c" || xr_die "mpicc of tests/mpi_check.c failed"
 addbin "$DU" "$W/mpi_check" /usr/bin/mpi_check
+mpicc -O2 -Wall -o "$W/mpi_coll_check" "$TOP/tests/mpi_coll_check.c" ||
+	xr_die "mpicc of tests/mpi_coll_check.c failed"
+addbin "$DU" "$W/mpi_coll_check" /usr/bin/mpi_coll_check
 install -m 755 "$TOP/tests/xen/mpi-rsh.sh" "$DU/usr/bin/vrdma-rig-rsh"
 netmods "$DU" xen-netfront
 cp "$TOP/tests/xen/domu-init.sh" "$DU/init"

@@ -14,7 +14,15 @@
 #      ibv_devinfo) between domu1 and domu2 through vrdma-run: the QP
 #      numbers go over the guest network, dom0 binds the QPs (intra-host)
 #  c2. Debian's Open MPI over UCX, rank 0 in domu1, rank 1 in domu2
-#      (tests/xen/mpi-lib.sh): mpi_check's bytes all counted by vrdmad
+#      (tests/xen/mpi-lib.sh): mpi_check's bytes all counted by vrdmad;
+#      then MPI's collectives of an unmodified program (mpi_coll_check,
+#      vrdma-run --coll) between the same two ranks, three times:
+#      mpi-coll-on (a one-node team, dom0 runs it: offloaded, vrdmactl
+#      teams counts its operations), mpi-coll-guest (the ranks run it
+#      over vrdma QPs: at least the program's bytes through vrdmad),
+#      mpi-coll-off (MPI's own: no team, no byte through vrdma), each all
+#      correct, and mpi-coll-same-bits (the exact digest the same in all
+#      three, the float one in on and guest)
 #   d. two vrdma processes in one domU: domu1 gets a second device, a
 #      vrdma-bw server and its client both run in domu1, each claims one;
 #      d2. names and policy; d3. a listener flood from five devices of
@@ -221,10 +229,11 @@ else
 	vt_fail verbs-network "no guest network: the programs exchange QP numbers over TCP"
 fi
 
-# ---- c2. Open MPI over UCX: rank 0 in domu1, rank 1 in domu2 ----
+# ---- c2. Open MPI over UCX, then its collectives on vrdma teams ----
 if [ -n "$A1" ] && [ -n "$A2" ]; then
 	. /vrdma/mpi-lib.sh
 	mpi_pair $D1 "$A1,$A2"
+	mpi_coll $D1 "$A1,$A2"
 	vt_check mpi-clean leak_free 3
 fi
 
