@@ -283,16 +283,7 @@ void vct_off_free(struct vrdma_team *t)
 	if (!t->off)
 		return;
 	vct_off_leave(t->off);	/* first: dom0 writes our MR and CQ until then */
-	if (t->mr)
-		vrdma_dereg_mr(t->mr);
-	if (t->mem)
-		vrdma_free_buf(t->dev, t->mem);
-	if (t->cq)
-		vrdma_destroy_cq(t->cq);
-	t->mr = NULL;
-	t->mem = NULL;
-	t->memlen = 0;
-	t->cq = NULL;
+	vct_free_area(t);
 	free(t->off);
 	t->off = NULL;
 }

@@ -347,6 +347,21 @@ static int vct_check_attr(struct vrdma_pd *pd, const struct vrdma_team_attr *a, 
 	return 0;
 }
 
+/* The registered area and the CQ; either mode may make them again. */
+void vct_free_area(struct vrdma_team *t)
+{
+	if (t->mr)
+		vrdma_dereg_mr(t->mr);
+	if (t->mem)
+		vrdma_free_buf(t->dev, t->mem);
+	if (t->cq)
+		vrdma_destroy_cq(t->cq);
+	t->mr = NULL;
+	t->mem = NULL;
+	t->memlen = 0;
+	t->cq = NULL;
+}
+
 static void vct_free(struct vrdma_team *t)
 {
 	uint32_t i;
@@ -354,12 +369,7 @@ static void vct_free(struct vrdma_team *t)
 	vct_off_free(t);		/* OFFLOAD: leaves dom0's team first */
 	for (i = 0; t->links && i < t->nlinks; i++)
 		vct_drop_qp(&t->links[i]);
-	if (t->mr)
-		vrdma_dereg_mr(t->mr);
-	if (t->mem)
-		vrdma_free_buf(t->dev, t->mem);
-	if (t->cq)
-		vrdma_destroy_cq(t->cq);
+	vct_free_area(t);
 	free(t->links);
 	free(t->srcs);
 	free(t->leaders);

@@ -165,6 +165,7 @@ void vct_off_free(struct vrdma_team *t);
 
 /* team.c */
 uint32_t vct_hash_nodes(uint32_t size, const char *const *nodes);
+void vct_free_area(struct vrdma_team *t);
 
 /* step.c: the head operation, as far as it goes without waiting.  0 or
  * -errno (the team is then broken). */
