@@ -590,16 +590,28 @@ static void read_max_bytes(void)
 		       max_bytes);
 }
 
+/* rank 0 says how far MPI_COMM_WORLD's run got: a run stopped by its
+ * limit shows the part it was in */
+static void progress(int big, const char *part, double t0)
+{
+	if (big && rank == 0)
+		printf("mpi_coll_check: %s checked after %.1f s\n", part, MPI_Wtime() - t0);
+}
+
 static void run(MPI_Comm comm, int big)
 {
+	double t0 = MPI_Wtime();
 	int csize;
 
 	MPI_Comm_size(comm, &csize);
 	check_reductions(comm, csize, big);
+	progress(big, "reductions", t0);
 	check_bcast_allgather(comm, csize, big);
+	progress(big, "bcast and allgather", t0);
 	check_barrier(comm);
 	check_others(comm, csize);
 	check_float_digest(comm, csize);
+	progress(big, "barrier and the rest", t0);
 }
 
 int main(int argc, char **argv)
@@ -607,6 +619,8 @@ int main(int argc, char **argv)
 	MPI_Comm sub, dup;
 	int any;
 
+	/* line by line through mpirun's pipe, so a killed run keeps its lines */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);

@@ -73,20 +73,30 @@ mpi_pair() {
 # (MPI's own).  MPI's own traffic keeps off vrdma (pml ob1, btl self,tcp
 # over the guest network), so what vrdmad counts is the wrapper's.
 # VRDMA_COLL_MPI names the wrapper's build: vrdma-run would ask ldd,
-# which busybox lacks.  Vectors of at most 1 MiB: a domU has 256 MB and
-# an emulated CPU.
+# which busybox lacks.  Vectors of at most 512 KiB (MC_MAX): a domU has
+# 256 MB and an emulated CPU, and 512 KiB still takes the offload two
+# staging pieces.
 #
 # A run's limit: the wrapper gives up any vrdma wait of its own after
 # VRDMA_COLL_TIMEOUT_MS (60 s) and says so; the launch and MPI's own calls
 # have no limit of their own.  So the limit tells a run that ends, passing
-# or failing by itself, from one that hangs.  The rig's other MPI job
-# (mpi_check) took 37 s in a quiet rig; this program's work is 2.4 times
-# that job's on the host (3.9 s against 1.6 s, both over btl tcp): some
-# 90 s, twice that on a loaded host, and a run that fails by itself may
-# first wait out the wrapper's 60 s.  A run that hangs leaves the later
-# ones nothing to tell (its ranks may still hold the devices) and the
-# suite's own limit too little: they are not started.
+# or failing by itself, from one that hangs.  With 1 MiB vectors a quiet
+# rig took 26 s (on), 28 s (guest) and 39 s (off, MPI's own over TCP);
+# beside one busy loop 41-71, 56-100 and 64 s, and once the off run no
+# line at all in 251 s.  Half the vectors halve the bytes.  The program's
+# progress lines and the TCP segments the domU retransmitted tell the next
+# such run's part and whether the guest network collapsed.  A run that
+# hangs leaves the later ones nothing to tell (its ranks may still hold
+# the devices) and the suite's own limit too little: they are not started.
 MC_T=240
+MC_MAX=524288
+
+# mc_retrans DOM: TCP segments DOM's kernel retransmitted so far
+# (/proc/net/snmp's second Tcp: line, RetransSegs)
+mc_retrans() {
+	_mr=$(du_run $1 "grep '^Tcp:' /proc/net/snmp | tail -n 1 | cut -d' ' -f13")
+	du_wait $1 $_mr 20 && du_out $1 $_mr | grep -x '[0-9][0-9]*' || echo 0
+}
 
 # mpi_coll_ops: the collective operations this dom0's teams ran so far
 # (vrdmactl teams' node total; "list" holds the live teams' own).
@@ -110,9 +120,10 @@ mc_field() {
 mpi_coll_run() {
 	_cm0=$(mpi_moved)
 	_co0=$(mpi_coll_ops)
+	_cr0=$(mc_retrans $1)
 	_ct0=$(date +%s)
 	_cn=$(du_run $1 "VRDMA_COLL=$3 VRDMA_COLL_VERBOSE=1 VRDMA_COLL_MPI=openmpi \
-MPI_COLL_CHECK_MAX_BYTES=1048576 timeout $MC_T mpirun --allow-run-as-root \
+MPI_COLL_CHECK_MAX_BYTES=$MC_MAX timeout $MC_T mpirun --allow-run-as-root \
 --mca plm_rsh_agent vrdma-rig-rsh --host $2 -np 2 --mca pml ob1 --mca btl self,tcp \
 --mca orte_base_help_aggregate 0 -x VRDMA_COLL -x VRDMA_COLL_VERBOSE -x VRDMA_COLL_MPI \
 -x MPI_COLL_CHECK_MAX_BYTES vrdma-run --coll mpi_coll_check 2>&1")
@@ -124,13 +135,15 @@ MPI_COLL_CHECK_MAX_BYTES=1048576 timeout $MC_T mpirun --allow-run-as-root \
 	MC_OUT=$(du_out $1 $_cn)
 	MC_MOVED=$(($(mpi_moved) - _cm0))
 	MC_OPS=$(($(mpi_coll_ops) - _co0))
+	_cr=$(($(mc_retrans $1) - _cr0))
 	MC_MIN=$(mc_field 'mpi_coll_check: 2 ranks, [0-9]* checks, all correct, \([0-9]*\) bytes between ranks')
 	MC_EXACT=$(mc_field 'mpi_coll_check: digest exact \([0-9a-f]*\)')
 	MC_FLOAT=$(mc_field 'mpi_coll_check: digest float \([0-9a-f]*\)')
 	MC_TEAM=$(echo "$MC_OUT" | grep -m 1 '^vrdma-mpi: MPI_COMM_WORLD: team ')
 	echo "VRDMA_COLL=$3: exit $MC_RC after $_cs s${MC_HUNG:+ (its limit)}, $MC_MOVED bytes" \
-		"through vrdma, $MC_OPS operations in dom0's teams; ${MC_TEAM:-no team}"
-	echo "$MC_OUT" | grep '^mpi_coll_check: [0-9]* ranks'
+		"through vrdma, $MC_OPS operations in dom0's teams, $_cr TCP segments" \
+		"retransmitted by dom$1; ${MC_TEAM:-no team}"
+	echo "$MC_OUT" | grep '^mpi_coll_check: [0-9]* ranks\|^mpi_coll_check: .* checked after'
 }
 
 # mc_why WHY: one more reason the check at hand fails (in _cw)
