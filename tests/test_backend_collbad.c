@@ -134,12 +134,84 @@ START_TEST(collbad_joining_teams)
 	before = heap();
 	for (unsigned k = 0; k < VBE_COLL_GUEST_TEAMS; k++)
 		ck_assert_int_eq(join(&g, 2, (uint8_t)k, VRDMA_TEAM_MAX, 0, &t), VRDMA_CS_OK);
-	ck_assert_int_eq(join(&g, 3, 0, 2, 0, &t), VRDMA_CS_NOMEM);	/* its quota */
-	ck_assert_msg(heap() - before < (4u << 20), "%zu bytes for 64 teams", heap() - before);
+	/* its quota: rank 0 of a new team is marked absent (NOENT), in a
+	 * team made for it, as often as its quota again; then NOMEM */
+	for (unsigned k = 0; k < VBE_COLL_GUEST_TEAMS; k++)
+		ck_assert_int_eq(join(&g, 3, (uint8_t)k, VRDMA_TEAM_MAX, 0, &t), VRDMA_CS_NOENT);
+	ck_assert_int_eq(join(&g, 3, 0xff, 2, 0, &t), VRDMA_CS_NOMEM);
+	ck_assert_uint_eq(node->coll->nteams, 2 * VBE_COLL_GUEST_TEAMS);
+	ck_assert_msg(heap() - before < (8u << 20), "%zu bytes for 128 teams", heap() - before);
 	vplat_key_rm(g.p, g.fdir);	/* the VM goes: so do its teams */
 	stub_run();
 	ck_assert_uint_eq(node->coll->nteams, 0);
 	tg_stop(&g);
+}
+END_TEST
+
+static void leave(struct tg *g, uint32_t team)
+{
+	struct vrdma_req r = mkreq(VRDMA_CMD_TEAM_LEAVE, team);
+
+	ck_assert_int_eq(tg_cmd(g, &r, NULL), VRDMA_CS_OK);
+}
+
+/*
+ * A member at its teams quota cannot join, and its team mates must not
+ * wait out their limit for it: it hears NOENT at once, and they hear
+ * NOENT once every rank joined, so all of them run the team themselves.
+ * Whether the team was there before it (made by a mate) or made for it;
+ * a team whose every rank was at its quota is gone at its last join.
+ */
+START_TEST(collbad_quota_absent)
+{
+	struct tg g[3];
+	uint32_t t[3], full[VBE_COLL_GUEST_TEAMS];
+
+	for (unsigned i = 0; i < 3; i++)
+		tg_full(&g[i], 5 + i);
+	for (unsigned k = 0; k < VBE_COLL_GUEST_TEAMS; k++) {
+		ck_assert_int_eq(join(&g[0], 8, (uint8_t)k, 3, 0, &full[k]), VRDMA_CS_OK);
+		ck_assert_int_eq(join(&g[2], 9, (uint8_t)k, 3, 0, &t[2]), VRDMA_CS_OK);
+	}
+
+	/* a mate first: it waits, the member at its quota completes it */
+	ck_assert_int_eq(join(&g[1], 10, 0, 2, 1, &t[1]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[0], 10, 0, 2, 0, &t[0]), VRDMA_CS_NOENT);
+	ck_assert_uint_eq(evts(&g[1], VRDMA_CS_NOENT), 1);
+	ck_assert_int_eq(join(&g[0], 10, 0, 2, 0, &t[0]), VRDMA_CS_EXIST);
+	leave(&g[1], t[1]);
+	ck_assert_uint_eq(node->coll->nteams, 2 * VBE_COLL_GUEST_TEAMS);
+
+	/* the member at its quota first: the team made for it is its
+	 * charge until the mate came and went */
+	ck_assert_int_eq(join(&g[0], 10, 1, 2, 0, &t[0]), VRDMA_CS_NOENT);
+	ck_assert_uint_eq(vbe_node_guest(node, g[0].domid, 0)->coll->ntombs, 1);
+	ck_assert_int_eq(join(&g[1], 10, 1, 2, 1, &t[1]), VRDMA_CS_OK);
+	ck_assert_uint_eq(evts(&g[1], VRDMA_CS_NOENT), 1);
+	leave(&g[1], t[1]);
+	ck_assert_uint_eq(vbe_node_guest(node, g[0].domid, 0)->coll->ntombs, 0);
+	ck_assert_uint_eq(node->coll->nteams, 2 * VBE_COLL_GUEST_TEAMS);
+
+	/* every rank at its quota: nothing is left */
+	ck_assert_int_eq(join(&g[0], 10, 2, 2, 0, &t[0]), VRDMA_CS_NOENT);
+	ck_assert_int_eq(join(&g[2], 10, 2, 2, 1, &t[2]), VRDMA_CS_NOENT);
+	ck_assert_uint_eq(vbe_node_guest(node, g[0].domid, 0)->coll->ntombs, 0);
+	ck_assert_uint_eq(node->coll->nteams, 2 * VBE_COLL_GUEST_TEAMS);
+
+	/* a team made for it, which a mate joined: its VM goes, the mate
+	 * still hears NOENT at the team's last join, and the team ends
+	 * with the mate */
+	ck_assert_int_eq(join(&g[0], 10, 3, 3, 0, &t[0]), VRDMA_CS_NOENT);
+	ck_assert_int_eq(join(&g[1], 10, 3, 3, 1, &t[1]), VRDMA_CS_OK);
+	vplat_key_rm(g[0].p, g[0].fdir);
+	stub_run();
+	ck_assert_uint_eq(node->coll->nteams, VBE_COLL_GUEST_TEAMS + 1);
+	ck_assert_int_eq(join(&g[2], 10, 3, 3, 2, &t[2]), VRDMA_CS_NOENT);
+	ck_assert_uint_eq(evts(&g[1], VRDMA_CS_NOENT), 1);
+	leave(&g[1], t[1]);
+	ck_assert_uint_eq(node->coll->nteams, VBE_COLL_GUEST_TEAMS);
+	for (unsigned i = 0; i < 3; i++)
+		tg_stop(&g[i]);
 }
 END_TEST
 
@@ -336,6 +408,7 @@ TCase *backend_collbad_tcase(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, collbad_scratch_per_node);
 	tcase_add_test(t, collbad_joining_teams);
+	tcase_add_test(t, collbad_quota_absent);
 	tcase_add_test(t, collbad_aliased_root);
 	tcase_add_test(t, collbad_big_team_per_poll);
 	tcase_add_test(t, collbad_node_full);

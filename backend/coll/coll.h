@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "vrdma/wire.h"
 
 struct vbe_guest;
@@ -80,6 +81,14 @@ struct vbe_team {
 	uint32_t nready;		/* READY: members that posted op done + 1 */
 	uint64_t ops, bytes;		/* for vrdmactl */
 	uint64_t serial;		/* the node's count: names it in logs */
+	/* Ranks whose guest was at its teams quota when it joined: told
+	 * NOENT at once, they run the team themselves, and so will the
+	 * others once every rank joined (the team is self).  Counted in
+	 * joined; a team of absent ranks only was made by one of them and
+	 * is charged to that guest (tomb) until the others come. */
+	uint64_t *absent;		/* bitmap by rank, NULL: none */
+	uint32_t nabsent;
+	struct vbe_guest *tomb;
 };
 
 /* A guest's handles to its teams.  An EVT_TEAM its event ring had no
@@ -97,6 +106,7 @@ struct vbe_coll_guest {
 	struct vbe_cref ref[VBE_COLL_GUEST_TEAMS];
 	unsigned nteams;
 	unsigned npend;			/* refs with evt_pend */
+	unsigned ntombs;		/* teams it made at its quota */
 };
 
 struct vbe_coll_node {
@@ -106,6 +116,7 @@ struct vbe_coll_node {
 	uint64_t serial;
 	bool off;			/* the operator's switch: no offload here */
 	uint64_t joins, ops, bytes, fails;
+	struct vlog_lim absent_lim;	/* "at its quota" lines */
 	unsigned npend;			/* EVT_TEAMs waiting, every guest's */
 	/* What a chunk is made in, one for the node: its poll runs one
 	 * chunk at a time and finishes it before the next.  Allocated with

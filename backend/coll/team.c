@@ -135,10 +135,18 @@ static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	cn->nteams--;
+	if (t->tomb)
+		t->tomb->coll->ntombs--;
 	for (uint32_t r = 0; r < t->size; r++)
 		free(t->m[r]);
 	free(t->m);
+	free(t->absent);
 	free(t);
+}
+
+static bool vbe_coll_taken(const struct vbe_team *t, uint32_t rank)
+{
+	return t->m[rank] || (t->absent && t->absent[rank / 64] >> (rank % 64) & 1);
 }
 
 static void vbe_coll_unpend(struct vbe_guest *g, struct vbe_cref *ref)
@@ -247,6 +255,59 @@ static int vbe_coll_work(struct vbe_coll_node *cn)
 	return -ENOMEM;
 }
 
+/*
+ * @g is in as many teams as its quota lets it: it cannot join, yet its
+ * team mates are waiting for it.  Its rank is marked absent instead and
+ * it hears NOENT: it runs the team itself, and the others hear NOENT
+ * too once every rank joined, so all of them fall back together rather
+ * than wait out their limit for a member that never comes.  A team not
+ * made yet is made for it, charged to it (another quota of as many), so
+ * the marks it can leave are bounded too.  NOENT, or NOMEM at both
+ * quotas.
+ */
+static int vbe_coll_absent(struct vbe_guest *g, struct vbe_team *t,
+			   const struct vrdma_cmd_team_join *c, uint32_t hash)
+{
+	struct vbe_coll_node *cn = g->node->coll;
+	bool made = false;
+
+	if (!t) {
+		if (g->coll->ntombs >= VBE_COLL_GUEST_TEAMS)
+			return VRDMA_CS_NOMEM;
+		if (cn->nteams >= VBE_COLL_NODE_TEAMS)
+			return VRDMA_CS_NOENT;	/* as any join to a full node */
+		t = vbe_coll_new(cn, c->key, c->size, hash);
+		if (!t)
+			return VRDMA_CS_NOMEM;
+		t->tomb = g;
+		g->coll->ntombs++;
+		made = true;
+	}
+	if (!t->absent) {
+		t->absent = calloc((t->size + 63) / 64, sizeof(*t->absent));
+		if (!t->absent) {
+			if (made)
+				vbe_coll_free(g->node, t);
+			return VRDMA_CS_NOMEM;
+		}
+	}
+	t->absent[c->rank / 64] |= 1ull << (c->rank % 64);
+	t->nabsent++;
+	t->joined++;
+	t->self = true;
+	cn->joins++;
+	vlog_limited(&cn->absent_lim, VLOG_INFO, "vrdmad: team %llu: %s is in %u teams, its "
+		     "quota: its rank %u and the others run the team themselves",
+		     (unsigned long long)t->serial, g->name, VBE_COLL_GUEST_TEAMS, c->rank);
+	if (t->joined == t->size) {
+		t->state = VBE_TEAM_SELF;
+		vbe_coll_say(t, VRDMA_CS_NOENT);
+		if (t->joined == t->nabsent)	/* every rank answered already */
+			vbe_coll_free(g->node, t);
+	}
+	return VRDMA_CS_NOENT;
+}
+
 int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 {
 	struct vrdma_cmd_team_join c;
@@ -286,8 +347,6 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	for (i = 0; i < VBE_COLL_GUEST_TEAMS && !ref; i++)
 		if (!g->coll->ref[i].t)
 			ref = &g->coll->ref[i];
-	if (!ref)
-		return VRDMA_CS_NOMEM;		/* its teams quota */
 
 	t = vbe_coll_find(cn, c.key);
 	if (t && (t->size != c.size || t->hash != (uint32_t)hash)) {
@@ -299,8 +358,10 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 		}
 		return VRDMA_CS_INVAL;
 	}
-	if (t && (t->m[c.rank] || t->state != VBE_TEAM_JOINING))
+	if (t && (vbe_coll_taken(t, c.rank) || t->state != VBE_TEAM_JOINING))
 		return VRDMA_CS_EXIST;
+	if (!ref)
+		return vbe_coll_absent(g, t, &c, (uint32_t)hash);
 	if (!t) {
 		/* The node keeps as many teams as it may: it runs no new one,
 		 * and says so as a node that is off does, so that the members
@@ -448,7 +509,9 @@ static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 		cq->users--;
 	ref->t = NULL;
 	g->coll->nteams--;
-	if (!--t->joined)
+	/* The last member out frees the team: absent ranks had their
+	 * answer at their join. */
+	if (--t->joined == t->nabsent)
 		vbe_coll_free(g->node, t);
 }
 
@@ -464,11 +527,26 @@ int vbe_coll_leave(struct vbe_guest *g, const struct vrdma_req *r)
 
 void vbe_coll_guest_gone(struct vbe_guest *g)
 {
+	struct vbe_team *t, *next;
+
 	if (!g->coll)
 		return;
 	for (uint32_t i = 0; i < VBE_COLL_GUEST_TEAMS; i++)
 		if (g->coll->ref[i].t)
 			vbe_coll_drop(g, &g->coll->ref[i]);
+	/* Teams it made at its quota: gone with it unless a member holds
+	 * one, which then ends as any team does. */
+	for (t = g->coll->ntombs ? g->node->coll->teams : NULL; t; t = next) {
+		next = t->next;
+		if (t->tomb != g)
+			continue;
+		if (t->joined == t->nabsent) {
+			vbe_coll_free(g->node, t);
+		} else {
+			t->tomb = NULL;
+			g->coll->ntombs--;
+		}
+	}
 	free(g->coll);
 	g->coll = NULL;
 }
