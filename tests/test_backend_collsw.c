@@ -332,6 +332,89 @@ START_TEST(collsw_kept)
 }
 END_TEST
 
+static int64_t fake_us;
+
+static int64_t fake_clock(void)
+{
+	return fake_us;
+}
+
+/*
+ * A member's rate holds its team as it would hold its QPs: a chunk costs
+ * each member its length for each of its ranges, and runs only as far
+ * as every member's budget pays (tokens: rate 1M/s, burst 64K).  While
+ * held, the team does not keep the loop polling; time refills the
+ * bucket and the team goes on, in smaller chunks if need be.
+ */
+START_TEST(collsw_rate)
+{
+	enum { COUNT = 8192 };		/* 32 KiB in place: 64 KiB a member */
+	struct tg g[2];
+	uint32_t t[2];
+	int32_t *v[2];
+	char out[512];
+
+	for (unsigned i = 0; i < 2; i++)
+		tg_full(&g[i], 5 + i);
+	node->clock_us = fake_clock;
+	fake_us = 1000000;
+	ck_assert_int_eq(set("5", "rate=1M/s,64K", out, sizeof(out)), 0);
+	ck_assert_int_eq(join(&g[0], 9, 2, 0, &t[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(join(&g[1], 9, 2, 1, &t[1]), VRDMA_CS_OK);
+	ck_assert_int_eq(team_evt(&g[0]), VRDMA_CS_OK);
+	ck_assert_int_eq(team_evt(&g[1]), VRDMA_CS_OK);
+	for (unsigned i = 0; i < 2; i++) {
+		v[i] = (int32_t *)(g[i].mem + DATA_OFF + 4096);
+		for (unsigned k = 0; k < COUNT; k++)
+			v[i][k] = (int32_t)(k + i);
+	}
+	for (uint64_t seq = 1; seq <= 2; seq++)
+		for (unsigned i = 0; i < 2; i++) {
+			struct vrdma_req r = mkreq(VRDMA_OP_COLL, t[i]);
+
+			r.id = 100 + seq;
+			r.u.coll.kind = VRDMA_COLL_ALLREDUCE;
+			r.u.coll.type = VRDMA_COLL_INT32;
+			r.u.coll.op = VRDMA_COLL_SUM;
+			r.u.coll.count = COUNT;
+			r.u.coll.seq = seq;
+			r.u.coll.sge[0] = (struct vrdma_wire_sge){ IOVA + DATA_OFF + 4096, 4 * COUNT,
+								   g[i].key };
+			r.u.coll.sge[1] = r.u.coll.sge[0];
+			tg_push(&g[i], &r);
+		}
+	/* the burst pays for the first; the second waits, and the loop
+	 * may sleep */
+	for (unsigned k = 0; k < 5; k++)
+		vbe_node_poll(node);
+	for (unsigned i = 0; i < 2; i++) {
+		expect_cqe(&g[i], 101, VRDMA_WS_SUCCESS);
+		expect_no_cqe(&g[i]);
+		ck_assert_int_eq(v[i][COUNT - 1], 2 * (COUNT - 1) + 1);
+	}
+	ck_assert_uint_eq(node->coll->teams->off, 0);
+	ck_assert(!vbe_coll_busy(node));
+	/* 40 ms: 41943 bytes of tokens, so at most half that of the vector
+	 * (two ranges), in chunks of powers of two */
+	fake_us += 40000;
+	vbe_node_poll(node);
+	ck_assert_uint_gt(node->coll->teams->off, 0);
+	ck_assert_uint_le(node->coll->teams->off, 41943 / 2);
+	ck_assert_uint_eq(node->coll->teams->off % 64, 0);
+	fake_us += 1000000;
+	for (unsigned k = 0; k < 3; k++)
+		vbe_node_poll(node);
+	for (unsigned i = 0; i < 2; i++) {
+		expect_cqe(&g[i], 102, VRDMA_WS_SUCCESS);
+		ck_assert_int_eq(v[i][COUNT - 1], 2 * (2 * (COUNT - 1) + 1));
+		ck_assert_int_eq(v[i][0], 2);
+	}
+	node->clock_us = NULL;
+	for (unsigned i = 0; i < 2; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 TCase *backend_collsw_tcase(void)
 {
 	TCase *t = tcase_create("collsw");
@@ -342,5 +425,6 @@ TCase *backend_collsw_tcase(void)
 	tcase_add_test(t, collsw_vm_off_later);
 	tcase_add_test(t, collsw_key);
 	tcase_add_test(t, collsw_kept);
+	tcase_add_test(t, collsw_rate);
 	return t;
 }

@@ -10,7 +10,8 @@
  * anything is queued; ranges are looked up in the member's own MR table
  * again at every chunk (an MR deregistered mid-operation fails that
  * member, never dom0), and the kernels see only those ranges and the
- * scratch.  A team's bytes are charged to its members' budgets.  Work is
+ * scratch.  A chunk runs only as far as every member's scheduling budget
+ * pays for its bytes (run.c, vbe_coll_afford).  Work is
  * bounded in the members' bytes it reads and writes: a chunk's length
  * shrinks with the team's size so that a chunk touches at most
  * VBE_COLL_CHUNK_WORK bytes, and a node poll runs chunks of every team
@@ -107,6 +108,7 @@ struct vbe_coll_guest {
 	unsigned nteams;
 	unsigned npend;			/* refs with evt_pend */
 	unsigned ntombs;		/* teams it made at its quota */
+	uint32_t ways;			/* run.c: its ranges a chunk touches */
 };
 
 struct vbe_coll_node {
@@ -118,6 +120,8 @@ struct vbe_coll_node {
 	uint64_t joins, ops, bytes, fails;
 	struct vlog_lim absent_lim;	/* "at its quota" lines */
 	unsigned npend;			/* EVT_TEAMs waiting, every guest's */
+	bool held;			/* the last run moved nothing: every
+					 * team waits for a member's budget */
 	/* What a chunk is made in, one for the node: its poll runs one
 	 * chunk at a time and finishes it before the next.  Allocated with
 	 * the first team dom0 runs, kept until the node goes. */

@@ -207,17 +207,14 @@ static void vbe_coll_gather(const struct vbe_team *t, const struct vbe_cx *x,
  * never what one member gets and another does not.
  */
 static int vbe_coll_chunk(struct vbe_coll_node *cn, struct vbe_team *t, const struct vbe_cx *x,
-			  uint32_t *bad, uint64_t *cost)
+			  uint64_t len, uint32_t *bad, uint64_t *cost)
 {
 	uint8_t **sp = cn->sp, **rp = cn->rp;
 	const void **src = cn->src;
-	uint64_t len = x->vbytes - t->off;
 	const struct vrdma_coll_wr *w = x->w;
 	uint32_t r;
 	int rc;
 
-	if (len > t->chunk)
-		len = t->chunk;
 	rc = vbe_coll_ranges(t, x, sp, rp, bad);
 	if (rc)
 		return rc;
@@ -277,13 +274,51 @@ static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const stru
 	n->coll->bytes += x->vbytes;
 }
 
+/*
+ * The next chunk's length as the members' budgets allow (the scheduler's
+ * weights, classes and rates, sched_round.c): a chunk costs each guest
+ * its length for every range of its ranks it reads or writes, so the
+ * length is what the poorest guest can pay, in powers of two down to 64
+ * bytes (a multiple of every element).  0: some member cannot pay even
+ * that this round, and the team waits, as a QP of that guest would.
+ */
+static uint64_t vbe_coll_afford(const struct vbe_team *t, const struct vbe_cx *x)
+{
+	uint64_t want = x->vbytes - t->off, pow = t->chunk, sl, rl, can;
+	uint32_t r;
+
+	if (!want)
+		return 0;
+	for (r = 0; r < t->size; r++)
+		t->m[r]->g->coll->ways = 0;
+	for (r = 0; r < t->size; r++) {
+		vbe_coll_lens(t, x, r, &sl, &rl);
+		t->m[r]->g->coll->ways += (sl != 0) + (rl != 0);
+	}
+	for (r = 0; r < t->size && pow; r++) {
+		const struct vbe_guest *g = t->m[r]->g;
+
+		if (!g->coll->ways)
+			continue;
+		can = g->budget_bytes / g->coll->ways;
+		if (can >= pow || can >= want)
+			continue;
+		while (pow > 64 && pow > can)
+			pow >>= 1;
+		if (pow > can)
+			pow = 0;
+	}
+	return want < pow ? want : pow;
+}
+
 /* Run @t's head operation for up to VBE_COLL_ROUND_CHUNKS chunks, while
- * the poll's *budget (members' bytes) lasts; one chunk at least. */
+ * the poll's *budget (members' bytes) and theirs last.  Returns the
+ * chunks run, or -1 if the members' budgets held it before any. */
 static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budget)
 {
 	struct vbe_cx x;
 	uint32_t bad = 0;
-	uint64_t cost;
+	uint64_t cost, len = 0;
 	uint8_t ws;
 	int rc = 0, k = 0;
 
@@ -296,8 +331,12 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 		goto out;
 	}
 	for (k = 0; k < VBE_COLL_ROUND_CHUNKS && !rc && *budget; k++) {
+		/* A vector's tail, barriers, counts of 0: nothing to pay */
+		len = vbe_coll_afford(t, &x);
+		if (!len && t->off < x.vbytes)
+			break;
 		cost = 0;
-		rc = vbe_coll_chunk(n->coll, t, &x, &bad, &cost);
+		rc = vbe_coll_chunk(n->coll, t, &x, len, &bad, &cost);
 		*budget -= cost < *budget ? cost : *budget;
 		if (!rc && t->off >= x.vbytes) {
 			vbe_coll_complete(n, t, &x);
@@ -318,6 +357,8 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
 		n->coll->fails++;
 	}
+	if (!k && !rc && t->off < x.vbytes)
+		return -1;		/* held */
 out:
 	return k + 1;
 }
@@ -329,14 +370,18 @@ int vbe_coll_run(struct vbe_node *n)
 	struct vbe_coll_node *cn = n->coll;
 	uint64_t budget = VBE_COLL_ROUND_WORK;
 	struct vbe_team *t, **pp, *head, **tail;
-	int work = 0;
+	int work = 0, did;
+	bool held = false;
 
 	if (!cn || !cn->nteams)
 		return 0;
 	vbe_coll_tell(n);
 	for (pp = &cn->run; (t = *pp) && budget;) {
-		if (vbe_coll_ready(t))
-			work += vbe_coll_step(n, t, &budget);
+		if (vbe_coll_ready(t)) {
+			did = vbe_coll_step(n, t, &budget);
+			held |= did < 0;
+			work += did > 0 ? did : 0;
+		}
 		if (vbe_coll_ready(t)) {
 			pp = &t->run_next;
 			continue;
@@ -352,10 +397,14 @@ int vbe_coll_run(struct vbe_node *n)
 			;
 		*tail = head;
 	}
+	cn->held = held && !work;
 	return work;
 }
 
+/* Teams with work keep the loop polling, unless the last run moved
+ * nothing for want of members' budgets: the scheduler's tick refills
+ * those (a rate's tokens) or the members' own work keeps it busy. */
 bool vbe_coll_busy(const struct vbe_node *n)
 {
-	return n->coll && n->coll->run;
+	return n->coll && n->coll->run && !n->coll->held;
 }
