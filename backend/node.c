@@ -422,6 +422,8 @@ void vbe_node_tick(struct vbe_node *n, int64_t now_ms)
 	vbe_qpn_tick(n, now_ms);
 	vbe_sched_tick(n, now_ms);
 	vbe_vx_tick(n, now_ms);
+	if (n->coll)
+		vbe_chain_tick(n, now_ms);
 	vbe_store_tick(n);
 	vbe_node_flush(n);
 }

@@ -30,6 +30,9 @@
 
 struct vbe_guest;
 struct vbe_node;
+struct vbe_clink;
+struct vbe_clink_ops;
+struct vbe_cmsg;
 
 #define VBE_COLL_CHUNK		(256u << 10)	/* scratch: bytes folded at once */
 #define VBE_COLL_ROUND_CHUNKS	4		/* per team per node poll */
@@ -40,6 +43,11 @@ struct vbe_node;
 #define VBE_COLL_NODE_TEAMS	1024		/* teams a node keeps */
 #define VBE_COLL_NAME		32		/* a node name and its NUL */
 #define VBE_COLL_GROUPS		16		/* tenant groups a team dom0 runs */
+#define VBE_COLL_NODE_SPANS	32		/* teams across nodes a node runs */
+#define VBE_COLL_FORM_MS	30000		/* ... to agree with the other nodes */
+
+/* The kinds of OP_COLL, as libvrdma sends them (vrdma/coll.h). */
+enum { VBE_CK_ALLREDUCE = 1, VBE_CK_REDUCE, VBE_CK_BCAST, VBE_CK_BARRIER, VBE_CK_ALLGATHER };
 
 enum vbe_team_state {
 	VBE_TEAM_JOINING,		/* members still to come */
@@ -52,6 +60,34 @@ enum vbe_team_state {
 struct vbe_cop {
 	uint64_t id;
 	struct vrdma_coll_wr w;
+};
+
+/* A team across nodes: this node's part of the chain (chain.c). */
+enum vbe_span_phase {
+	VBE_SP_JOINING,			/* this node's members still to come */
+	VBE_SP_LINKING,			/* links opening; JOINED from k-1 */
+	VBE_SP_VERDICT,			/* JOINED sent on: VERDICT from k+1 */
+	VBE_SP_START,			/* VERDICT sent back: START from k-1 */
+	VBE_SP_RUN,			/* the team is READY */
+	VBE_SP_OVER,			/* decided self, or failed: links closed */
+};
+
+struct vbe_cspan {
+	uint32_t k, nodes;		/* this node's place in the layout, of */
+	char peer[2][VBE_COLL_NAME];	/* nodes k-1 and k+1 ("": an end) */
+	struct vbe_clink *l[2];
+	enum vbe_span_phase phase;
+	int64_t deadline;		/* before RUN: ms */
+	uint32_t groups[VBE_COLL_GROUPS];	/* members' tenant groups so far */
+	unsigned ngroups;
+	uint32_t maxlocal;		/* most members on one node so far */
+	bool self;			/* a node wants its members to run it */
+	uint32_t chunk;			/* RUN: START's */
+	uint64_t fseq, foff;		/* RUN: the forward pass's next chunk */
+	uint64_t bseq, boff;		/* ... the backward pass's */
+	uint64_t moved;			/* chunks this poll (vbe_coll_busy) */
+	struct vbe_node *node;
+	struct vbe_team *next;		/* the node's spans */
 };
 
 /* A member, made by its join, gone with its leave: a team that never
@@ -70,6 +106,9 @@ struct vbe_team {
 	struct vbe_team *next;
 	uint8_t key[16];
 	uint32_t size, joined, hash;
+	uint32_t nlocal;		/* ranks on this node (size: one node) */
+	uint32_t *local;		/* span: those ranks, ascending */
+	struct vbe_cspan *span;		/* NULL: every member is on this node */
 	enum vbe_team_state state;
 	uint8_t fail_ws;		/* FAILED: status of ops that come later */
 	bool self;			/* a member joined with VRDMA_TEAM_F_SELF */
@@ -117,6 +156,9 @@ struct vbe_coll_node {
 	struct vbe_team *run;		/* teams with an op every member posted */
 	uint64_t serial;
 	bool off;			/* the operator's switch: no offload here */
+	const struct vbe_clink_ops *links;	/* teams across nodes; NULL: none */
+	struct vbe_team *spans;		/* teams across nodes, any phase */
+	unsigned nspans;
 	uint64_t joins, ops, bytes, fails;
 	struct vlog_lim absent_lim;	/* "at its quota" lines */
 	unsigned npend;			/* EVT_TEAMs waiting, every guest's */
@@ -130,21 +172,55 @@ struct vbe_coll_node {
 	const void **src;		/* VRDMA_TEAM_MAX: the fold's sources */
 };
 
-/* team.c */
+/* team.c: joining and leaving */
 int  vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out);
-void vbe_coll_joined(struct vbe_guest *g, uint32_t handle);	/* after its CMD_DONE */
 int  vbe_coll_leave(struct vbe_guest *g, const struct vrdma_req *r);
 void vbe_coll_guest_gone(struct vbe_guest *g);
 void vbe_coll_node_fini(struct vbe_node *n);
 struct vbe_cref *vbe_coll_ref(struct vbe_guest *g, uint32_t handle);
-void vbe_coll_fail(struct vbe_team *t, uint8_t ws);
+void vbe_coll_free(struct vbe_node *n, struct vbe_team *t);
+
+/* tell.c: a team complete here, and telling its members */
+void vbe_coll_joined(struct vbe_guest *g, uint32_t handle);	/* after its CMD_DONE */
+uint32_t vbe_coll_chunk_len(uint32_t size);
+int  vbe_coll_work(struct vbe_coll_node *cn);
+void vbe_coll_work_free(struct vbe_coll_node *cn);
+void vbe_coll_say(struct vbe_team *t, uint16_t status);
+void vbe_coll_unpend(struct vbe_guest *g, struct vbe_cref *ref);
 void vbe_coll_tell(struct vbe_node *n);		/* EVT_TEAMs still to tell */
 void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len);
+void vbe_coll_fail(struct vbe_team *t, uint8_t ws);
 
 /* run.c */
 int  vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r);
 int  vbe_coll_run(struct vbe_node *n);		/* work done (node poll) */
 bool vbe_coll_busy(const struct vbe_node *n);	/* keeps the loop polling */
 void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t);
+/* shared with chain_run.c: the operation every member agreed on */
+struct vbe_cx {
+	const struct vrdma_coll_wr *w;	/* the first member's */
+	size_t es;			/* element bytes, 1 for byte kinds */
+	uint64_t vbytes;		/* what is chunked */
+};
+uint8_t vbe_coll_check_op(const struct vrdma_coll_wr *w, uint32_t size, struct vbe_cx *x);
+void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r,
+		   uint64_t *send, uint64_t *recv);
+
+/* chain.c: teams across nodes */
+int  vbe_chain_layout(struct vbe_node *n, struct vbe_team *t, const uint8_t *list,
+		      uint32_t len);
+void vbe_chain_start(struct vbe_node *n, struct vbe_team *t);
+void vbe_chain_stop(struct vbe_node *n, struct vbe_team *t);
+void vbe_chain_free(struct vbe_node *n, struct vbe_team *t);
+void vbe_chain_link_state(struct vbe_clink *l);	/* the transport: up or down */
+void vbe_chain_kick(struct vbe_clink *l);	/* ... a message came, or room */
+void vbe_chain_tick(struct vbe_node *n, int64_t now_ms);
+void vbe_chain_form(struct vbe_node *n, struct vbe_team *t);
+bool vbe_chain_broken(struct vbe_node *n, struct vbe_team *t);
+struct vbe_cmsg *vbe_chain_slot(struct vbe_clink *l, uint8_t type);
+int  vbe_chain_put(struct vbe_node *n, struct vbe_clink *l, uint32_t len);
+void vbe_chain_used(struct vbe_node *n, struct vbe_clink *l);
+/* chain_run.c */
+int  vbe_chain_run(struct vbe_node *n, uint64_t *budget);
 
 #endif /* VRDMA_BACKEND_COLL_H */

@@ -13,9 +13,6 @@
 #include "coll.h"
 #include "../../common/coll/vcoll_reduce.h"
 
-/* coll.h's kinds, as libvrdma sends them (vrdma/coll.h). */
-enum { VBE_CK_ALLREDUCE = 1, VBE_CK_REDUCE, VBE_CK_BCAST, VBE_CK_BARRIER, VBE_CK_ALLGATHER };
-
 static bool vbe_coll_zero(const uint8_t *p, size_t n)
 {
 	while (n--)
@@ -37,7 +34,7 @@ void vbe_coll_queue(struct vbe_node *n, struct vbe_team *t)
  * looked for: an OP_COLL costs dom0 the same in a team of 2 or 4096. */
 static bool vbe_coll_ready(const struct vbe_team *t)
 {
-	return t->state == VBE_TEAM_READY && t->nready == t->size;
+	return t->state == VBE_TEAM_READY && !t->span && t->nready == t->size;
 }
 
 int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
@@ -72,6 +69,10 @@ int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
 		vbe_coll_cqe(m, r->id, VRDMA_WS_WR_FLUSH_ERR, 0);
 		return 0;
 	}
+	if (t->span) {			/* chain_run.c looks at every poll */
+		t->span->moved = 1;
+		return 0;
+	}
 	if (m->posted == t->done + 1)
 		t->nready++;
 	if (vbe_coll_ready(t))
@@ -79,15 +80,8 @@ int vbe_coll_post(struct vbe_guest *g, const struct vrdma_req *r)
 	return 0;
 }
 
-/* The operation every member agreed on, and its vector. */
-struct vbe_cx {
-	const struct vrdma_coll_wr *w;	/* rank 0's */
-	size_t es;			/* element bytes, 1 for byte kinds */
-	uint64_t vbytes;		/* what is chunked */
-};
-
 /* Bytes rank r's send and receive ranges must have. */
-static void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r,
+void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r,
 			  uint64_t *send, uint64_t *recv)
 {
 	const struct vrdma_coll_wr *w = x->w;
@@ -116,10 +110,7 @@ static void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint
 static uint8_t vbe_coll_agree(const struct vbe_team *t, struct vbe_cx *x)
 {
 	const struct vrdma_coll_wr *w = &t->m[0]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
-	size_t bytes;
 
-	x->w = w;
-	x->es = 1;
 	for (uint32_t r = 1; r < t->size; r++) {
 		const struct vrdma_coll_wr *o = &t->m[r]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
 
@@ -127,25 +118,35 @@ static uint8_t vbe_coll_agree(const struct vbe_team *t, struct vbe_cx *x)
 		    o->root != w->root || o->count != w->count)
 			return VRDMA_WS_REM_INV_REQ_ERR;
 	}
+	return vbe_coll_check_op(w, t->size, x);
+}
+
+/* 0 and @x, or the status of an operation no team of @size can run. */
+uint8_t vbe_coll_check_op(const struct vrdma_coll_wr *w, uint32_t size, struct vbe_cx *x)
+{
+	size_t bytes;
+
+	x->w = w;
+	x->es = 1;
 	switch (w->kind) {
 	case VBE_CK_ALLREDUCE:
 	case VBE_CK_REDUCE:
 		if (vcoll_check(w->type, w->op, w->count, &bytes) ||
-		    (w->kind == VBE_CK_REDUCE && w->root >= t->size))
+		    (w->kind == VBE_CK_REDUCE && w->root >= size))
 			return VRDMA_WS_REM_INV_REQ_ERR;
 		x->es = vcoll_type_size(w->type);
 		x->vbytes = bytes;
 		return 0;
 	case VBE_CK_BCAST:
 		x->vbytes = w->count;
-		return w->root < t->size && !w->type && !w->op ? 0 : VRDMA_WS_REM_INV_REQ_ERR;
+		return w->root < size && !w->type && !w->op ? 0 : VRDMA_WS_REM_INV_REQ_ERR;
 	case VBE_CK_BARRIER:
 		x->vbytes = 0;
 		return !w->type && !w->op && !w->root && !w->count ? 0 : VRDMA_WS_REM_INV_REQ_ERR;
 	default:		/* ALLGATHER */
-		if (w->type || w->op || w->root || w->count > (UINT64_C(1) << 40) / t->size)
+		if (w->type || w->op || w->root || w->count > (UINT64_C(1) << 40) / size)
 			return VRDMA_WS_REM_INV_REQ_ERR;
-		x->vbytes = (uint64_t)t->size * w->count;
+		x->vbytes = (uint64_t)size * w->count;
 		return 0;
 	}
 }
@@ -376,6 +377,8 @@ int vbe_coll_run(struct vbe_node *n)
 	if (!cn || !cn->nteams)
 		return 0;
 	vbe_coll_tell(n);
+	if (cn->spans)
+		work += vbe_chain_run(n, &budget);
 	for (pp = &cn->run; (t = *pp) && budget;) {
 		if (vbe_coll_ready(t)) {
 			did = vbe_coll_step(n, t, &budget);
@@ -406,5 +409,14 @@ int vbe_coll_run(struct vbe_node *n)
  * those (a rate's tokens) or the members' own work keeps it busy. */
 bool vbe_coll_busy(const struct vbe_node *n)
 {
-	return n->coll && n->coll->run && !n->coll->held;
+	const struct vbe_team *t;
+
+	if (!n->coll)
+		return false;
+	if (n->coll->run && !n->coll->held)
+		return true;
+	for (t = n->coll->spans; t; t = t->span->next)
+		if (t->span->moved)
+			return true;
+	return false;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Teams dom0 runs: joining, telling the members, leaving.  A team lives
+ * Teams dom0 runs: joining and leaving (tell.c: once joined).  A team lives
  * on the node while any member is in it; it is found by its key, and a
  * guest names it by a handle of its own (vbe_cref), so no guest can name
  * a team it did not join.
@@ -33,16 +33,21 @@ struct vbe_cref *vbe_coll_ref(struct vbe_guest *g, uint32_t handle)
 /*
  * The node list, copied out of the member's MR before it is read: size
  * names, each NUL-terminated and at most VRDMA_NAME_MAX - 1 characters.
- * Returns its hash (with size), or -errno: -EINVAL a malformed list,
- * -EFAULT no such range, -ENOENT a name that is not this node's.
+ * Returns its hash (with size), or -errno: -EINVAL a malformed list, or
+ * the joiner's own rank named on another node; -EFAULT no such range;
+ * -ENOENT a name that is not this node's and no teams across nodes here.
+ * A list naming other nodes is kept in *keep (the caller frees it) for
+ * the team's layout.
  */
-static int64_t vbe_coll_list(struct vbe_guest *g, const struct vrdma_cmd_team_join *c)
+static int64_t vbe_coll_list(struct vbe_guest *g, const struct vrdma_cmd_team_join *c,
+			     uint8_t **keep)
 {
 	uint32_t h = 2166136261u, names = 0, i, len = 0;
 	const uint8_t *src;
 	uint8_t *list;
-	bool other = false;
+	bool other = false, mine = false;
 
+	*keep = NULL;
 	if (c->list_len < c->size || c->list_len > c->size * VBE_COLL_NAME)
 		return -EINVAL;
 	src = vbe_mr_ptr(g, c->pd & 0xffff, c->list_lkey, c->list_addr, c->list_len, 0);
@@ -63,13 +68,29 @@ static int64_t vbe_coll_list(struct vbe_guest *g, const struct vrdma_cmd_team_jo
 		}
 		if (strcmp((const char *)list + i - len, g->node->name))
 			other = true;
+		else if (names == c->rank)
+			mine = true;
 		names++;
 		len = 0;
 	}
-	free(list);
-	if (i < c->list_len || len || names != c->size)
+	if (i < c->list_len || len || names != c->size) {
+		free(list);
 		return -EINVAL;
-	return other ? -ENOENT : (int64_t)h;
+	}
+	if (!other) {
+		free(list);
+		return (int64_t)h;
+	}
+	if (!g->node->coll->links) {
+		free(list);
+		return -ENOENT;
+	}
+	if (!mine) {
+		free(list);
+		return -EINVAL;
+	}
+	*keep = list;
+	return (int64_t)h;
 }
 
 static struct vbe_team *vbe_coll_find(struct vbe_coll_node *cn, const uint8_t key[16])
@@ -99,6 +120,7 @@ static struct vbe_team *vbe_coll_new(struct vbe_coll_node *cn, const uint8_t key
 	}
 	memcpy(t->key, key, 16);
 	t->size = size;
+	t->nlocal = size;
 	t->hash = hash;
 	t->state = VBE_TEAM_JOINING;
 	t->serial = ++cn->serial;
@@ -108,18 +130,7 @@ static struct vbe_team *vbe_coll_new(struct vbe_coll_node *cn, const uint8_t key
 	return t;
 }
 
-static void vbe_coll_work_free(struct vbe_coll_node *cn)
-{
-	free(cn->sp);
-	free(cn->rp);
-	free(cn->src);
-	free(cn->scratch);
-	cn->sp = cn->rp = NULL;
-	cn->src = NULL;
-	cn->scratch = NULL;
-}
-
-static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
+void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 {
 	struct vbe_coll_node *cn = n->coll;
 	struct vbe_team **pp;
@@ -137,10 +148,13 @@ static void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 	cn->nteams--;
 	if (t->tomb)
 		t->tomb->coll->ntombs--;
+	if (t->span)
+		vbe_chain_free(n, t);
 	for (uint32_t r = 0; r < t->size; r++)
 		free(t->m[r]);
 	free(t->m);
 	free(t->absent);
+	free(t->local);
 	free(t);
 }
 
@@ -149,110 +163,46 @@ static bool vbe_coll_taken(const struct vbe_team *t, uint32_t rank)
 	return t->m[rank] || (t->absent && t->absent[rank / 64] >> (rank % 64) & 1);
 }
 
-static void vbe_coll_unpend(struct vbe_guest *g, struct vbe_cref *ref)
+/* A new team for a join: one node's, or this node's part of one across
+ * nodes (its list kept).  A VRDMA_CS_* status; *out the team on OK. */
+static int vbe_coll_make(struct vbe_guest *g, const struct vrdma_cmd_team_join *c,
+			 uint32_t hash, const uint8_t *list, struct vbe_team **out)
 {
-	if (!ref->evt_pend)
-		return;
-	ref->evt_pend = false;
-	g->coll->npend--;
-	g->node->coll->npend--;
-}
+	struct vbe_coll_node *cn = g->node->coll;
+	struct vbe_team *t;
+	int rc;
 
-/* @ref's EVT_TEAM, unless its guest's event ring has no room for it. */
-static void vbe_coll_tell_ref(struct vbe_guest *g, struct vbe_cref *ref)
-{
-	struct vrdma_evt e;
-
-	memset(&e, 0, sizeof(e));
-	e.type = VRDMA_EVT_TEAM;
-	e.status = ref->evt;
-	e.handle = (uint32_t)ref->gen << 16 | (uint32_t)(ref - g->coll->ref);
-	if (vbe_evt_post(g, &e, false) != -ENOSPC)
-		vbe_coll_unpend(g, ref);	/* told, or gone */
-}
-
-/* Each node poll: the EVT_TEAMs that found no room, if any. */
-void vbe_coll_tell(struct vbe_node *n)
-{
-	struct vbe_guest *g;
-
-	if (!n->coll || !n->coll->npend)
-		return;
-	for (g = n->guests; g && n->coll->npend; g = g->next) {
-		if (!g->coll || !g->coll->npend)
-			continue;
-		for (uint32_t i = 0; i < VBE_COLL_GUEST_TEAMS; i++)
-			if (g->coll->ref[i].t && g->coll->ref[i].evt_pend)
-				vbe_coll_tell_ref(g, &g->coll->ref[i]);
-	}
-}
-
-/* One EVT_TEAM per member, kept on its handle while its ring is full. */
-static void vbe_coll_say(struct vbe_team *t, uint16_t status)
-{
-	for (uint32_t r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = t->m[r];
-		struct vbe_cref *ref;
-
-		if (!m)
-			continue;
-		ref = &m->g->coll->ref[m->handle & 0xffff];
-		if (!ref->evt_pend) {
-			ref->evt_pend = true;
-			m->g->coll->npend++;
-			m->g->node->coll->npend++;
+	/* The node keeps as many teams as it may: it runs no new one, and
+	 * says so as a node that is off does, so that the members run it
+	 * themselves.  NOMEM would fail their create: it is the guest's own
+	 * quota.  So for teams across nodes. */
+	if (cn->nteams >= VBE_COLL_NODE_TEAMS || (list && cn->nspans >= VBE_COLL_NODE_SPANS))
+		return VRDMA_CS_NOENT;
+	t = vbe_coll_new(cn, c->key, c->size, hash);
+	if (!t)
+		return VRDMA_CS_NOMEM;
+	if (list) {
+		rc = vbe_chain_layout(g->node, t, list, c->list_len);
+		if (rc) {
+			vbe_coll_free(g->node, t);
+			return rc == -ENOMEM ? VRDMA_CS_NOMEM : VRDMA_CS_INVAL;
 		}
-		ref->evt = status;
-		vbe_coll_tell_ref(m->g, ref);
 	}
+	*out = t;
+	return VRDMA_CS_OK;
 }
 
-void vbe_coll_cqe(struct vbe_cmember *m, uint64_t id, uint8_t ws, uint32_t byte_len)
+/* The last rank of this node joined (or was marked absent). */
+static void vbe_coll_complete_here(struct vbe_guest *g, struct vbe_team *t)
 {
-	struct vrdma_cqe c;
-
-	memset(&c, 0, sizeof(c));
-	c.wr_id = id;
-	c.qp = m->handle;
-	c.opcode = VRDMA_WC_COLL;
-	c.status = ws;
-	c.flags = VRDMA_CQE_F_TEAM;
-	c.byte_len = byte_len;
-	vbe_cq_push(m->g, m->cq, &c);
-}
-
-/* Every op not done completes with @ws in every member; every op posted
- * later completes WR_FLUSH_ERR at once: the team is over. */
-void vbe_coll_fail(struct vbe_team *t, uint8_t ws)
-{
-	uint32_t r;
-
-	if (t->state == VBE_TEAM_FAILED)
+	if (t->span) {
+		vbe_chain_start(g->node, t);	/* the nodes agree first */
 		return;
-	t->state = VBE_TEAM_FAILED;
-	t->fail_ws = VRDMA_WS_WR_FLUSH_ERR;
-	t->off = 0;
-	for (r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = t->m[r];
-
-		for (; m && m->cdone < m->posted; m->cdone++)
-			vbe_coll_cqe(m, m->q[(m->cdone + 1) % VRDMA_TEAM_DEPTH].id, ws, 0);
 	}
-}
-
-/* The node's scratch and rank arrays, made once: 0 or -ENOMEM. */
-static int vbe_coll_work(struct vbe_coll_node *cn)
-{
-	if (cn->scratch)
-		return 0;
-	cn->sp = calloc(VRDMA_TEAM_MAX, sizeof(*cn->sp));
-	cn->rp = calloc(VRDMA_TEAM_MAX, sizeof(*cn->rp));
-	cn->src = calloc(VRDMA_TEAM_MAX, sizeof(*cn->src));
-	cn->scratch = malloc(VBE_COLL_CHUNK);
-	if (cn->sp && cn->rp && cn->src && cn->scratch)
-		return 0;
-	vbe_coll_work_free(cn);
-	return -ENOMEM;
+	t->state = VBE_TEAM_SELF;
+	vbe_coll_say(t, VRDMA_CS_NOENT);
+	if (t->joined == t->nabsent)		/* every rank answered already */
+		vbe_coll_free(g->node, t);
 }
 
 /*
@@ -266,19 +216,18 @@ static int vbe_coll_work(struct vbe_coll_node *cn)
  * quotas.
  */
 static int vbe_coll_absent(struct vbe_guest *g, struct vbe_team *t,
-			   const struct vrdma_cmd_team_join *c, uint32_t hash)
+			   const struct vrdma_cmd_team_join *c, uint32_t hash, const uint8_t *list)
 {
 	struct vbe_coll_node *cn = g->node->coll;
 	bool made = false;
+	int st;
 
 	if (!t) {
 		if (g->coll->ntombs >= VBE_COLL_GUEST_TEAMS)
 			return VRDMA_CS_NOMEM;
-		if (cn->nteams >= VBE_COLL_NODE_TEAMS)
-			return VRDMA_CS_NOENT;	/* as any join to a full node */
-		t = vbe_coll_new(cn, c->key, c->size, hash);
-		if (!t)
-			return VRDMA_CS_NOMEM;
+		st = vbe_coll_make(g, c, hash, list, &t);
+		if (st)
+			return st;
 		t->tomb = g;
 		g->coll->ntombs++;
 		made = true;
@@ -299,14 +248,14 @@ static int vbe_coll_absent(struct vbe_guest *g, struct vbe_team *t,
 	vlog_limited(&cn->absent_lim, VLOG_INFO, "vrdmad: team %llu: %s is in %u teams, its "
 		     "quota: its rank %u and the others run the team themselves",
 		     (unsigned long long)t->serial, g->name, VBE_COLL_GUEST_TEAMS, c->rank);
-	if (t->joined == t->size) {
-		t->state = VBE_TEAM_SELF;
-		vbe_coll_say(t, VRDMA_CS_NOENT);
-		if (t->joined == t->nabsent)	/* every rank answered already */
-			vbe_coll_free(g->node, t);
-	}
+	if (t->joined == t->nlocal)
+		vbe_coll_complete_here(g, t);
 	return VRDMA_CS_NOENT;
 }
+
+static int vbe_coll_join_list(struct vbe_guest *g, const struct vrdma_cmd_team_join *cp,
+			      struct vbe_pd *pd, struct vbe_cq *cq, uint32_t hash,
+			      const uint8_t *list, uint32_t *out);
 
 int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 {
@@ -314,11 +263,9 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	struct vbe_coll_node *cn = vbe_coll_node(g->node);
 	struct vbe_pd *pd;
 	struct vbe_cq *cq;
-	struct vbe_team *t;
-	struct vbe_cmember *m;
-	struct vbe_cref *ref = NULL;
+	uint8_t *list = NULL;
 	int64_t hash;
-	uint32_t i;
+	int st;
 
 	memcpy(&c, &r->u.team_join, sizeof(c));
 	if (!cn)
@@ -332,13 +279,32 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 		return VRDMA_CS_INVAL;
 	if (cn->off)
 		return VRDMA_CS_NOENT;
-	hash = vbe_coll_list(g, &c);
+	hash = vbe_coll_list(g, &c, &list);
 	if (hash == -ENOENT)
 		return VRDMA_CS_NOENT;
 	if (hash == -ENOMEM)
 		return VRDMA_CS_NOMEM;
 	if (hash < 0)
 		return VRDMA_CS_INVAL;
+	st = vbe_coll_join_list(g, &c, pd, cq, (uint32_t)hash, list, out);
+	free(list);
+	return st;
+}
+
+/* vbe_coll_join with the list checked (and kept if it names other
+ * nodes). */
+static int vbe_coll_join_list(struct vbe_guest *g, const struct vrdma_cmd_team_join *cp,
+			      struct vbe_pd *pd, struct vbe_cq *cq, uint32_t hash,
+			      const uint8_t *list, uint32_t *out)
+{
+	const struct vrdma_cmd_team_join c = *cp;
+	struct vbe_coll_node *cn = g->node->coll;
+	struct vbe_cref *ref = NULL;
+	struct vbe_cmember *m;
+	struct vbe_team *t;
+	uint32_t i;
+	int st;
+
 	if (!g->coll) {
 		g->coll = calloc(1, sizeof(*g->coll));
 		if (!g->coll)
@@ -349,7 +315,7 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 			ref = &g->coll->ref[i];
 
 	t = vbe_coll_find(cn, c.key);
-	if (t && (t->size != c.size || t->hash != (uint32_t)hash)) {
+	if (t && (t->size != c.size || t->hash != hash)) {
 		/* Members that disagree: the team is no use to any of them. */
 		if (t->state == VBE_TEAM_JOINING) {
 			vbe_coll_say(t, VRDMA_CS_INVAL);
@@ -361,17 +327,11 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	if (t && (vbe_coll_taken(t, c.rank) || t->state != VBE_TEAM_JOINING))
 		return VRDMA_CS_EXIST;
 	if (!ref)
-		return vbe_coll_absent(g, t, &c, (uint32_t)hash);
+		return vbe_coll_absent(g, t, &c, hash, list);
 	if (!t) {
-		/* The node keeps as many teams as it may: it runs no new one,
-		 * and says so as a node that is off does, so that the members
-		 * run it themselves.  NOMEM would fail their create: it is the
-		 * guest's own quota. */
-		if (cn->nteams >= VBE_COLL_NODE_TEAMS)
-			return VRDMA_CS_NOENT;
-		t = vbe_coll_new(cn, c.key, c.size, (uint32_t)hash);
-		if (!t)
-			return VRDMA_CS_NOMEM;
+		st = vbe_coll_make(g, &c, hash, list, &t);
+		if (st)
+			return st;
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -398,89 +358,6 @@ int vbe_coll_join(struct vbe_guest *g, const struct vrdma_req *r, uint32_t *out)
 	return VRDMA_CS_OK;
 }
 
-/* Vector bytes per chunk: a power of two (a multiple of every element)
- * that keeps a chunk's reads and writes, about 2 x size x chunk, within
- * VBE_COLL_CHUNK_WORK: 256 KiB up to 4 members, 256 bytes at 4096. */
-static uint32_t vbe_coll_chunk_len(uint32_t size)
-{
-	uint32_t c = VBE_COLL_CHUNK;
-
-	while (c > 64 && (uint64_t)c * 2 * size > VBE_COLL_CHUNK_WORK)
-		c >>= 1;
-	return c;
-}
-
-/*
- * Does the connect policy keep some two members' tenants apart?  dom0
- * would carry their bytes to each other, which the policy refuses their
- * QPs; told NOENT, the members run the team themselves, and the policy
- * judges their connections.  A binding has no direction, nor has a team:
- * either way will do, as for bindings by QP number (cm_qpn.c).  Members
- * of more than VBE_COLL_GROUPS groups are not compared pair by pair
- * (4096 groups would be 8M decisions): such a team runs in its members.
- */
-static bool vbe_coll_apart(struct vbe_node *n, const struct vbe_team *t)
-{
-	struct vbe_party seen[VBE_COLL_GROUPS];
-	const char *who[VBE_COLL_GROUPS];
-	unsigned ns = 0, i;
-
-	for (uint32_t r = 0; r < t->size; r++) {
-		const char *tenant = t->m[r]->g->tenant;
-		struct vbe_party p = vbe_policy_local(n, tenant);
-
-		for (i = 0; i < ns && !vbe_policy_same(&seen[i], &p); i++)
-			;
-		if (i < ns)
-			continue;
-		for (i = 0; i < ns; i++)
-			if (!vbe_policy_allow_either(n, &seen[i], &p)) {
-				vbe_policy_refused(n, "vrdmad: team %llu: tenants %s and %s kept "
-						   "apart by policy: its members run it",
-						   (unsigned long long)t->serial, who[i], tenant);
-				return true;
-			}
-		if (ns == VBE_COLL_GROUPS) {
-			vlog_info("vrdmad: team %llu: members of more than %u tenant groups: "
-				  "its members run it", (unsigned long long)t->serial,
-				  VBE_COLL_GROUPS);
-			return true;
-		}
-		seen[ns] = p;
-		who[ns++] = tenant;
-	}
-	return false;
-}
-
-/* After the join's CMD_DONE went out: the last member makes the team. */
-void vbe_coll_joined(struct vbe_guest *g, uint32_t handle)
-{
-	struct vbe_cref *ref = vbe_coll_ref(g, handle);
-	struct vbe_team *t;
-
-	if (!ref)
-		return;
-	t = ref->t;
-	if (t->state != VBE_TEAM_JOINING || t->joined < t->size)
-		return;
-	if (!t->self && !g->node->coll->off && !vbe_coll_apart(g->node, t)) {
-		if (!vbe_coll_work(g->node->coll)) {
-			t->state = VBE_TEAM_READY;
-			t->chunk = vbe_coll_chunk_len(t->size);
-			t->nready = 0;		/* no OP_COLL before READY */
-			vbe_coll_say(t, VRDMA_CS_OK);
-			vlog_info("vrdmad: team %llu: %u members, run by dom0",
-				  (unsigned long long)t->serial, t->size);
-			return;
-		}
-		vlog_warn("vrdmad: team %llu: no memory for the scratch: its members run it",
-			  (unsigned long long)t->serial);
-	}
-	/* Asked to, kept apart, or no scratch: the members run it. */
-	t->state = VBE_TEAM_SELF;
-	vbe_coll_say(t, VRDMA_CS_NOENT);
-}
-
 /* Drop @ref: its ops go without completions, the others' team fails. */
 static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 {
@@ -490,6 +367,9 @@ static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 	struct vbe_cq *cq = &g->cqs[m->cq];
 
 	t->m[ref->rank] = NULL;	/* no completions for the one leaving */
+	/* Agreeing with the other nodes without it: the others run it. */
+	if (t->span && t->state == VBE_TEAM_JOINING && t->span->phase != VBE_SP_JOINING)
+		vbe_chain_stop(g->node, t);
 	if (t->state == VBE_TEAM_READY) {
 		/* A failure only if an operation was under way: members leave
 		 * one by one at a team's normal end. */

@@ -22,10 +22,18 @@
  *                     CONN_REQUEST, MODIFY_QP's empty GID the node's
  *   control bit 4     poll the node after this record
  *   control bit 5     with bit 4: leave events and CQEs unconsumed
+ *   control bit 6     instead of the above: another node's vrdmad, on
+ *                     the links of the node's first team across nodes
+ *                     (backend/coll/chain.c; the guest joins one with a
+ *                     list naming n2): [u8 how][3][64-byte vbe_cmsg]
+ *                     [60 bytes of payload] put into the next slot of
+ *                     the link `how` bit 0 names; bit 1 first takes all
+ *                     the node sent (room), bit 2 breaks the link
+ *                     instead, bit 3 keeps the header's magic as given
  *
  * After the last record the node polls once more and both frontends
  * close: nothing of theirs may be left (objects, listeners, connection
- * requests, mappings, channels).  Memory keys come from a seeded
+ * requests, mappings, channels, teams and their links).  Memory keys come from a seeded
  * generator (the backend's test hook) and the scheduler runs on the
  * input's clock, so an input replays (connection deadlines come from the
  * platform's clock, which the ticks only move on from).
@@ -37,6 +45,7 @@
 #include "log.h"
 #include "vring.h"
 #include "vbe.h"
+#include "coll/link.h"
 #include "stub_plat.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -377,6 +386,78 @@ static void fz_life(struct fz_guest *g, const uint8_t *e)
 }
 
 /* The scheduler's clock: the ticks' time, so an input replays exactly. */
+/* ---- the other nodes of teams across nodes (control bit 6) ---- */
+
+static unsigned fz_lopen, fz_lclose;
+
+static int fz_lk_open(struct vbe_node *n, struct vbe_team *t, enum vbe_cl_dir dir,
+		      const char *peer, struct vbe_clink **out)
+{
+	struct vbe_clink *l = calloc(1, sizeof(*l));
+
+	(void)n;
+	(void)peer;
+	CHECK(l);
+	l->t = t;
+	l->dir = (uint8_t)dir;
+	l->in = calloc(VBE_CL_SLOTS, VBE_CL_SLOT);
+	l->out = calloc(VBE_CL_SLOTS, VBE_CL_SLOT);
+	CHECK(l->in && l->out);
+	l->up = true;
+	fz_lopen++;
+	*out = l;
+	return 0;
+}
+
+/* What the node sends keeps to the link's rules. */
+static int fz_lk_send(struct vbe_clink *l, uint32_t len)
+{
+	CHECK(l->sent - l->peer_used < VBE_CL_SLOTS && len <= VBE_CL_CHUNK && !l->down);
+	return 0;
+}
+
+static void fz_lk_consumed(struct vbe_clink *l)
+{
+	CHECK(l->used <= l->got);
+}
+
+static void fz_lk_close(struct vbe_clink *l)
+{
+	free(l->in);
+	free(l->out);
+	free(l);
+	fz_lclose++;
+}
+
+static const struct vbe_clink_ops fz_lk_ops = {
+	fz_lk_open, fz_lk_send, fz_lk_consumed, fz_lk_close,
+};
+
+static void fz_peer(const uint8_t *e)
+{
+	struct vbe_team *t = fz_node->coll->spans;
+	struct vbe_clink *l = t ? t->span->l[e[0] & 1] : NULL;
+	uint8_t *slot;
+
+	if (!l)
+		return;
+	if (e[0] & 2)
+		l->peer_used = l->sent;
+	if (e[0] & 4) {
+		l->down = true;
+		vbe_chain_link_state(l);
+		return;
+	}
+	if (l->got - l->used >= VBE_CL_SLOTS)
+		return;		/* a transport never overfills */
+	slot = l->in + (l->got % VBE_CL_SLOTS) * VBE_CL_SLOT;
+	memcpy(slot, e + 4, 124);
+	if (!(e[0] & 8))
+		((struct vbe_cmsg *)slot)->magic = VBE_CL_MAGIC;
+	l->got++;
+	vbe_chain_kick(l);
+}
+
 static int64_t fz_clock(void)
 {
 	return fz_now * 1000;
@@ -402,6 +483,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fz_node->poll_reqs = 16;
 	fz_node->poll_wrs = 4;
 	fz_node->poll_bytes = 16384;
+	fz_node->coll->links = &fz_lk_ops;
 	stub_run();
 	for (i = 0; i < 2; i++)
 		fz_guest_new(&fz_g[i], i + 1);
@@ -438,7 +520,8 @@ static void fz_node_clean(void)
 				  !FZ_USED(g->srqs, VBE_MAX_SRQS)));
 	for (i = 0; i < VBE_MAX_CONNS; i++)
 		CHECK(!fz_node->conns[i].id);
-	CHECK(!fz_node->coll || (!fz_node->coll->nteams && !fz_node->coll->run));
+	CHECK(!fz_node->coll || (!fz_node->coll->nteams && !fz_node->coll->run &&
+				 !fz_node->coll->nspans && fz_lopen == fz_lclose));
 	CHECK(stub_live_maps() == 0 && stub_live_binds() == 0);
 }
 
@@ -469,6 +552,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t c = data[off], *e = data + off + 1;
 		struct fz_guest *g = &fz_g[c & 1];
 
+		if (c & 0x40) {
+			fz_peer(e);
+			if (c & 0x10)
+				fz_poll(!(c & 0x20));
+			continue;
+		}
 		switch (c >> 1 & 3) {
 		case 0:
 			fz_push(g, e, c & 8);

@@ -19,7 +19,8 @@ OP = dict(SEND=1, SEND_IMM=2, WRITE=3, WRITE_IMM=4, READ=5, CMP_SWAP=6, FETCH_AD
           RECV=8, SRQ_RECV=9, ATTACH_BUF=0x40, DETACH_BUF=0x41, ALLOC_PD=0x42,
           DEALLOC_PD=0x43, REG_MR=0x44, DEREG_MR=0x45, CREATE_CQ=0x46, DESTROY_CQ=0x47,
           CREATE_QP=0x48, DESTROY_QP=0x49, LISTEN=0x4a, UNLISTEN=0x4b, CONNECT=0x4c,
-          ACCEPT=0x4d, REJECT=0x4e, MODIFY_QP=0x4f, CREATE_SRQ=0x50, DESTROY_SRQ=0x51)
+          ACCEPT=0x4d, REJECT=0x4e, MODIFY_QP=0x4f, CREATE_SRQ=0x50, DESTROY_SRQ=0x51,
+          COLL=0x0a, TEAM_JOIN=0x52, TEAM_LEAVE=0x53)
 H1 = 0x10000            # first handle of a kind
 IOVA = 0x10000000
 SIGNALED = 1
@@ -90,6 +91,38 @@ def ring_traffic():
                         0, 7), PATCH)
     out += rec(0, 0, wr("FETCH_ADD", H1, 105, [(d + 520, 8, 0)], SIGNALED, IOVA + 12288, 1,
                         1), POLL | PATCH)
+    return out
+
+
+PEER = 0x40             # control bit 6: another node's vrdmad
+CMSG = dict(JOINED=1, VERDICT=2, START=3, FWD=4, BWD=5, ABORT=6)
+
+
+def peer(how, mtype, flags=0, seq=0, count=0, off=0, length=0, kind=0, ctype=0, op=0,
+         nlocal=0, chunk=0, payload=b"", ctl=POLL):
+    """A message of the other node on the link `how` names (bit 0: next)."""
+    hdr = struct.pack("<IBBHQQQIIBBBBII12x", 0, CMSG[mtype], flags, 0, seq, count, off,
+                      length, 0, kind, ctype, op, 0, nlocal, chunk)
+    return bytes([PEER | ctl]) + (bytes([how, 0, 0, 0]) + hdr + payload).ljust(128, b"\0")
+
+
+def span_seed():
+    """A is rank 0 of a team whose rank 1 is on node n2: JOINED goes out,
+    n2's VERDICT comes in, START goes out, then an allreduce of 16 int32
+    goes forward and its result comes back (link 1: next, 3: and room)."""
+    d = IOVA + 12288
+    lst = b"n1\0n2\0"
+    out = rec(0, 1, struct.pack("<IB3x", 10 * 4096 + 8192, len(lst) - 1) + lst, 0)
+    out += rec(0, 0, req("TEAM_JOIN", 0, struct.pack("<16sIIIIIIQI12x", b"\xc4span", 2, 0,
+                                                       H1, H1, 0, len(lst), IOVA + 8192, 0),
+                         rid=30), POLL | PATCH)
+    out += peer(3, "VERDICT", nlocal=1, length=4, payload=struct.pack("<I", 0x1234))
+    # an allreduce of 16 int32 (sum), in place
+    coll = struct.pack("<BBBxIQQ56x", 1, 1, 1, 0, 16, 1) + struct.pack("<QIIQII", d, 64, 0,
+                                                                      d, 64, 0)
+    out += rec(0, 0, req("COLL", 0, coll, rid=31), POLL | PATCH)
+    out += peer(3, "BWD", seq=1, count=16, length=64, kind=1, ctype=1, op=1,
+                payload=bytes(range(60)))
     return out
 
 
@@ -166,6 +199,7 @@ def ring_seeds():
     ud += rec(0, 0, wr("WRITE", H1 + 1, 155, [(d, 8, 0)], SIGNALED, IOVA + 12288, 1),
               POLL | PATCH)
     dump = os.path.join(HERE, "corpus", "ring")
+    write(os.path.join(dump, "seed-span"), base + span_seed())
     write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
     write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
     write(os.path.join(dump, "seed-srq"), base + cm + srq)
