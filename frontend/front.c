@@ -297,6 +297,7 @@ static int vfe_negotiate(struct vfe_dev *d)
 	d->feat_srq = vfe_feature(d, "feature-srq");
 	d->feat_ud = vfe_feature(d, "feature-ud");
 	d->feat_coll = vfe_feature(d, "feature-coll");
+	d->feat_coll_nodes = d->feat_coll && vfe_feature(d, "feature-coll-nodes");
 	return 0;
 }
 

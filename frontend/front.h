@@ -67,6 +67,7 @@ struct vfe_dev {
 	bool feat_srq;			/* backend's feature-srq */
 	bool feat_ud;			/* backend's feature-ud */
 	bool feat_coll;			/* backend's feature-coll: teams it runs */
+	bool feat_coll_nodes;		/* ... feature-coll-nodes: also across nodes */
 	uint32_t max_sge;		/* SGEs per WR: backend's max-sge, bounded */
 	uint32_t max_buf_pages;		/* per buffer: backend's max-buf-pages, bounded */
 	uint32_t max_cq_order;		/* backend's max-cq-order, bounded */

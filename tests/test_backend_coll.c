@@ -211,7 +211,7 @@ START_TEST(coll_kinds)
 		ck_assert_int_eq(vbe_node_teams(node, tg_out(false)), 0);
 		tg_out_end(text, sizeof(text));
 		ck_assert_msg(strstr(text, "node n1: offload on, 1 teams, 3 joins, 4 ops") &&
-			      strstr(text, " offload members 3 joined 3 ops 4") &&
+			      strstr(text, " offload members 3 joined 3 nodes 1 ops 4") &&
 			      strstr(text, " 0:dom5/0 (0 pending) 1:dom6/0 (0 pending)"), "%s", text);
 		ck_assert_int_eq(vbe_node_teams(node, tg_out(true)), 0);
 		tg_out_end(text, sizeof(text));

@@ -204,7 +204,7 @@ START_TEST(collsw_vm_off_later)
 		ck_assert_int_eq(w[3], 3 + 13);
 	}
 	teams_text(out, sizeof(out));
-	ck_assert_msg(strstr(out, " offload members 2 joined 2 ops 1"), "%s", out);
+	ck_assert_msg(strstr(out, " offload members 2 joined 2 nodes 1 ops 1"), "%s", out);
 
 	ck_assert_int_eq(join(&g[0], 4, 2, 0, &t[0]), VRDMA_CS_OK);
 	ck_assert_int_eq(join(&g[1], 4, 2, 1, &t[1]), VRDMA_CS_OK);

@@ -322,6 +322,11 @@ static void vbe_rcm_reject_id(struct rdma_cm_id *id, int status, const uint8_t *
 	rdma_destroy_id(id);
 }
 
+void vbe_rcm_reject(struct rdma_cm_id *id, int status)
+{
+	vbe_rcm_reject_id(id, status, NULL, 0);
+}
+
 /* A REQ from another node: find the service, queue a CONN_REQUEST. */
 static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 			    const void *pd, size_t pd_len)
@@ -337,6 +342,10 @@ static void vbe_rcm_request(struct vbe_vx *vx, struct rdma_cm_id *id,
 	uint32_t i, li;
 	int st;
 
+	if (vbe_vcl_is_hello(pd, pd_len)) {	/* a team's link (verbs_coll.c) */
+		vbe_vcl_request(vx, id, pd, pd_len);
+		return;
+	}
 	if (!vbe_vx_hello_unpack(pd, pd_len, &h) && h.dest_qpn) {
 		vbe_rqpn_request(vx, id, &h);
 		return;
@@ -548,6 +557,10 @@ static void vbe_rcm_event(struct vbe_vx *vx, enum rdma_cm_event_type type,
 	}
 	if (id == vx->lis)
 		return;
+	if (ctx & VBE_VCL_CTX) {
+		vbe_vcl_event(vx, type, id, ctx, pd, pd_len);
+		return;
+	}
 	if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
 		vlog_err("rdma: device removed; remote connections fail");
 		return;
@@ -639,6 +652,7 @@ void vbe_rcm_tick(struct vbe_vx *vx, int64_t now_ms)
 	uint32_t i;
 
 	vbe_rqpn_tick(vx, now_ms);
+	vbe_vcl_tick(vx, now_ms);
 	for (i = 0; i < VBE_VX_MAX_QPS; i++) {
 		struct vbe_vqp *vq = &vx->qps[i];
 

@@ -26,6 +26,17 @@ static void vbe_team_show(const struct vbe_team *t, struct vout *o)
 	vout_str(o, "state", state, " %s", state);
 	vout_u64(o, "size", t->size, " members %u", t->size);
 	vout_u64(o, "joined", t->joined, " joined %u", t->joined);
+	/* across nodes: how many, this node's place, the links' peers */
+	vout_u64(o, "nodes", t->span ? t->span->nodes : 1, " nodes %u",
+		 t->span ? t->span->nodes : 1);
+	if (t->span) {
+		vout_u64(o, "here", t->nlocal, " here %u", t->nlocal);
+		vout_u64(o, "place", t->span->k, " place %u", t->span->k);
+		vout_str(o, "prev", t->span->peer[0], " prev %s",
+			 t->span->peer[0][0] ? t->span->peer[0] : "-");
+		vout_str(o, "next", t->span->peer[1], " next %s",
+			 t->span->peer[1][0] ? t->span->peer[1] : "-");
+	}
 	vout_u64(o, "ops", t->ops, " ops %llu", (unsigned long long)t->ops);
 	vout_u64(o, "bytes", t->bytes, " bytes %llu", (unsigned long long)t->bytes);
 	vout_arr(o, "members");

@@ -332,6 +332,7 @@ struct vbe_vx {
 	int max_sge;
 	struct vbe_reaper *reap;	/* teardown threads (verbs_reap.c) */
 	struct vbe_vud *ud;		/* datagrams between nodes (verbs_ud.c) */
+	struct vbe_vcoll *vcl;		/* teams' links between nodes (verbs_coll.c) */
 	struct vlog_lim req_lim;	/* remote requests refused, not by policy */
 	struct vlog_lim hello_lim;	/* ... whose hello did not parse (any host) */
 	struct vlog_lim rej_lim;	/* our connects the other node rejected */
@@ -392,6 +393,21 @@ int  vbe_rcm_accept_id(struct vbe_guest *g, struct vbe_qp *qp, struct rdma_cm_id
 		       const struct vbe_vx_hello *h, const uint8_t *pdata,
 		       uint32_t pdata_len, bool *taken);
 bool vbe_rcm_policy_ok(const struct vbe_guest *g, uint32_t peer, bool binding);
+
+void vbe_rcm_reject(struct rdma_cm_id *id, int status);	/* and destroy it */
+
+/* verbs_coll.c: the links of teams across nodes (backend/coll/link.h) */
+extern const struct vbe_clink_ops vbe_vcl_ops;
+bool vbe_vcl_is_hello(const void *pd, size_t len);
+void vbe_vcl_request(struct vbe_vx *vx, struct rdma_cm_id *id, const void *pd, size_t len);
+void vbe_vcl_event(struct vbe_vx *vx, enum rdma_cm_event_type type, struct rdma_cm_id *id,
+		   uintptr_t ctx, const uint8_t *pd, size_t len);
+#define VBE_VCL_CTX		((uintptr_t)1 << 62)	/* its ids' context bit */
+bool vbe_vcl_cq_event(struct vbe_vx *vx, struct ibv_cq *cq);
+int  vbe_vcl_poll(struct vbe_vx *vx, int budget);
+int  vbe_vcl_arm(struct vbe_vx *vx);
+void vbe_vcl_tick(struct vbe_vx *vx, int64_t now_ms);
+void vbe_vcl_close_all(struct vbe_vx *vx);
 
 /* cm_rqpn.c: binding QPs of two nodes by number (MODIFY_QP RTR) */
 void vbe_rqpn_request(struct vbe_vx *vx, struct rdma_cm_id *id,

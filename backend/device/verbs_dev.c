@@ -166,6 +166,9 @@ int vbe_vx_open(struct vbe_node *n, const struct vbe_node_cfg *cfg)
 	if (err)
 		vlog_warn("rdma: no datagrams between nodes: %s", strerror(-err));
 	n->vx = vx;
+	/* Teams across nodes: their links go through this device. */
+	if (n->coll && !n->coll->off)
+		n->coll->links = &vbe_vcl_ops;
 	vbe_vx_fds(n, vx, 1);
 	vlog_info("rdma: %s listening on %s:%u", ibv_get_device_name(vx->ctx->device),
 		  inet_ntop(AF_INET, &sin.sin_addr, buf, sizeof(buf)), vx->port);
@@ -191,6 +194,8 @@ void vbe_vx_close(struct vbe_node *n)
 
 	if (!vx)
 		return;
+	if (n->coll && n->coll->links == &vbe_vcl_ops)
+		n->coll->links = NULL;
 	for (i = 0; i < VBE_VX_MAX_QPS; i++)
 		if (vx->qps[i].s.used)
 			vbe_vx_qp_free(vx, &vx->qps[i]);
@@ -205,6 +210,7 @@ void vbe_vx_close(struct vbe_node *n)
 	vbe_vx_fds(n, vx, 0);	/* the reaper's eventfd too, before it closes */
 	vbe_reap_stop(vx);	/* every CQ gone before the channel */
 	vbe_vud_close(vx);
+	vbe_vcl_close_all(vx);
 	ibv_destroy_comp_channel(vx->cch);
 	rdma_destroy_id(vx->lis);
 	rdma_destroy_event_channel(vx->ech);
@@ -630,7 +636,7 @@ void vbe_vx_fd_ready(struct vbe_node *n, int fd)
 
 			if (vq && vq->cq == cq)
 				vq->cq_events++;
-			else if (!vbe_vud_cq_event(vx, cq))
+			else if (!vbe_vud_cq_event(vx, cq) && !vbe_vcl_cq_event(vx, cq))
 				ibv_ack_cq_events(cq, 1);
 		}
 	} else if (fd == vx->ctx->async_fd) {
@@ -673,6 +679,8 @@ int vbe_vx_poll(struct vbe_node *n)
 			done += vbe_vx_poll_cq(vx, &vx->qps[i], VBE_VX_POLL_CQES - done);
 	if (done < VBE_VX_POLL_CQES)
 		done += vbe_vud_poll(vx, VBE_VX_POLL_CQES - done);
+	if (done < VBE_VX_POLL_CQES)
+		done += vbe_vcl_poll(vx, VBE_VX_POLL_CQES - done);
 	vbe_vx_guests_reap(vx);
 	return done;
 }
@@ -696,6 +704,8 @@ int vbe_vx_arm(struct vbe_node *n)
 			more = 1;
 	}
 	if (vbe_vud_arm(vx))
+		more = 1;
+	if (vbe_vcl_arm(vx))
 		more = 1;
 	return more;
 }

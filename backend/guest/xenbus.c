@@ -529,6 +529,7 @@ int vbe_xb_guest_new(struct vbe_node *n, uint32_t domid, uint32_t devid,
 	    vbe_xb_publish(g, "feature-srq", "1") ||
 	    vbe_xb_publish(g, "feature-ud", "1") ||
 	    vbe_xb_publish(g, "feature-coll", "1") ||
+	    vbe_xb_publish(g, "feature-coll-nodes", "%u", n->coll->links ? 1 : 0) ||
 	    vbe_xb_publish(g, "node-gid", "%016llx%016llx",
 			   (unsigned long long)vbe_be64(n->gid),
 			   (unsigned long long)vbe_be64(n->gid + 8))) {

@@ -330,8 +330,8 @@ static int vct_off_build(struct vrdma_team *t, const struct vrdma_team_attr *a,
 /*
  * At create (vct_shape done): dom0 runs the team if it can.  0: it does
  * (t->off is set); 1: the members run it, t->why says why; -errno: the
- * create fails.  Only one-node teams for now: every member's node is
- * this member's (a team across nodes would be NOENT anyway).
+ * create fails.  A team across nodes only with feature-coll-nodes (the
+ * vrdmads run it together); a vrdmad without it would answer NOENT.
  */
 int vct_off_create(struct vrdma_team *t, const struct vrdma_team_attr *a, int timeout_ms)
 {
@@ -349,7 +349,7 @@ int vct_off_create(struct vrdma_team *t, const struct vrdma_team_attr *a, int ti
 	if (a->size == 1)	/* a copy here beats a round trip to dom0 */
 		return vct_off_no(t, "one member");
 	for (r = 0; r < a->size; r++) {
-		if (strcmp(a->nodes[r], me))
+		if (strcmp(a->nodes[r], me) && !dev->fe.feat_coll_nodes)
 			return vct_off_no(t, "members on other nodes");
 		list_len += strlen(a->nodes[r]) + 1;
 	}
