@@ -22,7 +22,7 @@
 #                             variant): 4 flooders on a, weights 1:2:3:4,
 #                             shares beside targets; a high-class guest
 #                             solo vs 3 low-class flooders (suite-prio.sh)
-CLUSTER_DEPS := all $(B)/tests/itest_guest $(B)/tests/itest_bigmr
+CLUSTER_DEPS := all $(B)/tests/itest_guest $(B)/tests/itest_bigmr $(B)/tests/itest_team
 # (the Xen rig's image builder wants every program it carries)
 XCLUSTER_DEPS := $(CLUSTER_DEPS) $(B)/bin/vrdma-xen-rawcopy $(B)/tests/itest_hostile
 

@@ -6,7 +6,7 @@
 #   OUT/vmlinuz    Debian's generic amd64 kernel (has rdma_rxe)
 #   OUT/node.cpio  busybox, the modules in insmod order (virtio-net, crc32,
 #                  rxe, rdma_ucm), vrdmad, vrdmactl, libvrdma, vrdma-bw/-lat,
-#                  itest_guest, itest_bigmr, perftest, ibv_devinfo, rdma, the rxe provider,
+#                  itest_guest, itest_bigmr, itest_team, perftest, ibv_devinfo, rdma, the rxe provider,
 #                  vrdma's libibverbs/librdmacm (/usr/lib/vrdma) and vrdma-run
 #                  for unmodified verbs programs in guests,
 #                  each with the libraries ldd names; /init and the suites
@@ -24,13 +24,13 @@ KMOD=$XEN_ROOT/lib/modules/$KVER
 ML=/usr/lib/x86_64-linux-gnu
 
 VRDMA_BINS="sbin/vrdmad sbin/vrdmactl bin/vrdma-bw bin/vrdma-lat tests/itest_guest
-	tests/itest_bigmr"
+	tests/itest_bigmr tests/itest_team"
 HOST_BINS="/usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_write_lat
 	/usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ibv_rc_pingpong /usr/bin/rping
 	/usr/bin/ibv_srq_pingpong /usr/bin/ibv_ud_pingpong
 	/usr/bin/ibv_devinfo /usr/bin/rdma"
 for f in $VRDMA_BINS; do
-	[ -x "$B/$f" ] || cl_die "$B/$f missing (make B=$B all $B/tests/itest_guest $B/tests/itest_bigmr first)"
+	[ -x "$B/$f" ] || cl_die "$B/$f missing (make B=$B all $B/tests/itest_guest $B/tests/itest_bigmr $B/tests/itest_team first)"
 done
 for f in $HOST_BINS; do
 	[ -x "$f" ] || cl_die "$f missing (apt-get install perftest ibverbs-utils iproute2)"

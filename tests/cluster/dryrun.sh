@@ -35,7 +35,7 @@ mkfifo "$W/stdin"
 exec 3<>"$W/stdin"
 
 node() { # name
-	NODE=$1 IP=127.0.0.1 PEER=127.0.0.1 VRNODE=dry CL_TMP=$W/$1 CL_REMOTE=1 \
+	NODE=$1 IP=127.0.0.1 PEER=127.0.0.1 VRNODE=dry CL_TMP=$W/$1 CL_REMOTE=1 CL_DIR=$HERE \
 	CL_NATIVE=0 FDS0=$FDS0 SUITE=$SUITE timeout 600 sh -c '
 		. '"$HERE"'/cl-lib.sh
 		. '"$HERE"'/suite-$SUITE.sh

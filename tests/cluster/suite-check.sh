@@ -20,6 +20,8 @@
 #      at 4 GiB + 100 and READs it back, and the MR's last bytes; b
 #      confirms the bytes landed there (itest_bigmr; the device windows
 #      of 64 GiB)
+#   h. a team across the nodes, run by the two vrdmads and by its members,
+#      the same bits (suite-coll.sh)
 # Every wait has a limit.
 
 # itest_guest's ITEST lines as markers: itest-<side>-<check>.
@@ -329,6 +331,9 @@ if need_remote bigmr-remote-path-$NODE; then
 	until [ $_n -ge 5 ] || leak_free >/dev/null; do _n=$((_n + 1)); done
 	vt_check bigmr-clean-$NODE leak_free
 fi
+
+# ---- h. a team across the nodes ----
+. "${CL_DIR:-/vrdma}"/suite-coll.sh
 
 # ---- c. nothing left on either node ----
 vt_check census-clean-$NODE leak_free

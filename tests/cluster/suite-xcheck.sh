@@ -27,9 +27,12 @@
 #      is a SKIP; then nothing of them is left (verbs-clean)
 #   m. Debian's Open MPI over UCX (tests/xen/mpi-lib.sh): mpirun in domu1
 #      on a, rank 1 in domu1 on b, tests/mpi_check.c checking every byte;
-#      the two vrdmads together moved at least what crossed; then
-#      ucx_perftest tag_bw with UCX's default transport list (netfront's
-#      tcp beside vrdma0): the two vrdmads moved what a's domU sent
+#      the two vrdmads together moved at least what crossed; then (m2)
+#      MPI's collectives of tests/mpi_coll_check.c through libvrdma-mpi.so,
+#      the same ranks: offloaded to the two vrdmads together, in the
+#      guests, MPI's own, the same bits (mpi_coll); then ucx_perftest
+#      tag_bw with UCX's default transport list (netfront's tcp beside
+#      vrdma0): the two vrdmads moved what a's domU sent
 # Every wait has a limit.
 # shellcheck disable=SC2154  # _d is set by eval
 . /vrdma/cl-lib.sh
@@ -377,6 +380,39 @@ if need_remote xcheck-remote-path-$NODE; then
 		fi
 	fi
 	vt_check mpi-clean-$NODE xleak_free 2
+
+	# ---- m2. MPI's collectives across the nodes (libvrdma-mpi.so) ----
+	# The same two ranks through vrdma-run --coll (mpi_coll): the team
+	# spans the nodes, so with VRDMA_COLL=on the two vrdmads run it
+	# together (the chain over rxe0); b says what its vrdmad saw in each
+	# run, and a's checks add it (mpi-lib.sh's mc_peer_* hooks).
+	if [ "$NODE" = b ]; then
+		cl_tell mcoll-ready 60
+		for _m in on guest off; do
+			cl_await "mcoll-run $_m" 600 || break
+			_b0=$(mpi_moved) _o0=$(mpi_coll_ops)
+			cl_tell "mcoll-started $_m" 60
+			cl_await "mcoll-end $_m" 600 || break
+			cl_tell "mcoll-counted $(($(mpi_moved) - _b0)) $(($(mpi_coll_ops) - _o0))" 60
+		done
+	else
+		mc_peer_before() {
+			cl_tell "mcoll-run $1" 60 && cl_await "mcoll-started $1" 60
+		}
+		mc_peer_after() {
+			MC_PEER_MOVED=0 MC_PEER_OPS=0
+			cl_tell "mcoll-end $1" 60 && cl_await mcoll-counted 60 &&
+				MC_PEER_MOVED=$(echo "$CL_MSG" | cut -d' ' -f2) &&
+				MC_PEER_OPS=$(echo "$CL_MSG" | cut -d' ' -f3)
+		}
+		MC_NODES=2
+		if cl_await mcoll-ready 120 && [ -n "$PB" ]; then
+			mpi_coll $D1 "$GA,$PB"
+		else
+			vt_fail mpi-coll-on "no peer (PB '$PB')"
+		fi
+	fi
+	vt_check mpi-coll-clean-$NODE xleak_free 2
 	# UCX's default transport list between the nodes' domUs: tcp over
 	# netfront is there beside rc_verbs and ud_verbs on vrdma0, and UCX
 	# must take vrdma0.  a's domU sends 100 x 64 KiB by rendezvous: b's

@@ -90,6 +90,14 @@ mpi_pair() {
 # the devices) and the suite's own limit too little: they are not started.
 MC_T=240
 MC_MAX=524288
+# Ranks on one node (the Xen rig) or on two (the Xen cluster sets
+# MC_NODES=2 and the hooks below: the other node's vrdmad counts too).
+MC_NODES=${MC_NODES:-1}
+
+# mc_peer_before MODE / mc_peer_after MODE: around each run; after it,
+# MC_PEER_MOVED and MC_PEER_OPS are what the other node's vrdmad saw.
+command -v mc_peer_before >/dev/null 2>&1 || mc_peer_before() { :; }
+command -v mc_peer_after >/dev/null 2>&1 || mc_peer_after() { MC_PEER_MOVED=0 MC_PEER_OPS=0; }
 
 # mc_retrans DOM: TCP segments DOM's kernel retransmitted so far
 # (/proc/net/snmp's second Tcp: line, RetransSegs)
@@ -121,6 +129,7 @@ mpi_coll_run() {
 	_cm0=$(mpi_moved)
 	_co0=$(mpi_coll_ops)
 	_cr0=$(mc_retrans $1)
+	mc_peer_before $3
 	_ct0=$(date +%s)
 	_cn=$(du_run $1 "VRDMA_COLL=$3 VRDMA_COLL_VERBOSE=1 VRDMA_COLL_MPI=openmpi \
 MPI_COLL_CHECK_MAX_BYTES=$MC_MAX timeout $MC_T mpirun --allow-run-as-root \
@@ -136,12 +145,15 @@ MPI_COLL_CHECK_MAX_BYTES=$MC_MAX timeout $MC_T mpirun --allow-run-as-root \
 	MC_MOVED=$(($(mpi_moved) - _cm0))
 	MC_OPS=$(($(mpi_coll_ops) - _co0))
 	_cr=$(($(mc_retrans $1) - _cr0))
+	mc_peer_after $3
+	MC_MOVED=$((MC_MOVED + MC_PEER_MOVED))
 	MC_MIN=$(mc_field 'mpi_coll_check: 2 ranks, [0-9]* checks, all correct, \([0-9]*\) bytes between ranks')
 	MC_EXACT=$(mc_field 'mpi_coll_check: digest exact \([0-9a-f]*\)')
 	MC_FLOAT=$(mc_field 'mpi_coll_check: digest float \([0-9a-f]*\)')
 	MC_TEAM=$(echo "$MC_OUT" | grep -m 1 '^vrdma-mpi: MPI_COMM_WORLD: team ')
 	echo "VRDMA_COLL=$3: exit $MC_RC after $_cs s${MC_HUNG:+ (its limit)}, $MC_MOVED bytes" \
-		"through vrdma, $MC_OPS operations in dom0's teams, $_cr TCP segments" \
+		"through vrdma, $MC_OPS operations in dom0's teams (the other node's" \
+		"$MC_PEER_OPS), $_cr TCP segments" \
 		"retransmitted by dom$1; ${MC_TEAM:-no team}"
 	echo "$MC_OUT" | grep '^mpi_coll_check: [0-9]* ranks\|^mpi_coll_check: .* checked after'
 }
@@ -162,20 +174,26 @@ mc_report() {
 # mc_case DOM HOSTS MODE: mpi-coll-MODE, one run and what it must show
 mc_case() {
 	_cw=
+	[ "$MC_NODES" = 1 ] && MC_NODEW=node || MC_NODEW=nodes
 	if [ -n "$_chung" ]; then
 		MC_EXACT='' MC_FLOAT=''
 		vt_fail mpi-coll-$3 "not run: the VRDMA_COLL=$_chung run hung"
+		mc_peer_before $3	# the other node keeps in step
+		mc_peer_after $3
 		return
 	fi
 	mpi_coll_run $1 "$2" $3
 	[ -n "$MC_HUNG" ] && _chung=$3
 	[ "$MC_RC" = 0 ] && [ -n "$MC_MIN" ] || mc_why "exit $MC_RC, not all correct"
 	case $3 in
-	on)	echo "$MC_TEAM" | grep -q "^vrdma-mpi: MPI_COMM_WORLD: team of 2 ranks on 1 node, \
-offload, [1-9][0-9]* operations" || mc_why "MPI_COMM_WORLD's team not offloaded"
-		[ "$MC_OPS" -gt 0 ] || mc_why "dom0's teams ran no operation" ;;
+	on)	echo "$MC_TEAM" | grep -q "^vrdma-mpi: MPI_COMM_WORLD: team of 2 ranks on \
+$MC_NODES $MC_NODEW, offload, [1-9][0-9]* operations" ||
+			mc_why "MPI_COMM_WORLD's team not offloaded"
+		[ "$MC_OPS" -gt 0 ] || mc_why "dom0's teams ran no operation"
+		[ "$MC_NODES" = 1 ] || [ "$MC_PEER_OPS" -gt 0 ] ||
+			mc_why "the other dom0's teams ran no operation" ;;
 	guest)	echo "$MC_TEAM" | grep -q \
-			'^vrdma-mpi: MPI_COMM_WORLD: team of 2 ranks on 1 node, in the guests' ||
+			"^vrdma-mpi: MPI_COMM_WORLD: team of 2 ranks on $MC_NODES $MC_NODEW, in the guests" ||
 			mc_why "MPI_COMM_WORLD's team not in the guests"
 		# in the guests every byte between the ranks crosses a vrdma QP
 		[ -n "$MC_MIN" ] && [ "$MC_MOVED" -ge "$MC_MIN" ] ||
