@@ -84,10 +84,25 @@ static void t_close(struct vbe_clink *l)
 
 static const struct vbe_clink_ops tops = { t_open, t_send, t_consumed, t_close };
 
+/* What the node sent that a test did not take. */
+static void drop_sent(void)
+{
+	for (unsigned d = 0; d < 2; d++)
+		for (unsigned i = 0; i < nq[d]; i++)
+			free(q[d][i].pl);
+	memset(nq, 0, sizeof(nq));
+}
+
+static void chain_teardown(void)
+{
+	drop_sent();
+	tg_teardown();
+}
+
 static void links_on(void)
 {
+	drop_sent();
 	memset(lk, 0, sizeof(lk));
-	memset(nq, 0, sizeof(nq));
 	closed = opened = 0;
 	node->coll->links = &tops;
 }
@@ -677,7 +692,7 @@ TCase *backend_chain_tcase(void)
 {
 	TCase *t = tcase_create("chain");
 
-	tcase_add_checked_fixture(t, tg_setup, tg_teardown);
+	tcase_add_checked_fixture(t, tg_setup, chain_teardown);
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, chain_first);
 	tcase_add_test(t, chain_last);
