@@ -119,6 +119,7 @@ TCase *backend_udahead_tcase(void);		/* test_backend_udahead.c */
 TCase *backend_coll_tcase(void);		/* test_backend_coll.c */
 TCase *backend_collsw_tcase(void);		/* test_backend_collsw.c */
 TCase *backend_chain_tcase(void);		/* test_backend_chain.c */
+TCase *backend_chainbad_tcase(void);		/* test_backend_chainbad.c */
 TCase *backend_collbad_tcase(void);		/* test_backend_collbad.c */
 TCase *backend_sge_tcase(void);
 TCase *backend_buf_tcase(void);			/* test_backend_buf.c */			/* test_backend_sge.c */		/* test_backend_share.c */

@@ -903,6 +903,7 @@ static Suite *backend_suite(void)
 	suite_add_tcase(s, backend_collsw_tcase());
 	suite_add_tcase(s, backend_collbad_tcase());
 	suite_add_tcase(s, backend_chain_tcase());
+	suite_add_tcase(s, backend_chainbad_tcase());
 	return s;
 }
 

@@ -332,6 +332,35 @@ START_TEST(collsw_kept)
 }
 END_TEST
 
+/* An operation done in one chunk, the next already posted: the loop
+ * keeps polling (the team is not taken for one its budgets hold). */
+START_TEST(collsw_next_op_busy)
+{
+	struct tg g[2];
+	uint32_t t[2];
+
+	for (unsigned i = 0; i < 2; i++)
+		tg_full(&g[i], 5 + i);
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_int_eq(join(&g[i], 8, 2, i, &t[i]), VRDMA_CS_OK);
+	for (unsigned i = 0; i < 2; i++) {
+		ck_assert_int_eq(team_evt(&g[i]), VRDMA_CS_OK);
+		post_sum(&g[i], t[i], 1);
+		post_sum(&g[i], t[i], 2);
+	}
+	vbe_node_poll(node);
+	for (unsigned i = 0; i < 2; i++)
+		expect_cqe(&g[i], 101, VRDMA_WS_SUCCESS);
+	ck_assert(vbe_coll_busy(node));		/* operation 2 waits for a poll */
+	vbe_node_poll(node);
+	for (unsigned i = 0; i < 2; i++)
+		expect_cqe(&g[i], 102, VRDMA_WS_SUCCESS);
+	ck_assert(!vbe_coll_busy(node));
+	for (unsigned i = 0; i < 2; i++)
+		tg_stop(&g[i]);
+}
+END_TEST
+
 static int64_t fake_us;
 
 static int64_t fake_clock(void)
@@ -426,5 +455,6 @@ TCase *backend_collsw_tcase(void)
 	tcase_add_test(t, collsw_key);
 	tcase_add_test(t, collsw_kept);
 	tcase_add_test(t, collsw_rate);
+	tcase_add_test(t, collsw_next_op_busy);
 	return t;
 }

@@ -49,14 +49,16 @@ int vbe_chain_layout(struct vbe_node *n, struct vbe_team *t, const uint8_t *list
 	uint32_t cap = 16, nodes = 0, k = UINT32_MAX, nl = 0, r, i, *slot, *local;
 	const char *p = (const char *)list, **first;
 	struct vbe_cspan *s;
+	uint16_t *nof;
 
 	while (cap < 2 * t->size)
 		cap <<= 1;
 	slot = calloc(cap, sizeof(*slot));		/* node index + 1 */
 	first = calloc(t->size, sizeof(*first));	/* node j's name */
 	local = calloc(t->size, sizeof(*local));
+	nof = calloc(t->size, sizeof(*nof));
 	s = calloc(1, sizeof(*s));
-	if (!slot || !first || !local || !s)
+	if (!slot || !first || !local || !nof || !s)
 		goto nomem;
 	for (r = 0; r < t->size && p < (const char *)list + len; r++, p += strlen(p) + 1) {
 		for (i = vbe_chain_fnv(p) & (cap - 1); slot[i] && strcmp(first[slot[i] - 1], p);
@@ -66,6 +68,7 @@ int vbe_chain_layout(struct vbe_node *n, struct vbe_team *t, const uint8_t *list
 			first[nodes] = p;
 			slot[i] = ++nodes;
 		}
+		nof[r] = (uint16_t)(slot[i] - 1);
 		if (!strcmp(p, n->name)) {
 			k = slot[i] - 1;
 			local[nl++] = r;
@@ -75,10 +78,12 @@ int vbe_chain_layout(struct vbe_node *n, struct vbe_team *t, const uint8_t *list
 		free(slot);
 		free(first);
 		free(local);
+		free(nof);
 		free(s);
 		return -EINVAL;
 	}
 	s->k = k;
+	s->node_of = nof;
 	s->nodes = nodes;
 	if (k > 0)
 		memcpy(s->peer[VBE_CL_PREV], first[k - 1], strlen(first[k - 1]) + 1);
@@ -98,6 +103,7 @@ nomem:
 	free(slot);
 	free(first);
 	free(local);
+	free(nof);
 	free(s);
 	return -ENOMEM;
 }
@@ -124,6 +130,7 @@ void vbe_chain_free(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	n->coll->nspans--;
+	free(t->span->node_of);
 	free(t->span);
 	t->span = NULL;
 }
@@ -221,8 +228,13 @@ bool vbe_chain_broken(struct vbe_node *n, struct vbe_team *t)
 	vlog_info("vrdmad: team %llu: the link to node %s is gone", (unsigned long long)t->serial,
 		  s->peer[d]);
 	if (t->state == VBE_TEAM_READY) {
+		bool busy = false;
+
+		for (uint32_t i = 0; i < t->nlocal; i++)
+			busy |= t->m[t->local[i]] &&
+				t->m[t->local[i]]->posted > t->m[t->local[i]]->cdone;
 		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
-		n->coll->fails++;
+		n->coll->fails += busy;		/* not the team's normal end */
 		return false;
 	}
 	return vbe_chain_drop(n, t);
@@ -236,6 +248,10 @@ void vbe_chain_tick(struct vbe_node *n, int64_t now_ms)
 		next = t->span->next;
 		if (t->span->phase < VBE_SP_LINKING || t->span->phase > VBE_SP_START ||
 		    now_ms < t->span->deadline)
+			continue;
+		/* what already came first: a START in a slot decides */
+		if (vbe_chain_form(n, t) || t->span->phase == VBE_SP_RUN ||
+		    t->span->phase == VBE_SP_OVER)
 			continue;
 		vlog_warn("vrdmad: team %llu: the other nodes did not agree within %d ms: its "
 			  "members run it", (unsigned long long)t->serial, VBE_COLL_FORM_MS);
@@ -338,7 +354,9 @@ static int vbe_chain_take(struct vbe_cspan *s, const struct vbe_cmsg *h, const u
 	uint32_t g;
 
 	if (h->len % 4 || h->len / 4 > VBE_COLL_GROUPS || !h->nlocal ||
-	    h->nlocal > VRDMA_TEAM_MAX || h->seq || h->off || h->count || h->chunk)
+	    h->nlocal > VRDMA_TEAM_MAX || h->seq || h->off || h->count || h->chunk ||
+	    h->status || h->root || h->kind || h->ctype || h->op ||
+	    (h->flags & ~VBE_CMF_SELF))
 		return -EPROTO;
 	for (uint32_t i = 0; i < h->len / 4; i++) {
 		memcpy(&g, pl + 4 * i, 4);
@@ -375,7 +393,7 @@ static int vbe_chain_decide(struct vbe_node *n, struct vbe_team *t)
 {
 	struct vbe_cspan *s = t->span;
 
-	if (s->self) {
+	if (s->self || t->state != VBE_TEAM_JOINING) {
 		vlog_info("vrdmad: team %llu: across %u nodes, run by its members",
 			  (unsigned long long)t->serial, s->nodes);
 		return vbe_chain_drop(n, t) ? 2 : 1;
@@ -457,8 +475,13 @@ static int vbe_chain_form_one(struct vbe_node *n, struct vbe_team *t)
 		rc = vbe_cmsg_get(prev, &h, &pl);
 		if (rc <= 0)
 			return rc;
-		if (h.type != VBE_CM_START || h.len || h.chunk < 64 || h.chunk > VBE_CL_CHUNK ||
-		    (h.chunk & (h.chunk - 1)) || (h.flags & ~VBE_CMF_SELF))
+		/* A chunk no longer than this node's members allow; an OK only if
+		 * nothing this node saw wants its members to run the team. */
+		if (h.type != VBE_CM_START || h.len || h.chunk < 64 ||
+		    h.chunk > vbe_coll_chunk_len(t->nlocal) || h.chunk > VBE_CL_CHUNK ||
+		    (h.chunk & (h.chunk - 1)) || (h.flags & ~VBE_CMF_SELF) || h.seq || h.off ||
+		    h.count || h.nlocal || h.status || h.root || h.kind || h.ctype || h.op ||
+		    (s->self && !(h.flags & VBE_CMF_SELF)))
 			return -EPROTO;
 		if (!last) {
 			o = vbe_chain_slot(next, VBE_CM_START);
@@ -479,8 +502,9 @@ static int vbe_chain_form_one(struct vbe_node *n, struct vbe_team *t)
 	}
 }
 
-/* Agreeing, as far as the messages at hand go (chain_run.c's poll). */
-void vbe_chain_form(struct vbe_node *n, struct vbe_team *t)
+/* Agreeing, as far as the messages at hand go (chain_run.c's poll and
+ * the tick).  True if the team went (nobody here holds it). */
+bool vbe_chain_form(struct vbe_node *n, struct vbe_team *t)
 {
 	int rc;
 
@@ -489,11 +513,10 @@ void vbe_chain_form(struct vbe_node *n, struct vbe_team *t)
 		rc = vbe_chain_form_one(n, t);
 	while (rc == 1 && t->span->phase > VBE_SP_JOINING && t->span->phase < VBE_SP_RUN);
 	if (rc == 2)
-		return;
+		return true;
 	if (rc == -EPROTO)
 		vlog_warn("vrdmad: team %llu: node %s or %s broke the agreement's rules: its "
 			  "members run it", (unsigned long long)t->serial,
 			  t->span->peer[VBE_CL_PREV], t->span->peer[VBE_CL_NEXT]);
-	if (rc < 0)
-		vbe_chain_drop(n, t);
+	return rc < 0 && vbe_chain_drop(n, t);
 }

@@ -252,10 +252,12 @@ static int vbe_chain_fwd(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 		rc = vbe_cmsg_get(prev, &in, &pl);
 		if (rc <= 0)
 			return rc;
+		/* EMPTY: no node before this one holds the root */
 		if (in.type != VBE_CM_FWD || in.seq != s->fseq || in.off != s->foff ||
 		    !vbe_chain_len_ok(s, &x, in.off, in.len, x.vbytes) ||
 		    (in.flags & ~VBE_CMF_EMPTY) ||
-		    ((in.flags & VBE_CMF_EMPTY) && x.w->kind != VBE_CK_BCAST))
+		    ((in.flags & VBE_CMF_EMPTY) &&
+		     (x.w->kind != VBE_CK_BCAST || s->node_of[x.w->root] < s->k)))
 			return -EPROTO;
 		if (!vbe_chain_same(&in, &x)) {
 			*ws = VRDMA_WS_REM_INV_REQ_ERR;		/* members that disagree */
@@ -270,8 +272,10 @@ static int vbe_chain_fwd(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 	if (!len && x.vbytes)
 		return 0;
 	rc = vbe_chain_ranges(t, &x, s->fseq, cn->sp, cn->rp, &bad);
-	if (rc)
+	if (rc) {
+		s->bad = bad;
 		return rc;
+	}
 	if (vbe_chain_make(cn, t, &x, cn->sp, prev ? &in : NULL, pl, s->foff, len,
 			   (uint8_t *)o + VBE_CL_HDR, &flags))
 		return -EINVAL;
@@ -316,6 +320,7 @@ static int vbe_chain_bwd(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 	const uint8_t *pl;
 	struct vbe_cmsg in, *o = NULL;
 	struct vbe_cx x;
+	uint8_t *res;
 	uint32_t bad;
 	int rc;
 
@@ -342,11 +347,16 @@ static int vbe_chain_bwd(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 	if (x.vbytes && !vbe_chain_afford(t, &x, in.len, false, false))
 		return 0;
 	rc = vbe_chain_ranges(t, &x, s->bseq, cn->sp, cn->rp, &bad);
-	if (rc)
+	if (rc) {
+		s->bad = bad;
 		return rc;
-	vbe_chain_write(t, cn->rp, s->boff, pl, in.len);
+	}
+	/* Read once out of the slot the peer can write: every member here
+	 * and the node before get the same bits. */
+	res = o ? (uint8_t *)o + VBE_CL_HDR : cn->scratch;
+	memcpy(res, pl, in.len);
+	vbe_chain_write(t, cn->rp, s->boff, res, in.len);
 	if (o) {
-		memcpy((uint8_t *)o + VBE_CL_HDR, pl, in.len);
 		memcpy(o, &in, sizeof(*o));
 		rc = vbe_chain_put(n, prev, in.len);
 		if (rc)
@@ -400,7 +410,8 @@ static void vbe_chain_pass(struct vbe_node *n, struct vbe_team *t, uint64_t *bud
 	int b = 0, f = 0;
 
 	s->moved = 0;
-	for (unsigned k = 0; k < 2 * VBE_COLL_ROUND_CHUNKS && *budget; k++) {
+	s->bad = UINT32_MAX;
+	for (unsigned k = 0; k < VBE_COLL_ROUND_CHUNKS && *budget; k++) {
 		b = vbe_chain_bwd(n, t, budget, &ws);
 		if (b >= 0)
 			f = vbe_chain_fwd(n, t, budget, &ws);
@@ -414,8 +425,7 @@ static void vbe_chain_pass(struct vbe_node *n, struct vbe_team *t, uint64_t *bud
 	if (aws) {
 		vlog_info("vrdmad: team %llu: node %s or %s failed it", (unsigned long long)t->serial,
 			  s->peer[VBE_CL_PREV], s->peer[VBE_CL_NEXT]);
-		vbe_coll_fail(t, aws);
-		n->coll->fails++;
+		vbe_chain_fail(n, t, aws);	/* and tells the nodes further on */
 		return;
 	}
 	if (b == -EPROTO || f == -EPROTO)
@@ -425,9 +435,18 @@ static void vbe_chain_pass(struct vbe_node *n, struct vbe_team *t, uint64_t *bud
 	else if (ws == VRDMA_WS_REM_INV_REQ_ERR)
 		vlog_warn("vrdmad: team %llu: members disagree on operation %llu",
 			  (unsigned long long)t->serial, (unsigned long long)s->fseq);
-	else if (b == -EFAULT || f == -EFAULT)
-		vlog_warn("vrdmad: team %llu: a member's range that is not its own",
-			  (unsigned long long)t->serial);
+	else if ((b == -EFAULT || f == -EFAULT) && s->bad < t->size && t->m[s->bad]) {
+		/* that member's own operation ends LOC_PROT_ERR, as on one node */
+		struct vbe_cmember *m = t->m[s->bad];
+
+		vlog_warn("vrdmad: %s: team %llu rank %u: a range that is not its own",
+			  m->g->name, (unsigned long long)t->serial, s->bad);
+		if (m->cdone < m->posted) {
+			vbe_coll_cqe(m, m->q[(m->cdone + 1) % VRDMA_TEAM_DEPTH].id,
+				     VRDMA_WS_LOC_PROT_ERR, 0);
+			m->cdone++;
+		}
+	}
 	vbe_chain_fail(n, t, ws);
 }
 
@@ -441,16 +460,16 @@ int vbe_chain_run(struct vbe_node *n, uint64_t *budget)
 		next = t->span->next;
 		if (t->span->phase == VBE_SP_JOINING || t->span->phase == VBE_SP_OVER)
 			continue;
-		if (vbe_chain_broken(n, t))
-			continue;
-		if (t->span->phase < VBE_SP_RUN) {
-			vbe_chain_form(n, t);
-			continue;
-		}
-		if (t->state == VBE_TEAM_READY && *budget) {
+		/* What came before a link broke is taken first: the last
+		 * chunk of a result may be in a slot already. */
+		if (t->span->phase == VBE_SP_RUN && t->state == VBE_TEAM_READY && *budget) {
 			vbe_chain_pass(n, t, budget);
 			work += (int)t->span->moved;
 		}
+		if (vbe_chain_broken(n, t))
+			continue;
+		if (t->span->phase > VBE_SP_JOINING && t->span->phase < VBE_SP_RUN)
+			vbe_chain_form(n, t);
 	}
 	return work;
 }

@@ -44,6 +44,7 @@ struct vbe_cmsg;
 #define VBE_COLL_NAME		32		/* a node name and its NUL */
 #define VBE_COLL_GROUPS		16		/* tenant groups a team dom0 runs */
 #define VBE_COLL_NODE_SPANS	32		/* teams across nodes a node runs */
+#define VBE_COLL_GUEST_SPANS	8		/* ... a guest device is in */
 #define VBE_COLL_FORM_MS	30000		/* ... to agree with the other nodes */
 
 /* The kinds of OP_COLL, as libvrdma sends them (vrdma/coll.h). */
@@ -86,6 +87,8 @@ struct vbe_cspan {
 	uint64_t fseq, foff;		/* RUN: the forward pass's next chunk */
 	uint64_t bseq, boff;		/* ... the backward pass's */
 	uint64_t moved;			/* chunks this poll (vbe_coll_busy) */
+	uint16_t *node_of;		/* each rank's place in the layout */
+	uint32_t bad;			/* RUN: the rank whose range failed */
 	struct vbe_node *node;
 	struct vbe_team *next;		/* the node's spans */
 };
@@ -147,6 +150,7 @@ struct vbe_coll_guest {
 	unsigned nteams;
 	unsigned npend;			/* refs with evt_pend */
 	unsigned ntombs;		/* teams it made at its quota */
+	unsigned nspans;		/* teams across nodes it is in or made */
 	uint32_t ways;			/* run.c: its ranges a chunk touches */
 };
 
@@ -215,7 +219,7 @@ void vbe_chain_free(struct vbe_node *n, struct vbe_team *t);
 void vbe_chain_link_state(struct vbe_clink *l);	/* the transport: up or down */
 void vbe_chain_kick(struct vbe_clink *l);	/* ... a message came, or room */
 void vbe_chain_tick(struct vbe_node *n, int64_t now_ms);
-void vbe_chain_form(struct vbe_node *n, struct vbe_team *t);
+bool vbe_chain_form(struct vbe_node *n, struct vbe_team *t);
 bool vbe_chain_broken(struct vbe_node *n, struct vbe_team *t);
 struct vbe_cmsg *vbe_chain_slot(struct vbe_clink *l, uint8_t type);
 int  vbe_chain_put(struct vbe_node *n, struct vbe_clink *l, uint32_t len);

@@ -321,7 +321,7 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 	uint32_t bad = 0;
 	uint64_t cost, len = 0;
 	uint8_t ws;
-	int rc = 0, k = 0;
+	int rc = 0, k, ran = 0;
 
 	ws = vbe_coll_agree(t, &x);
 	if (ws) {
@@ -338,6 +338,7 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 			break;
 		cost = 0;
 		rc = vbe_coll_chunk(n->coll, t, &x, len, &bad, &cost);
+		ran++;
 		*budget -= cost < *budget ? cost : *budget;
 		if (!rc && t->off >= x.vbytes) {
 			vbe_coll_complete(n, t, &x);
@@ -358,10 +359,10 @@ static int vbe_coll_step(struct vbe_node *n, struct vbe_team *t, uint64_t *budge
 		vbe_coll_fail(t, VRDMA_WS_RETRY_EXC_ERR);
 		n->coll->fails++;
 	}
-	if (!k && !rc && t->off < x.vbytes)
-		return -1;		/* held */
+	if (!ran)
+		return -1;		/* held: its members' budgets */
 out:
-	return k + 1;
+	return ran + 1;
 }
 
 /* The teams with work, in turn, while VBE_COLL_ROUND_WORK lasts; those

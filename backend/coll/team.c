@@ -146,8 +146,10 @@ void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 			break;
 		}
 	cn->nteams--;
-	if (t->tomb)
+	if (t->tomb) {
 		t->tomb->coll->ntombs--;
+		t->tomb->coll->nspans -= t->span != NULL;
+	}
 	if (t->span)
 		vbe_chain_free(n, t);
 	for (uint32_t r = 0; r < t->size; r++)
@@ -156,6 +158,16 @@ void vbe_coll_free(struct vbe_node *n, struct vbe_team *t)
 	free(t->absent);
 	free(t->local);
 	free(t);
+}
+
+/* Does g hold a rank of the team across nodes t already?  A guest's
+ * share of such teams counts teams, not ranks. */
+static bool vbe_coll_holds(const struct vbe_team *t, const struct vbe_guest *g)
+{
+	for (uint32_t i = 0; t->span && i < t->nlocal; i++)
+		if (t->m[t->local[i]] && t->m[t->local[i]]->g == g)
+			return true;
+	return false;
 }
 
 static bool vbe_coll_taken(const struct vbe_team *t, uint32_t rank)
@@ -223,13 +235,15 @@ static int vbe_coll_absent(struct vbe_guest *g, struct vbe_team *t,
 	int st;
 
 	if (!t) {
-		if (g->coll->ntombs >= VBE_COLL_GUEST_TEAMS)
+		if (g->coll->ntombs >= VBE_COLL_GUEST_TEAMS ||
+		    (list && g->coll->nspans >= VBE_COLL_GUEST_SPANS))
 			return VRDMA_CS_NOMEM;
 		st = vbe_coll_make(g, c, hash, list, &t);
 		if (st)
 			return st;
 		t->tomb = g;
 		g->coll->ntombs++;
+		g->coll->nspans += list != NULL;
 		made = true;
 	}
 	if (!t->absent) {
@@ -321,12 +335,17 @@ static int vbe_coll_join_list(struct vbe_guest *g, const struct vrdma_cmd_team_j
 			vbe_coll_say(t, VRDMA_CS_INVAL);
 			t->state = VBE_TEAM_FAILED;
 			t->fail_ws = VRDMA_WS_WR_FLUSH_ERR;
+			if (t->span)		/* the other nodes see its links go */
+				vbe_chain_stop(g->node, t);
 		}
 		return VRDMA_CS_INVAL;
 	}
 	if (t && (vbe_coll_taken(t, c.rank) || t->state != VBE_TEAM_JOINING))
 		return VRDMA_CS_EXIST;
-	if (!ref)
+	/* At its quota of teams, or of teams across nodes (each takes links
+	 * and a place of the node's few): absent, so that all fall back. */
+	if (!ref || (list && g->coll->nspans >= VBE_COLL_GUEST_SPANS &&
+		     !(t && vbe_coll_holds(t, g))))
 		return vbe_coll_absent(g, t, &c, hash, list);
 	if (!t) {
 		st = vbe_coll_make(g, &c, hash, list, &t);
@@ -339,6 +358,7 @@ static int vbe_coll_join_list(struct vbe_guest *g, const struct vrdma_cmd_team_j
 			vbe_coll_free(g->node, t);
 		return VRDMA_CS_NOMEM;
 	}
+	g->coll->nspans += t->span && !vbe_coll_holds(t, g);	/* before it holds this */
 	t->m[c.rank] = m;
 	ref->t = t;
 	ref->rank = c.rank;
@@ -389,6 +409,7 @@ static void vbe_coll_drop(struct vbe_guest *g, struct vbe_cref *ref)
 		cq->users--;
 	ref->t = NULL;
 	g->coll->nteams--;
+	g->coll->nspans -= t->span && !vbe_coll_holds(t, g);
 	/* The last member out frees the team: absent ranks had their
 	 * answer at their join. */
 	if (--t->joined == t->nabsent)
@@ -425,6 +446,7 @@ void vbe_coll_guest_gone(struct vbe_guest *g)
 		} else {
 			t->tomb = NULL;
 			g->coll->ntombs--;
+			g->coll->nspans -= t->span != NULL;
 		}
 	}
 	free(g->coll);
