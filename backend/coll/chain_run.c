@@ -43,13 +43,9 @@ static uint8_t vbe_chain_op(const struct vbe_team *t, uint64_t seq, struct vbe_c
 {
 	const struct vrdma_coll_wr *w = &VBE_CH_Q(t->m[t->local[0]], seq)->w;
 
-	for (uint32_t i = 1; i < t->nlocal; i++) {
-		const struct vrdma_coll_wr *o = &VBE_CH_Q(t->m[t->local[i]], seq)->w;
-
-		if (o->kind != w->kind || o->type != w->type || o->op != w->op ||
-		    o->root != w->root || o->count != w->count)
+	for (uint32_t i = 1; i < t->nlocal; i++)
+		if (!vbe_coll_same(&VBE_CH_Q(t->m[t->local[i]], seq)->w, w))
 			return VRDMA_WS_REM_INV_REQ_ERR;
-	}
 	return vbe_coll_check_op(w, t->size, x);
 }
 
@@ -76,22 +72,12 @@ static int vbe_chain_ranges(const struct vbe_team *t, const struct vbe_cx *x, ui
 			    uint8_t **sp, uint8_t **rp, uint32_t *bad)
 {
 	for (uint32_t i = 0; i < t->nlocal; i++) {
-		uint32_t r = t->local[i];
-		const struct vbe_cmember *m = t->m[r];
-		const struct vrdma_coll_wr *w = &VBE_CH_Q(m, seq)->w;
-		uint64_t sl, rl;
+		int rc = vbe_coll_range(t, x, t->local[i], seq, &sp[i], &rp[i]);
 
-		*bad = r;
-		if (m->g->dead)
-			return -ECONNRESET;
-		vbe_coll_lens(t, x, r, &sl, &rl);
-		if (w->sge[0].length != sl || w->sge[1].length != rl)
-			return -EFAULT;
-		sp[i] = sl ? vbe_mr_ptr(m->g, m->pd, w->sge[0].lkey, w->sge[0].addr, sl, 0) : NULL;
-		rp[i] = rl ? vbe_mr_ptr(m->g, m->pd, w->sge[1].lkey, w->sge[1].addr, rl,
-					VRDMA_ACC_LOCAL_WRITE) : NULL;
-		if ((sl && !sp[i]) || (rl && !rp[i]))
-			return -EFAULT;
+		if (rc) {
+			*bad = t->local[i];
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -155,15 +141,8 @@ static void vbe_chain_write(const struct vbe_team *t, uint8_t *const *rp, uint64
 static void vbe_chain_done(struct vbe_node *n, struct vbe_team *t, const struct vbe_cx *x,
 			   uint64_t seq)
 {
-	for (uint32_t i = 0; i < t->nlocal; i++) {
-		struct vbe_cmember *m = t->m[t->local[i]];
-		uint64_t sl, rl;
-
-		vbe_coll_lens(t, x, t->local[i], &sl, &rl);
-		vbe_coll_cqe(m, VBE_CH_Q(m, seq)->id, VRDMA_WS_SUCCESS,
-			     rl > UINT32_MAX ? UINT32_MAX : (uint32_t)rl);
-		m->cdone++;
-	}
+	for (uint32_t i = 0; i < t->nlocal; i++)
+		vbe_coll_done_rank(t, x, t->local[i], seq);
 	t->done = seq;
 	t->ops++;
 	t->bytes += x->vbytes;

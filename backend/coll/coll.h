@@ -209,6 +209,10 @@ struct vbe_cx {
 uint8_t vbe_coll_check_op(const struct vrdma_coll_wr *w, uint32_t size, struct vbe_cx *x);
 void vbe_coll_lens(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r,
 		   uint64_t *send, uint64_t *recv);
+bool vbe_coll_same(const struct vrdma_coll_wr *a, const struct vrdma_coll_wr *b);
+int  vbe_coll_range(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r, uint64_t seq,
+		    uint8_t **sp, uint8_t **rp);
+void vbe_coll_done_rank(struct vbe_team *t, const struct vbe_cx *x, uint32_t r, uint64_t seq);
 
 /* chain.c: teams across nodes */
 int  vbe_chain_layout(struct vbe_node *n, struct vbe_team *t, const uint8_t *list,

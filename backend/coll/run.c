@@ -111,13 +111,9 @@ static uint8_t vbe_coll_agree(const struct vbe_team *t, struct vbe_cx *x)
 {
 	const struct vrdma_coll_wr *w = &t->m[0]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
 
-	for (uint32_t r = 1; r < t->size; r++) {
-		const struct vrdma_coll_wr *o = &t->m[r]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
-
-		if (o->kind != w->kind || o->type != w->type || o->op != w->op ||
-		    o->root != w->root || o->count != w->count)
+	for (uint32_t r = 1; r < t->size; r++)
+		if (!vbe_coll_same(&t->m[r]->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w, w))
 			return VRDMA_WS_REM_INV_REQ_ERR;
-	}
 	return vbe_coll_check_op(w, t->size, x);
 }
 
@@ -151,6 +147,49 @@ uint8_t vbe_coll_check_op(const struct vrdma_coll_wr *w, uint32_t size, struct v
 	}
 }
 
+/* Do two members' operations agree (what each must have the same)? */
+bool vbe_coll_same(const struct vrdma_coll_wr *a, const struct vrdma_coll_wr *b)
+{
+	return a->kind == b->kind && a->type == b->type && a->op == b->op &&
+	       a->root == b->root && a->count == b->count;
+}
+
+/*
+ * Rank r's ranges of its operation seq, looked up in its MRs now: NULL
+ * where it has none.  -ECONNRESET: it left or was disabled; -EFAULT: a
+ * range that is not its own.
+ */
+int vbe_coll_range(const struct vbe_team *t, const struct vbe_cx *x, uint32_t r, uint64_t seq,
+		   uint8_t **sp, uint8_t **rp)
+{
+	const struct vbe_cmember *m = t->m[r];
+	const struct vrdma_coll_wr *w;
+	uint64_t sl, rl;
+
+	if (!m || m->g->dead)
+		return -ECONNRESET;
+	w = &m->q[seq % VRDMA_TEAM_DEPTH].w;
+	vbe_coll_lens(t, x, r, &sl, &rl);
+	if (w->sge[0].length != sl || w->sge[1].length != rl)
+		return -EFAULT;
+	*sp = sl ? vbe_mr_ptr(m->g, m->pd, w->sge[0].lkey, w->sge[0].addr, sl, 0) : NULL;
+	*rp = rl ? vbe_mr_ptr(m->g, m->pd, w->sge[1].lkey, w->sge[1].addr, rl,
+			      VRDMA_ACC_LOCAL_WRITE) : NULL;
+	return (sl && !*sp) || (rl && !*rp) ? -EFAULT : 0;
+}
+
+/* Rank r's operation seq is whole: its completion. */
+void vbe_coll_done_rank(struct vbe_team *t, const struct vbe_cx *x, uint32_t r, uint64_t seq)
+{
+	struct vbe_cmember *m = t->m[r];
+	uint64_t sl, rl;
+
+	vbe_coll_lens(t, x, r, &sl, &rl);
+	vbe_coll_cqe(m, m->q[seq % VRDMA_TEAM_DEPTH].id, VRDMA_WS_SUCCESS,
+		     rl > UINT32_MAX ? UINT32_MAX : (uint32_t)rl);
+	m->cdone++;
+}
+
 /*
  * Every member's ranges for this chunk, looked up in its MRs now: NULL in
  * sp/rp where it has none.  A member whose range is not its own (or has
@@ -160,22 +199,12 @@ static int vbe_coll_ranges(struct vbe_team *t, const struct vbe_cx *x, uint8_t *
 			   uint8_t **rp, uint32_t *bad)
 {
 	for (uint32_t r = 0; r < t->size; r++) {
-		const struct vbe_cmember *m = t->m[r];
-		const struct vrdma_coll_wr *w;
-		uint64_t sl, rl;
+		int rc = vbe_coll_range(t, x, r, t->done + 1, &sp[r], &rp[r]);
 
-		*bad = r;
-		if (!m || m->g->dead)
-			return -ECONNRESET;
-		w = &m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].w;
-		vbe_coll_lens(t, x, r, &sl, &rl);
-		if (w->sge[0].length != sl || w->sge[1].length != rl)
-			return -EFAULT;
-		sp[r] = sl ? vbe_mr_ptr(m->g, m->pd, w->sge[0].lkey, w->sge[0].addr, sl, 0) : NULL;
-		rp[r] = rl ? vbe_mr_ptr(m->g, m->pd, w->sge[1].lkey, w->sge[1].addr, rl,
-					VRDMA_ACC_LOCAL_WRITE) : NULL;
-		if ((sl && !sp[r]) || (rl && !rp[r]))
-			return -EFAULT;
+		if (rc) {
+			*bad = r;
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -258,14 +287,8 @@ static void vbe_coll_complete(struct vbe_node *n, struct vbe_team *t, const stru
 {
 	t->nready = 0;
 	for (uint32_t r = 0; r < t->size; r++) {
-		struct vbe_cmember *m = t->m[r];
-		uint64_t sl, rl;
-
-		vbe_coll_lens(t, x, r, &sl, &rl);
-		vbe_coll_cqe(m, m->q[(t->done + 1) % VRDMA_TEAM_DEPTH].id, VRDMA_WS_SUCCESS,
-			     rl > UINT32_MAX ? UINT32_MAX : (uint32_t)rl);
-		m->cdone++;
-		t->nready += m->posted > t->done + 1;	/* posted the next one */
+		vbe_coll_done_rank(t, x, r, t->done + 1);
+		t->nready += t->m[r]->posted > t->done + 1;	/* posted the next one */
 	}
 	t->done++;
 	t->off = 0;
