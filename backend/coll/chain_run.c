@@ -432,9 +432,18 @@ static void vbe_chain_pass(struct vbe_node *n, struct vbe_team *t, uint64_t *bud
 /* Every team across nodes: agreeing, running, or broken.  Chunks run. */
 int vbe_chain_run(struct vbe_node *n, uint64_t *budget)
 {
-	struct vbe_team *t, *next;
+	struct vbe_team *t, *next, **tail;
 	int work = 0;
 
+	/* the first of the last poll goes last: none is always served first */
+	t = n->coll->spans;
+	if (t && t->span->next) {
+		n->coll->spans = t->span->next;
+		for (tail = &n->coll->spans; *tail; tail = &(*tail)->span->next)
+			;
+		*tail = t;
+		t->span->next = NULL;
+	}
 	for (t = n->coll->spans; t; t = next) {
 		next = t->span->next;
 		if (t->span->phase == VBE_SP_JOINING || t->span->phase == VBE_SP_OVER)

@@ -163,6 +163,7 @@ struct vbe_coll_node {
 	const struct vbe_clink_ops *links;	/* teams across nodes; NULL: none */
 	struct vbe_team *spans;		/* teams across nodes, any phase */
 	unsigned nspans;
+	uint32_t rounds;		/* polls: who goes first alternates */
 	uint64_t joins, ops, bytes, fails;
 	struct vlog_lim absent_lim;	/* "at its quota" lines */
 	unsigned npend;			/* EVT_TEAMs waiting, every guest's */

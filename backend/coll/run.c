@@ -395,13 +395,14 @@ int vbe_coll_run(struct vbe_node *n)
 	struct vbe_coll_node *cn = n->coll;
 	uint64_t budget = VBE_COLL_ROUND_WORK;
 	struct vbe_team *t, **pp, *head, **tail;
+	bool held = false, spans_first = !(cn ? cn->rounds++ & 1 : 0);
 	int work = 0, did;
-	bool held = false;
 
 	if (!cn || !cn->nteams)
 		return 0;
 	vbe_coll_tell(n);
-	if (cn->spans)
+	/* teams across nodes and one node's take turns at the poll's work */
+	if (cn->spans && spans_first)
 		work += vbe_chain_run(n, &budget);
 	for (pp = &cn->run; (t = *pp) && budget;) {
 		if (vbe_coll_ready(t)) {
@@ -424,6 +425,8 @@ int vbe_coll_run(struct vbe_node *n)
 			;
 		*tail = head;
 	}
+	if (cn->spans && !spans_first)
+		work += vbe_chain_run(n, &budget);
 	cn->held = held && !work;
 	return work;
 }
