@@ -365,12 +365,15 @@ struct vrdma_cmd_modify_qp {
  * INVAL, the members disagree on size or list; EXIST, two members took
  * one rank.  The guest then leaves (TEAM_LEAVE) unless
  * OK.  CMD_DONE NOENT: dom0 does not run this team at all (a member on
- * another node, or offload off on this node: every member knows so from
- * the same list; or the node runs as many teams as it keeps; or the
- * guest is in 64 teams, its quota: its rank is marked absent, and the
- * others hear NOENT in their EVT_TEAM).  INVAL: a bad field; NOMEM: the
- * guest is at its quota and has marked 64 teams absent that wait for
- * other members.
+ * another node without feature-coll-nodes, or offload off on this node:
+ * every member knows so from the same list; or the node runs as many
+ * teams, or teams across nodes, as it keeps; or the guest is in 64
+ * teams, or 8 across nodes, its quota: its rank is marked absent, and
+ * the others hear NOENT in their EVT_TEAM).  With feature-coll-nodes
+ * the vrdmads of a team across nodes agree before EVT_TEAM (at most
+ * 30 s).  INVAL: a bad field, or the joiner's rank named on another
+ * node; NOMEM: the guest is at its quota and has marked 64 teams absent
+ * that wait for other members.
  */
 #define VRDMA_TEAM_F_SELF	1u	/* this member wants the team run by
 					 * the members (the API's NO_OFFLOAD) */
