@@ -29,7 +29,10 @@
  *                     [60 bytes of payload] put into the next slot of
  *                     the link `how` bit 0 names; bit 1 first takes all
  *                     the node sent (room), bit 2 breaks the link
- *                     instead, bit 3 keeps the header's magic as given
+ *                     instead, bit 3 keeps the header's magic as given,
+ *                     bit 4 says the link is up only now (links open
+ *                     up unless an earlier record's bit 5 said not),
+ *                     bit 6 makes the link's next send fail
  *
  * After the last record the node polls once more and both frontends
  * close: nothing of theirs may be left (objects, listeners, connection
@@ -38,6 +41,7 @@
  * input's clock, so an input replays (connection deadlines come from the
  * platform's clock, which the ticks only move on from).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,6 +393,7 @@ static void fz_life(struct fz_guest *g, const uint8_t *e)
 /* ---- the other nodes of teams across nodes (control bit 6) ---- */
 
 static unsigned fz_lopen, fz_lclose;
+static bool fz_lk_late, fz_lk_fail;	/* links open not up; a send fails */
 
 static int fz_lk_open(struct vbe_node *n, struct vbe_team *t, enum vbe_cl_dir dir,
 		      const char *peer, struct vbe_clink **out)
@@ -403,7 +408,7 @@ static int fz_lk_open(struct vbe_node *n, struct vbe_team *t, enum vbe_cl_dir di
 	l->in = calloc(VBE_CL_SLOTS, VBE_CL_SLOT);
 	l->out = calloc(VBE_CL_SLOTS, VBE_CL_SLOT);
 	CHECK(l->in && l->out);
-	l->up = true;
+	l->up = !fz_lk_late;
 	fz_lopen++;
 	*out = l;
 	return 0;
@@ -412,7 +417,12 @@ static int fz_lk_open(struct vbe_node *n, struct vbe_team *t, enum vbe_cl_dir di
 /* What the node sends keeps to the link's rules. */
 static int fz_lk_send(struct vbe_clink *l, uint32_t len)
 {
-	CHECK(l->sent - l->peer_used < VBE_CL_SLOTS && len <= VBE_CL_CHUNK && !l->down);
+	CHECK(l->sent - l->peer_used < VBE_CL_SLOTS && len <= VBE_CL_CHUNK && !l->down && l->up);
+	if (fz_lk_fail) {
+		fz_lk_fail = false;
+		l->down = true;
+		return -EIO;
+	}
 	return 0;
 }
 
@@ -439,8 +449,14 @@ static void fz_peer(const uint8_t *e)
 	struct vbe_clink *l = t ? t->span->l[e[0] & 1] : NULL;
 	uint8_t *slot;
 
+	fz_lk_late = e[0] & 0x20;
+	fz_lk_fail |= !!(e[0] & 0x40);
 	if (!l)
 		return;
+	if ((e[0] & 0x10) && !l->up) {
+		l->up = true;
+		vbe_chain_link_state(l);
+	}
 	if (e[0] & 2)
 		l->peer_used = l->sent;
 	if (e[0] & 4) {
@@ -544,6 +560,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(fz_node->busy_round, 0, sizeof(fz_node->busy_round));
 	fz_rng = 0x9e3779b97f4a7c15ull;
 	fz_nkeys = fz_nconns = fz_nteams = 0;
+	fz_lk_late = fz_lk_fail = false;
 	/* Deadlines are taken from the platform's clock; ticks move on from it. */
 	fz_now = vplat_now_ms();
 	fz_node->rate_mark_ms = fz_now;

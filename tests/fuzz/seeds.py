@@ -200,6 +200,12 @@ def ring_seeds():
               POLL | PATCH)
     dump = os.path.join(HERE, "corpus", "ring")
     write(os.path.join(dump, "seed-span"), base + span_seed())
+    # the same with the link up only after the join, and a send that fails
+    late = peer(0x20, "JOINED", ctl=0) + span_seed()
+    late = late.replace(bytes([PEER | POLL, 3]), bytes([PEER | POLL, 3 | 0x10]), 1)
+    write(os.path.join(dump, "seed-span-late"), base + late)
+    write(os.path.join(dump, "seed-span-fail"), base + peer(0x40, "JOINED", ctl=0) +
+          span_seed())
     write(os.path.join(dump, "seed-connect"), base + cm + ring_traffic())
     write(os.path.join(dump, "seed-bind"), base + bind + ring_traffic())
     write(os.path.join(dump, "seed-srq"), base + cm + srq)
